@@ -1,0 +1,35 @@
+/* Error codes of cuda-remote's own code paths.
+ *
+ * Functions return 0 on success and a negative CR_E* code on failure. CUDA results
+ * (CUresult) are a separate space: they cross the wire as values and are mapped from
+ * CR_E* codes in exactly one place on each side (cr_error_to_cuda). */
+#ifndef CR_ERROR_H
+#define CR_ERROR_H
+
+/* X(name, value, message) */
+#define CR_ERRNO_MAP(X)                                                                          \
+    X(NOMEM, -1, "out of memory")                                                                \
+    X(INVAL, -2, "invalid argument")                                                             \
+    X(PROTO, -3, "protocol violation")                                                           \
+    X(TOOBIG, -4, "length or count over its limit")                                              \
+    X(IO, -5, "input/output error")                                                              \
+    X(CLOSED, -6, "connection closed")                                                           \
+    X(CONNREFUSED, -7, "connection refused")                                                     \
+    X(NOTFOUND, -8, "not found")                                                                 \
+    X(UNSUPPORTED, -9, "not supported")                                                          \
+    X(CORRUPT, -10, "malformed input")                                                           \
+    X(VERSION, -11, "version mismatch")                                                          \
+    X(EXISTS, -12, "already exists")                                                             \
+    X(TIMEDOUT, -13, "timed out")                                                                \
+    X(BUSY, -14, "busy")
+
+enum {
+#define CR_ERROR_ENUM(name, value, msg) CR_E##name = value,
+    CR_ERRNO_MAP(CR_ERROR_ENUM)
+#undef CR_ERROR_ENUM
+};
+
+/* Returns a static message for a CR_E* code (or "unknown error"). */
+const char *cr_strerror(int err);
+
+#endif

@@ -1,0 +1,67 @@
+/* Messages whose bodies are built by hand (annotated `custom`, plus the '@' protocol
+ * messages). Generically marshalled calls are described by common/api.h. Each body is a
+ * msgpack array; "stream" is a stream id (0 = the session's legacy default stream).
+ * Replies are [CUresult, ...] unless stated otherwise.
+ *
+ * @hello               client -> server, waits
+ *   body  map {protocol, cuda_version, client, pid, host, program, token (str or nil)}
+ *   reply [CUresult, map {protocol, server, backend, driver_version, session,
+ *          devices: [{name, uuid (bin 16), total_mem, attributes: [int...] indexed by
+ *          CUdevice_attribute}], device_windows: [[base, size]...]}]
+ *          or [error, "reason"] when refused
+ *
+ * @host_func           server -> client: run the host function registered for call_id
+ * @host_func_done      client -> server: it returned (call_id of the launch)
+ * @d2h_data            server -> client: bulk bytes of the asynchronous device-to-host
+ *                      copy with this call_id, in order; CR_FRAME_PARTIAL until the last
+ *
+ * cuMemcpyHtoD_v2 (waits) / cuMemcpyHtoDAsync_v2 (async)
+ *   body  [dst, bytes, stream]   bulk: the bytes. A large copy is several frames, each
+ *         for the next chunk; a waiting copy's last frame has the waiting opcode.
+ * cuMemcpyDtoH_v2 (waits)
+ *   body  [src, bytes, stream]   reply [CUresult]; bulk: the bytes, possibly spread over
+ *         several reply frames marked CR_FRAME_PARTIAL before the last
+ * cuMemcpyDtoHAsync_v2 (async, destination page-locked)
+ *   body  [src, bytes, stream]   the data comes as @d2h_data frames for this call_id
+ * cuMemcpy3D_v2 (waits) / cuMemcpy3DAsync_v2 (async; device-to-host only into
+ * page-locked memory): every 2D and 3D copy
+ *   body  [direction, stream, width_bytes, height, depth, src, dst]
+ *         direction CR_COPY_HTOD / DTOH / DTOD; src and dst [device_address, x_bytes, y, z,
+ *         pitch, slice_height] for device sides, nil for the host side, whose rows travel
+ *         packed (width_bytes each) as the bulk of the request (HtoD) or of the reply or
+ *         @d2h_data frames (DtoH)
+ *
+ * cuLibraryLoadData (waits)
+ *   body  [kind]                 bulk: the code image (fatbin, cubin or PTX, NUL included)
+ *   reply [CUresult, library id]
+ * cuModuleLoadData (waits)       same, reply [CUresult, module id]
+ *
+ * cuLaunchKernel / cuLaunchCooperativeKernel (async)
+ *   body  [function or kernel id, [gx, gy, gz], [bx, by, bz], shared_bytes, stream,
+ *          [[offset, size]...]]   bulk: the parameter buffer, each parameter at its offset
+ * cuLaunchKernelEx (async)
+ *   body  as cuLaunchKernel, then [[attribute id, bin value (the 64-byte value union)]...]
+ *
+ * cuLaunchHostFunc / cuStreamAddCallback (async)
+ *   body  [stream]   the server sends @host_func with this call_id when the stream gets
+ *         there, and holds the stream until @host_func_done
+ *
+ * cuCtxSynchronize_v2 (waits)           body []       every stream of the session
+ * cuDevicePrimaryCtxReset_v2 (waits)    body [device] frees the session's memory, streams
+ *                                       and events; libraries and modules stay
+ * cuMemPoolGetAttribute / cuMemPoolSetAttribute (waits)
+ *   body  [pool, attribute(, value)]    reply [CUresult(, value)] (u64 for every attribute)
+ * cuOccupancyMaxPotentialBlockSizeWithFlags (waits)
+ *   body  [function, [dynamic shared bytes for block sizes 32, 64, ... 1024], block_limit,
+ *          flags]   reply [CUresult, min_grid_size, block_size]
+ */
+#ifndef CR_PROTOCOL_H
+#define CR_PROTOCOL_H
+
+enum { CR_COPY_HTOD = 1, CR_COPY_DTOH = 2, CR_COPY_DTOD = 3 };
+
+/* Copies larger than this travel as several frames so that no frame needs a huge buffer
+ * and the server can start copying before the last byte arrives. */
+#define CR_COPY_CHUNK ((size_t)8 << 20)
+
+#endif
