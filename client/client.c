@@ -1,0 +1,382 @@
+/* Client state: cuInit (connect, hello, device enumeration), the driver version, error
+ * strings, the per-thread default stream, and the helpers every call path shares. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "frame.h"
+#include "internal.h"
+#include "log.h"
+
+/* Lets the server refuse to load this stub as its "real" driver. */
+__attribute__((visibility("default"))) const char cr_remote_stub_version[] = "cuda-remote 0.1.0";
+
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static cr_client_t client_state;
+static cr_client_t *volatile client_ready; /* set once cuInit succeeded */
+static CUresult init_result = CUDA_ERROR_NOT_INITIALIZED;
+static int init_tried;
+/* Bumped when the primary context is reset: per-thread streams must then be recreated. */
+static volatile unsigned stream_generation;
+
+cr_client_t *cr_client(void)
+{
+    return client_ready;
+}
+
+CUresult cr_transport_error(int err)
+{
+    switch (err) {
+    case 0:
+        return CUDA_SUCCESS;
+    case CR_ENOMEM:
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    default:
+        /* the server is gone: the device is as unreachable as a lost GPU */
+        return CUDA_ERROR_DEVICE_UNAVAILABLE;
+    }
+}
+
+CUresult cr_unsupported(const char *name)
+{
+    /* one message per function: a small fixed table of names already reported */
+    static const char *reported[256];
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&lock);
+    int seen = 0, i = 0;
+    for (; i < 256 && reported[i]; i++)
+        if (reported[i] == name) {
+            seen = 1;
+            break;
+        }
+    if (!seen && i < 256)
+        reported[i] = name;
+    pthread_mutex_unlock(&lock);
+    if (!seen)
+        CR_WARN("%s is not supported by cuda-remote yet; returning CUDA_ERROR_NOT_SUPPORTED",
+                name);
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+CUresult cr_call(cr_msg_t *m, cr_pending_t *p, msgpack_unpacked *u)
+{
+    msgpack_unpacked_init(u);
+    int err = cr_msg_call(m, p);
+    if (err)
+        return cr_transport_error(err);
+    size_t off = 0;
+    if (msgpack_unpack_next(u, (const char *)p->body.data, p->body.len, &off) !=
+            MSGPACK_UNPACK_SUCCESS ||
+        u->data.type != MSGPACK_OBJECT_ARRAY || u->data.via.array.size < 1 ||
+        (u->data.via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER)) {
+        CR_ERROR("malformed reply from the server");
+        return CUDA_ERROR_UNKNOWN;
+    }
+    if (p->failed) /* the reply's bulk data did not fit where it was expected */
+        return CUDA_ERROR_UNKNOWN;
+    return (CUresult)u->data.via.array.ptr[0].via.u64;
+}
+
+void cr_reply_done(cr_pending_t *p, msgpack_unpacked *u)
+{
+    msgpack_unpacked_destroy(u);
+    msgpack_unpacked_init(u);
+    cr_pending_release(p);
+}
+
+/* --- hello -------------------------------------------------------------------------------- */
+
+static int str_eq(const msgpack_object *o, const char *s)
+{
+    size_t n = strlen(s);
+    return o->type == MSGPACK_OBJECT_STR && o->via.str.size == n && !memcmp(o->via.str.ptr, s, n);
+}
+
+static const msgpack_object *map_get(const msgpack_object *map, const char *key)
+{
+    if (map->type != MSGPACK_OBJECT_MAP)
+        return NULL;
+    for (uint32_t i = 0; i < map->via.map.size; i++)
+        if (str_eq(&map->via.map.ptr[i].key, key))
+            return &map->via.map.ptr[i].val;
+    return NULL;
+}
+
+static void copy_str(char *dst, size_t cap, const msgpack_object *o)
+{
+    size_t n = 0;
+    if (o && o->type == MSGPACK_OBJECT_STR) {
+        n = o->via.str.size < cap - 1 ? o->via.str.size : cap - 1;
+        memcpy(dst, o->via.str.ptr, n);
+    }
+    dst[n] = '\0';
+}
+
+static void pack_str(msgpack_packer *pk, const char *s)
+{
+    size_t n = strlen(s);
+    msgpack_pack_str(pk, n);
+    msgpack_pack_str_body(pk, s, n);
+}
+
+static int parse_device(const msgpack_object *o, cr_device_t *d)
+{
+    const msgpack_object *name = map_get(o, "name"), *uuid = map_get(o, "uuid"),
+                         *mem = map_get(o, "total_mem"), *attrs = map_get(o, "attributes");
+    if (!name || !uuid || uuid->type != MSGPACK_OBJECT_BIN || uuid->via.bin.size != 16 || !mem ||
+        mem->type != MSGPACK_OBJECT_POSITIVE_INTEGER || !attrs ||
+        attrs->type != MSGPACK_OBJECT_ARRAY)
+        return CR_EPROTO;
+    copy_str(d->name, sizeof d->name, name);
+    memcpy(d->uuid.bytes, uuid->via.bin.ptr, 16);
+    d->total_mem = mem->via.u64;
+    memset(d->attrs, 0, sizeof d->attrs);
+    for (uint32_t i = 0; i < attrs->via.array.size && i < CU_DEVICE_ATTRIBUTE_MAX; i++) {
+        const msgpack_object *a = &attrs->via.array.ptr[i];
+        if (a->type == MSGPACK_OBJECT_POSITIVE_INTEGER || a->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+            d->attrs[i] = (int)a->via.i64;
+    }
+    return 0;
+}
+
+/* Says hello and reads the devices. Returns a CUresult; *message explains a refusal. */
+static CUresult hello(cr_client_t *cl, char *message, size_t message_len)
+{
+    char host[256] = "", exe[512] = "";
+    gethostname(host, sizeof host - 1);
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    const char *token = getenv("CUDA_REMOTE_TOKEN");
+
+    cr_msg_t m;
+    cr_pending_t p = {0};
+    msgpack_unpacked u;
+    int err = cr_msg_begin(cl->conn, &m, CR_OP_HELLO);
+    if (err)
+        return cr_transport_error(err);
+    msgpack_pack_map(&m.pk, 7);
+    pack_str(&m.pk, "protocol");
+    msgpack_pack_uint32(&m.pk, CR_PROTOCOL_VERSION);
+    pack_str(&m.pk, "cuda_version");
+    msgpack_pack_int(&m.pk, CR_CUDA_VERSION);
+    pack_str(&m.pk, "client");
+    pack_str(&m.pk, cr_remote_stub_version);
+    pack_str(&m.pk, "pid");
+    msgpack_pack_int(&m.pk, (int)getpid());
+    pack_str(&m.pk, "host");
+    pack_str(&m.pk, host);
+    pack_str(&m.pk, "program");
+    pack_str(&m.pk, exe);
+    pack_str(&m.pk, "token");
+    if (token)
+        pack_str(&m.pk, token);
+    else
+        msgpack_pack_nil(&m.pk);
+
+    CUresult r = cr_call(&m, &p, &u);
+    if (r != CUDA_SUCCESS) {
+        /* a refusal carries its reason as the second element */
+        if (u.data.type == MSGPACK_OBJECT_ARRAY && u.data.via.array.size >= 2)
+            copy_str(message, message_len, &u.data.via.array.ptr[1]);
+        cr_reply_done(&p, &u);
+        return r;
+    }
+    const msgpack_object *info = u.data.via.array.size >= 2 ? &u.data.via.array.ptr[1] : NULL;
+    const msgpack_object *ver = info ? map_get(info, "driver_version") : NULL;
+    const msgpack_object *devs = info ? map_get(info, "devices") : NULL;
+    const msgpack_object *windows = info ? map_get(info, "device_windows") : NULL;
+    if (!ver || ver->type != MSGPACK_OBJECT_POSITIVE_INTEGER || !devs ||
+        devs->type != MSGPACK_OBJECT_ARRAY) {
+        cr_reply_done(&p, &u);
+        snprintf(message, message_len, "malformed hello reply");
+        return CUDA_ERROR_UNKNOWN;
+    }
+    cl->server_driver_version = (int)ver->via.u64;
+    copy_str(cl->backend, sizeof cl->backend, map_get(info, "backend"));
+    cl->device_count = 0;
+    for (uint32_t i = 0; i < devs->via.array.size && i < CR_MAX_DEVICES; i++) {
+        if (parse_device(&devs->via.array.ptr[i], &cl->devices[i]) != 0) {
+            cr_reply_done(&p, &u);
+            snprintf(message, message_len, "malformed device description");
+            return CUDA_ERROR_UNKNOWN;
+        }
+        cl->device_count++;
+    }
+    if (windows && windows->type == MSGPACK_OBJECT_ARRAY) {
+        for (uint32_t i = 0; i < windows->via.array.size; i++) {
+            const msgpack_object *w = &windows->via.array.ptr[i];
+            if (w->type == MSGPACK_OBJECT_ARRAY && w->via.array.size == 2 &&
+                w->via.array.ptr[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+                w->via.array.ptr[1].type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+                cr_reserve_device_window(w->via.array.ptr[0].via.u64, w->via.array.ptr[1].via.u64);
+        }
+    }
+    cr_reply_done(&p, &u);
+    return cl->device_count > 0 ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE;
+}
+
+CUresult cr_hand_cuInit(unsigned int flags)
+{
+    if (flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&init_lock);
+    if (client_ready || init_tried) {
+        CUresult r = client_ready ? CUDA_SUCCESS : init_result;
+        pthread_mutex_unlock(&init_lock);
+        return r;
+    }
+    init_tried = 1;
+    cr_log_init("cuda-remote", CR_LOG_WARN, 0);
+    const char *text = getenv("CUDA_REMOTE_ADDR");
+    if (!text || !*text)
+        text = CR_DEFAULT_ADDR;
+    cr_address_t addr;
+    char reason[256] = "";
+    CUresult r;
+    if (cr_address_parse(text, &addr) != 0) {
+        CR_ERROR("CUDA_REMOTE_ADDR=%s is not an address (host:port, host, or unix:/path)", text);
+        r = CUDA_ERROR_NO_DEVICE;
+    } else if (cr_conn_open(&addr, &client_state.conn, reason, sizeof reason) != 0) {
+        CR_ERROR("cannot reach cuda-remoted at %s: %s (set CUDA_REMOTE_ADDR)", text, reason);
+        r = CUDA_ERROR_NO_DEVICE;
+    } else if ((r = hello(&client_state, reason, sizeof reason)) != CUDA_SUCCESS) {
+        if (r == CUDA_ERROR_NO_DEVICE && !reason[0])
+            CR_ERROR("cuda-remoted at %s has no devices", text);
+        else
+            CR_ERROR("cuda-remoted at %s refused the connection: %s", text,
+                     reason[0] ? reason : cr_cuda_error_name(r));
+        if (r != CUDA_ERROR_NO_DEVICE)
+            r = CUDA_ERROR_NO_DEVICE;
+    } else {
+        client_ready = &client_state;
+    }
+    init_result = r;
+    pthread_mutex_unlock(&init_lock);
+    return r;
+}
+
+CUresult cr_hand_cuDriverGetVersion(int *version)
+{
+    if (!version)
+        return CUDA_ERROR_INVALID_VALUE;
+    *version = CR_CUDA_VERSION;
+    return CUDA_SUCCESS;
+}
+
+CUresult cr_hand_cuGetErrorName(CUresult error, const char **str)
+{
+    if (!str)
+        return CUDA_ERROR_INVALID_VALUE;
+    *str = cr_cuda_error_name(error);
+    return *str ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cr_hand_cuGetErrorString(CUresult error, const char **str)
+{
+    if (!str)
+        return CUDA_ERROR_INVALID_VALUE;
+    *str = cr_cuda_error_string(error);
+    return *str ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cr_hand_cuProfilerInitialize(const char *config, const char *out, CUoutput_mode mode)
+{
+    return CUDA_SUCCESS;
+}
+
+CUresult cr_hand_cuProfilerStart(void)
+{
+    return CUDA_SUCCESS;
+}
+
+CUresult cr_hand_cuProfilerStop(void)
+{
+    return CUDA_SUCCESS;
+}
+
+CUresult cr_hand_cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
+{
+    if (!mode)
+        return CUDA_ERROR_INVALID_VALUE;
+    *mode = CU_MODULE_EAGER_LOADING;
+    return CUDA_SUCCESS;
+}
+
+/* --- default streams ---------------------------------------------------------------------- */
+
+static __thread int tls_ptds;
+static __thread uint64_t tls_stream_id;
+static __thread unsigned tls_stream_generation;
+static pthread_key_t stream_key;
+static pthread_once_t stream_key_once = PTHREAD_ONCE_INIT;
+
+void cr_ptds_enter(int *saved)
+{
+    *saved = tls_ptds;
+    tls_ptds = 1;
+}
+
+void cr_ptds_leave(int *saved)
+{
+    tls_ptds = *saved;
+}
+
+int cr_ptds_active(void)
+{
+    return tls_ptds;
+}
+
+static void destroy_thread_stream(void *value)
+{
+    uint64_t id = (uint64_t)(uintptr_t)value;
+    if (id && cr_client() && tls_stream_generation == stream_generation) {
+        cr_arg_t a[1] = {{.u = id}};
+        cr_remote_call(&cr_desc_cuStreamDestroy_v2, a);
+    }
+}
+
+static void make_stream_key(void)
+{
+    pthread_key_create(&stream_key, destroy_thread_stream);
+}
+
+void cr_client_reset_streams(void)
+{
+    __atomic_add_fetch(&stream_generation, 1, __ATOMIC_SEQ_CST);
+}
+
+CUresult cr_stream_wire_id(CUstream s, uint64_t *id)
+{
+    uintptr_t v = (uintptr_t)s;
+    int per_thread = v == (uintptr_t)CU_STREAM_PER_THREAD || (v == 0 && tls_ptds);
+    if (!per_thread) {
+        *id = v == (uintptr_t)CU_STREAM_LEGACY ? 0 : v;
+        return CUDA_SUCCESS;
+    }
+    if (tls_stream_id && tls_stream_generation == stream_generation) {
+        *id = tls_stream_id;
+        return CUDA_SUCCESS;
+    }
+    /* the per-thread default stream: a blocking stream of this thread, made on first use */
+    CUstream created = NULL;
+    cr_arg_t a[2] = {{.p = &created}, {.u = CU_STREAM_DEFAULT}};
+    CUresult r = cr_remote_call(&cr_desc_cuStreamCreate, a);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_once(&stream_key_once, make_stream_key);
+    tls_stream_id = (uint64_t)(uintptr_t)created;
+    tls_stream_generation = stream_generation;
+    pthread_setspecific(stream_key, created);
+    *id = tls_stream_id;
+    return CUDA_SUCCESS;
+}
+
+/* Sends what is still buffered when the program exits: the connection itself stays open
+ * for cudart's exit handlers and closes with the process. */
+__attribute__((destructor)) static void flush_at_exit(void)
+{
+    if (client_ready)
+        cr_conn_flush(client_ready->conn);
+}

@@ -1,0 +1,615 @@
+/* The client's connection: send buffer, reader thread, pending replies, asynchronous data
+ * and host-function callbacks (see conn.h). */
+#include "conn.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <limits.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "cr_opcodes.h"
+#include "error.h"
+#include "frame.h"
+#include "idmap.h"
+#include "log.h"
+
+#ifndef IOV_MAX
+#define IOV_MAX 1024 /* Linux's UIO_MAXIOV */
+#endif
+
+#define FLUSH_THRESHOLD (64u << 10) /* coalesce asynchronous requests up to this many bytes */
+#define COPY_BULK_MAX (8u << 10)    /* smaller bulk payloads are copied into the buffer */
+#define READ_BUFFER (256u << 10)
+#define DIRECT_READ_MIN (16u << 10) /* larger bulk reads bypass the read buffer */
+
+typedef struct {
+    size_t at; /* offset in the send buffer where these bytes belong */
+    const void *data;
+    size_t len;
+} bulk_ref_t;
+
+/* Something the server will send for an asynchronous request. */
+typedef struct {
+    int is_host_func;
+    cr_sink_t sink;
+    void (*fn)(void *);
+    void *data;
+} async_reg_t;
+
+typedef struct callback_job_s {
+    struct callback_job_s *next;
+    uint64_t call_id;
+    void (*fn)(void *);
+    void *data;
+} callback_job_t;
+
+struct cr_conn_s {
+    int fd;
+    char address[300];
+
+    pthread_mutex_t send_lock;
+    cr_buf_t out;
+    bulk_ref_t *refs;
+    size_t ref_count, ref_cap;
+    uint64_t next_call_id;
+
+    pthread_mutex_t lock; /* pending list, async registrations, dead */
+    cr_pending_t *pending;
+    cr_idmap_t async_regs; /* call id -> async_reg_t * */
+    int dead;
+
+    uint8_t *rbuf;
+    size_t rpos, rlen;
+    pthread_t reader;
+
+    pthread_mutex_t cb_lock;
+    pthread_cond_t cb_cond;
+    callback_job_t *cb_head, *cb_tail;
+    pthread_t cb_thread;
+    int cb_started;
+};
+
+typedef struct {
+    pthread_cond_t cond;
+} waiter_t;
+
+/* --- sending -------------------------------------------------------------------------- */
+
+static int write_all_iov(int fd, struct iovec *iov, int n)
+{
+    while (n > 0) {
+        ssize_t w = writev(fd, iov, n > IOV_MAX ? IOV_MAX : n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return CR_EIO;
+        }
+        while (n > 0 && (size_t)w >= iov->iov_len) {
+            w -= (ssize_t)iov->iov_len;
+            iov++;
+            n--;
+        }
+        if (n > 0) {
+            iov->iov_base = (char *)iov->iov_base + w;
+            iov->iov_len -= (size_t)w;
+        }
+    }
+    return 0;
+}
+
+static void mark_dead(cr_conn_t *c, const char *why);
+
+/* Writes the send buffer and the payloads it refers to. Caller holds send_lock. */
+static int flush_locked(cr_conn_t *c)
+{
+    if (c->out.len == 0)
+        return 0;
+    struct iovec stack_iov[64], *iov = stack_iov;
+    size_t need = 2 * c->ref_count + 1;
+    if (need > 64) {
+        iov = malloc(need * sizeof *iov);
+        if (!iov)
+            return CR_ENOMEM;
+    }
+    int n = 0;
+    size_t pos = 0;
+    for (size_t i = 0; i < c->ref_count; i++) {
+        if (c->refs[i].at > pos)
+            iov[n++] = (struct iovec){c->out.data + pos, c->refs[i].at - pos};
+        iov[n++] = (struct iovec){(void *)c->refs[i].data, c->refs[i].len};
+        pos = c->refs[i].at;
+    }
+    if (c->out.len > pos)
+        iov[n++] = (struct iovec){c->out.data + pos, c->out.len - pos};
+    int err = write_all_iov(c->fd, iov, n);
+    if (iov != stack_iov)
+        free(iov);
+    cr_buf_reset(&c->out);
+    c->ref_count = 0;
+    if (err)
+        mark_dead(c, "write to the server failed");
+    return err;
+}
+
+int cr_msg_begin(cr_conn_t *c, cr_msg_t *m, uint16_t opcode)
+{
+    pthread_mutex_lock(&c->send_lock);
+    if (cr_conn_dead(c)) {
+        pthread_mutex_unlock(&c->send_lock);
+        return CR_ECLOSED;
+    }
+    m->conn = c;
+    m->opcode = opcode;
+    m->call_id = ++c->next_call_id;
+    m->bulk_len = 0;
+    m->flags = 0;
+    m->start = c->out.len;
+    if (!cr_buf_grow(&c->out, CR_FRAME_HEADER_SIZE)) {
+        pthread_mutex_unlock(&c->send_lock);
+        return CR_ENOMEM;
+    }
+    m->body_start = c->out.len;
+    msgpack_packer_init(&m->pk, &c->out, cr_buf_msgpack_write);
+    return 0;
+}
+
+void cr_msg_bulk(cr_msg_t *m, const void *data, size_t len)
+{
+    cr_conn_t *c = m->conn;
+    m->body_len = (uint32_t)(c->out.len - m->body_start); /* the body ends here */
+    m->bulk_len = len;
+    if (len == 0)
+        return;
+    if (len <= COPY_BULK_MAX) {
+        cr_buf_append(&c->out, data, len);
+        return;
+    }
+    if (c->ref_count == c->ref_cap) {
+        size_t cap = c->ref_cap ? 2 * c->ref_cap : 8;
+        bulk_ref_t *r = realloc(c->refs, cap * sizeof *r);
+        if (!r) {
+            c->out.failed = 1;
+            return;
+        }
+        c->refs = r;
+        c->ref_cap = cap;
+    }
+    c->refs[c->ref_count++] = (bulk_ref_t){c->out.len, data, len};
+}
+
+/* Writes the frame header in place. */
+static void finish_frame(cr_msg_t *m, uint32_t flags)
+{
+    cr_conn_t *c = m->conn;
+    uint32_t body_len = m->bulk_len ? m->body_len : (uint32_t)(c->out.len - m->body_start);
+    cr_frame_header_t h = {CR_PROTOCOL_VERSION, m->opcode, flags, body_len, m->call_id,
+                           m->bulk_len};
+    cr_frame_encode(&h, c->out.data + m->start);
+}
+
+void cr_msg_cancel(cr_msg_t *m)
+{
+    cr_conn_t *c = m->conn;
+    c->out.len = m->start;
+    c->out.failed = 0;
+    while (c->ref_count && c->refs[c->ref_count - 1].at > m->start)
+        c->ref_count--;
+    pthread_mutex_unlock(&c->send_lock);
+}
+
+static int send_common(cr_msg_t *m, uint32_t flags, int flush)
+{
+    cr_conn_t *c = m->conn;
+    if (c->out.failed) {
+        cr_msg_cancel(m);
+        return CR_ENOMEM;
+    }
+    finish_frame(m, flags);
+    int err = 0;
+    if (flush || c->ref_count || c->out.len >= FLUSH_THRESHOLD)
+        err = flush_locked(c);
+    pthread_mutex_unlock(&c->send_lock);
+    return err;
+}
+
+int cr_msg_send(cr_msg_t *m)
+{
+    return send_common(m, CR_FRAME_ASYNC, 0);
+}
+
+/* An asynchronous message that must not wait in the buffer (acknowledgements). */
+static int cr_msg_send_now(cr_msg_t *m)
+{
+    return send_common(m, CR_FRAME_ASYNC, 1);
+}
+
+int cr_conn_flush(cr_conn_t *c)
+{
+    pthread_mutex_lock(&c->send_lock);
+    int err = flush_locked(c);
+    pthread_mutex_unlock(&c->send_lock);
+    return err;
+}
+
+int cr_msg_call(cr_msg_t *m, cr_pending_t *p)
+{
+    cr_conn_t *c = m->conn;
+    waiter_t w;
+    pthread_cond_init(&w.cond, NULL);
+    p->call_id = m->call_id;
+    p->done = p->failed = 0;
+    p->body = (cr_buf_t)CR_BUF_INIT;
+    p->waiter = &w;
+    p->sink.pos = 0;
+
+    pthread_mutex_lock(&c->lock);
+    p->next = c->pending;
+    c->pending = p;
+    pthread_mutex_unlock(&c->lock);
+
+    int err = send_common(m, 0, 1);
+
+    pthread_mutex_lock(&c->lock);
+    while (!p->done && !c->dead)
+        pthread_cond_wait(&w.cond, &c->lock);
+    if (!p->done) { /* the connection died: unlink ourselves */
+        for (cr_pending_t **pp = &c->pending; *pp; pp = &(*pp)->next)
+            if (*pp == p) {
+                *pp = p->next;
+                break;
+            }
+        p->failed = 1;
+    }
+    pthread_mutex_unlock(&c->lock);
+    pthread_cond_destroy(&w.cond);
+    if (err == 0 && p->failed)
+        err = CR_ECLOSED;
+    if (err)
+        cr_buf_free(&p->body);
+    return err;
+}
+
+void cr_pending_release(cr_pending_t *p)
+{
+    cr_buf_free(&p->body);
+}
+
+int cr_conn_expect_data(cr_conn_t *c, uint64_t call_id, const cr_sink_t *sink)
+{
+    async_reg_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return CR_ENOMEM;
+    r->sink = *sink;
+    r->sink.pos = 0;
+    pthread_mutex_lock(&c->lock);
+    int err = cr_idmap_put(&c->async_regs, call_id, (uint64_t)(uintptr_t)r);
+    pthread_mutex_unlock(&c->lock);
+    if (err)
+        free(r);
+    return err;
+}
+
+int cr_conn_expect_host_func(cr_conn_t *c, uint64_t call_id, void (*fn)(void *), void *data)
+{
+    async_reg_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return CR_ENOMEM;
+    r->is_host_func = 1;
+    r->fn = fn;
+    r->data = data;
+    pthread_mutex_lock(&c->lock);
+    int err = cr_idmap_put(&c->async_regs, call_id, (uint64_t)(uintptr_t)r);
+    pthread_mutex_unlock(&c->lock);
+    if (err)
+        free(r);
+    return err;
+}
+
+int cr_conn_dead(cr_conn_t *c)
+{
+    pthread_mutex_lock(&c->lock);
+    int dead = c->dead;
+    pthread_mutex_unlock(&c->lock);
+    return dead;
+}
+
+const char *cr_conn_address(cr_conn_t *c)
+{
+    return c->address;
+}
+
+/* --- host functions ------------------------------------------------------------------- */
+
+static void *callback_main(void *arg)
+{
+    cr_conn_t *c = arg;
+    for (;;) {
+        pthread_mutex_lock(&c->cb_lock);
+        while (!c->cb_head)
+            pthread_cond_wait(&c->cb_cond, &c->cb_lock);
+        callback_job_t *job = c->cb_head;
+        c->cb_head = job->next;
+        if (!c->cb_head)
+            c->cb_tail = NULL;
+        pthread_mutex_unlock(&c->cb_lock);
+
+        job->fn(job->data);
+
+        cr_msg_t m;
+        if (cr_msg_begin(c, &m, CR_OP_HOST_FUNC_DONE) == 0) {
+            m.call_id = job->call_id; /* the acknowledgement names the launch it answers */
+            msgpack_pack_array(&m.pk, 0);
+            cr_msg_send_now(&m);
+        }
+        free(job);
+    }
+    return NULL;
+}
+
+static int queue_callback(cr_conn_t *c, uint64_t call_id, void (*fn)(void *), void *data)
+{
+    callback_job_t *job = calloc(1, sizeof *job);
+    if (!job)
+        return CR_ENOMEM;
+    job->call_id = call_id;
+    job->fn = fn;
+    job->data = data;
+    pthread_mutex_lock(&c->cb_lock);
+    if (!c->cb_started) {
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        int rc = pthread_create(&c->cb_thread, NULL, callback_main, c);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (rc != 0) {
+            pthread_mutex_unlock(&c->cb_lock);
+            free(job);
+            return CR_ENOMEM;
+        }
+        pthread_detach(c->cb_thread);
+        c->cb_started = 1;
+    }
+    if (c->cb_tail)
+        c->cb_tail->next = job;
+    else
+        c->cb_head = job;
+    c->cb_tail = job;
+    pthread_cond_signal(&c->cb_cond);
+    pthread_mutex_unlock(&c->cb_lock);
+    return 0;
+}
+
+/* --- receiving ------------------------------------------------------------------------ */
+
+static void mark_dead(cr_conn_t *c, const char *why)
+{
+    pthread_mutex_lock(&c->lock);
+    if (!c->dead) {
+        c->dead = 1;
+        CR_ERROR("connection to cuda-remoted at %s lost: %s", c->address, why);
+    }
+    for (cr_pending_t *p = c->pending; p; p = p->next)
+        pthread_cond_signal(&((waiter_t *)p->waiter)->cond);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Reads exactly n bytes (dst may be NULL to discard them). */
+static int read_exact(cr_conn_t *c, void *dst, size_t n)
+{
+    uint8_t *d = dst;
+    while (n > 0) {
+        if (c->rpos < c->rlen) {
+            size_t take = c->rlen - c->rpos < n ? c->rlen - c->rpos : n;
+            if (d) {
+                memcpy(d, c->rbuf + c->rpos, take);
+                d += take;
+            }
+            c->rpos += take;
+            n -= take;
+            continue;
+        }
+        ssize_t r;
+        if (d && n >= DIRECT_READ_MIN) {
+            r = recv(c->fd, d, n, 0);
+            if (r > 0) {
+                d += r;
+                n -= (size_t)r;
+                continue;
+            }
+        } else {
+            r = recv(c->fd, c->rbuf, READ_BUFFER, 0);
+            if (r > 0) {
+                c->rpos = 0;
+                c->rlen = (size_t)r;
+                continue;
+            }
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        return r == 0 ? CR_ECLOSED : CR_EIO;
+    }
+    return 0;
+}
+
+/* Reads n bulk bytes into a sink, row by row. */
+static int read_into_sink(cr_conn_t *c, cr_sink_t *s, uint64_t n)
+{
+    while (n > 0) {
+        size_t row = s->pos / s->width, col = s->pos % s->width;
+        size_t take = s->width - col < n ? s->width - col : (size_t)n;
+        int err = read_exact(c, s->dst + row * s->pitch + col, take);
+        if (err)
+            return err;
+        s->pos += take;
+        n -= take;
+    }
+    return 0;
+}
+
+static int sink_fits(const cr_sink_t *s, uint64_t n)
+{
+    uint64_t cap = (uint64_t)s->width * s->rows;
+    return s->dst && n <= cap - s->pos;
+}
+
+static int handle_reply(cr_conn_t *c, const cr_frame_header_t *h, cr_buf_t *body)
+{
+    pthread_mutex_lock(&c->lock);
+    cr_pending_t *p = c->pending;
+    while (p && p->call_id != h->call_id)
+        p = p->next;
+    pthread_mutex_unlock(&c->lock);
+    if (!p) {
+        CR_WARN("reply for unknown call %llu (%s)", (unsigned long long)h->call_id,
+                cr_opcode_name(h->opcode));
+        return read_exact(c, NULL, h->bulk_len);
+    }
+    /* p stays valid: only this thread completes it, and its owner waits until then */
+    int err = 0;
+    if (h->bulk_len) {
+        if (sink_fits(&p->sink, h->bulk_len)) {
+            err = read_into_sink(c, &p->sink, h->bulk_len);
+        } else {
+            p->failed = 1;
+            err = read_exact(c, NULL, h->bulk_len);
+        }
+    }
+    if (err || (h->flags & CR_FRAME_PARTIAL))
+        return err;
+    pthread_mutex_lock(&c->lock);
+    for (cr_pending_t **pp = &c->pending; *pp; pp = &(*pp)->next)
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    p->body = *body; /* hand the body over; the reader starts a new one */
+    *body = (cr_buf_t)CR_BUF_INIT;
+    p->done = 1;
+    pthread_cond_signal(&((waiter_t *)p->waiter)->cond);
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
+static int handle_async(cr_conn_t *c, const cr_frame_header_t *h)
+{
+    uint64_t v;
+    int last = !(h->flags & CR_FRAME_PARTIAL);
+    pthread_mutex_lock(&c->lock);
+    int found = cr_idmap_get(&c->async_regs, h->call_id, &v);
+    if (found && last)
+        cr_idmap_remove(&c->async_regs, h->call_id, NULL);
+    pthread_mutex_unlock(&c->lock);
+    async_reg_t *r = found ? (async_reg_t *)(uintptr_t)v : NULL;
+    int err = 0;
+    if (h->opcode == CR_OP_D2H_DATA) {
+        if (r && !r->is_host_func && sink_fits(&r->sink, h->bulk_len))
+            err = read_into_sink(c, &r->sink, h->bulk_len);
+        else {
+            if (h->bulk_len)
+                CR_WARN("unexpected copy data for call %llu", (unsigned long long)h->call_id);
+            err = read_exact(c, NULL, h->bulk_len);
+        }
+    } else { /* CR_OP_HOST_FUNC */
+        err = read_exact(c, NULL, h->bulk_len);
+        if (r && r->is_host_func && !err)
+            err = queue_callback(c, h->call_id, r->fn, r->data);
+        else if (!r || !r->is_host_func)
+            CR_WARN("server asked for an unknown host function (call %llu)",
+                    (unsigned long long)h->call_id);
+    }
+    if (r && last)
+        free(r);
+    return err;
+}
+
+static void *reader_main(void *arg)
+{
+    cr_conn_t *c = arg;
+    cr_buf_t body = CR_BUF_INIT;
+    const char *why = "connection closed by the server";
+    for (;;) {
+        uint8_t raw[CR_FRAME_HEADER_SIZE];
+        cr_frame_header_t h;
+        int err = read_exact(c, raw, sizeof raw);
+        if (err) {
+            why = err == CR_ECLOSED ? "connection closed by the server" : "read failed";
+            break;
+        }
+        if ((err = cr_frame_decode(raw, &h)) != 0) {
+            why = "malformed frame from the server";
+            break;
+        }
+        cr_buf_reset(&body);
+        if (h.body_len &&
+            (!cr_buf_grow(&body, h.body_len) || read_exact(c, body.data, h.body_len) != 0)) {
+            why = "read failed";
+            break;
+        }
+        if (h.flags & CR_FRAME_REPLY)
+            err = handle_reply(c, &h, &body);
+        else if (h.opcode == CR_OP_D2H_DATA || h.opcode == CR_OP_HOST_FUNC)
+            err = handle_async(c, &h);
+        else {
+            why = "unexpected message from the server";
+            break;
+        }
+        if (err) {
+            why = err == CR_ECLOSED ? "connection closed by the server" : "read failed";
+            break;
+        }
+    }
+    cr_buf_free(&body);
+    mark_dead(c, why);
+    return NULL;
+}
+
+int cr_conn_open(const cr_address_t *addr, cr_conn_t **out, char *err, size_t err_len)
+{
+    char reason[256] = "";
+    int fd = cr_address_connect(addr, 10000, reason, sizeof reason);
+    if (fd < 0) {
+        snprintf(err, err_len, "%s", reason);
+        return fd;
+    }
+    cr_conn_t *c = calloc(1, sizeof *c);
+    uint8_t *rbuf = malloc(READ_BUFFER);
+    if (!c || !rbuf) {
+        free(c);
+        free(rbuf);
+        close(fd);
+        snprintf(err, err_len, "out of memory");
+        return CR_ENOMEM;
+    }
+    c->fd = fd;
+    c->rbuf = rbuf;
+    if (addr->is_unix)
+        snprintf(c->address, sizeof c->address, "unix:%s", addr->path);
+    else
+        snprintf(c->address, sizeof c->address, "%s:%d", addr->host, addr->port);
+    pthread_mutex_init(&c->send_lock, NULL);
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->cb_lock, NULL);
+    pthread_cond_init(&c->cb_cond, NULL);
+    /* the reader must not take signals meant for the application's threads */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&c->reader, NULL, reader_main, c);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        close(fd);
+        free(rbuf);
+        free(c);
+        snprintf(err, err_len, "cannot start the reader thread");
+        return CR_ENOMEM;
+    }
+    pthread_detach(c->reader);
+    *out = c;
+    return 0;
+}

@@ -1,0 +1,91 @@
+/* The client's connection to cuda-remoted.
+ *
+ * One connection per process, shared by all threads. Requests are built straight into one
+ * send buffer under a lock; asynchronous ones stay there (coalesced) until a request that
+ * waits, a large payload or a full buffer flushes them. Bulk payloads larger than a few KiB
+ * are not copied: the send buffer refers to them and the flush writes them with writev.
+ *
+ * A reader thread receives everything the server sends: replies (handed to the thread
+ * waiting for them, bulk bytes read straight into the caller's destination), device-to-host
+ * data of asynchronous copies (written into the registered destination), and host-function
+ * requests (run in order on a callback thread, then acknowledged). */
+#ifndef CR_CONN_H
+#define CR_CONN_H
+
+#include <msgpack.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "address.h"
+#include "buf.h"
+
+typedef struct cr_conn_s cr_conn_t;
+
+/* Where the bulk bytes of a reply or of an asynchronous device-to-host copy go: `rows`
+ * rows of `width` bytes, `pitch` bytes apart, filled in order. */
+typedef struct {
+    uint8_t *dst;
+    size_t width;
+    size_t pitch;
+    size_t rows;
+    size_t pos; /* bytes received so far */
+} cr_sink_t;
+
+/* A request that waits for its reply. Lives on the caller's stack. */
+typedef struct cr_pending_s {
+    uint64_t call_id;
+    struct cr_pending_s *next;
+    int done;
+    int failed;         /* the connection died or the reply did not fit: no valid body */
+    cr_sink_t sink;     /* zero-sized when the reply carries no bulk bytes */
+    cr_buf_t body;      /* the reply's msgpack body */
+    void *waiter;       /* internal */
+} cr_pending_t;
+
+/* A message under construction: holds the connection's send lock from begin to send. */
+typedef struct {
+    cr_conn_t *conn;
+    size_t start;       /* offset of the frame header in the send buffer */
+    size_t body_start;
+    uint32_t body_len; /* set by cr_msg_bulk */
+    uint64_t bulk_len;
+    uint16_t opcode;
+    uint64_t call_id;
+    int flags;
+    msgpack_packer pk;
+} cr_msg_t;
+
+/* Connects and starts the reader. 0, or CR_E* with a reason in err. */
+int cr_conn_open(const cr_address_t *addr, cr_conn_t **out, char *err, size_t err_len);
+
+/* Locks the send side and starts a frame. Pack the body with m->pk. Fails with CR_ECLOSED
+ * when the connection is gone (the lock is then not held). */
+int cr_msg_begin(cr_conn_t *c, cr_msg_t *m, uint16_t opcode);
+/* Adds bulk bytes after the body (call once, after the body is complete). Bytes are
+ * referenced, not copied, unless small: they must stay valid until cr_msg_send/call
+ * returns, which flushes when it referenced them. */
+void cr_msg_bulk(cr_msg_t *m, const void *data, size_t len);
+/* Finishes an asynchronous request and unlocks. The frame may stay buffered. */
+int cr_msg_send(cr_msg_t *m);
+/* Finishes a request, sends everything buffered, unlocks and waits for the reply.
+ * p->sink must be set (or zeroed) by the caller. On success p->body holds the reply body
+ * (free it with cr_pending_release). CR_ECLOSED when the connection died. */
+int cr_msg_call(cr_msg_t *m, cr_pending_t *p);
+void cr_pending_release(cr_pending_t *p);
+/* Abandons a message being built (an argument turned out invalid) and unlocks. */
+void cr_msg_cancel(cr_msg_t *m);
+
+/* Sends whatever asynchronous requests are buffered. */
+int cr_conn_flush(cr_conn_t *c);
+
+/* Registers where the data of the asynchronous device-to-host copy with this call id goes.
+ * Call before sending the request (use cr_msg_begin's call id). */
+int cr_conn_expect_data(cr_conn_t *c, uint64_t call_id, const cr_sink_t *sink);
+/* Registers a host function the server will ask to run for this call id. */
+int cr_conn_expect_host_func(cr_conn_t *c, uint64_t call_id, void (*fn)(void *), void *data);
+
+/* 1 once the connection has failed; the reason is kept for messages. */
+int cr_conn_dead(cr_conn_t *c);
+const char *cr_conn_address(cr_conn_t *c);
+
+#endif

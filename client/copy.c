@@ -1,0 +1,377 @@
+/* Copies between this process and the device (wire formats in common/protocol.h).
+ *
+ * Host-to-device bytes go out as the bulk of request frames, written straight from the
+ * caller's buffer; device-to-host bytes are read by the reader thread straight into the
+ * caller's buffer. A copy CUDA makes asynchronous only for page-locked memory (device to
+ * host) is asynchronous here only for page-locked memory too: into pageable memory it
+ * returns once the bytes have landed, as CUDA's does. */
+#include <string.h>
+
+#include "error.h"
+#include "internal.h"
+#include "protocol.h"
+
+static CUresult begin(cr_msg_t *m, uint16_t opcode)
+{
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    return cr_transport_error(cr_msg_begin(cl->conn, m, opcode));
+}
+
+static CUresult wait_reply(cr_msg_t *m, cr_sink_t *sink)
+{
+    cr_pending_t p = {0};
+    msgpack_unpacked u;
+    if (sink)
+        p.sink = *sink;
+    CUresult r = cr_call(m, &p, &u);
+    cr_reply_done(&p, &u);
+    return r;
+}
+
+/* --- 1D ------------------------------------------------------------------------------------- */
+
+static CUresult copy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream stream, int wait)
+{
+    uint64_t sid;
+    if (!src && n)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = cr_stream_wire_id(stream, &sid);
+    if (r != CUDA_SUCCESS)
+        return r;
+    size_t off = 0;
+    do {
+        size_t len = n - off < CR_COPY_CHUNK ? n - off : CR_COPY_CHUNK;
+        int last = off + len == n;
+        cr_msg_t m;
+        r = begin(&m, wait && last ? CR_OP_cuMemcpyHtoD_v2 : CR_OP_cuMemcpyHtoDAsync_v2);
+        if (r != CUDA_SUCCESS)
+            return r;
+        msgpack_pack_array(&m.pk, 3);
+        msgpack_pack_uint64(&m.pk, dst + off);
+        msgpack_pack_uint64(&m.pk, len);
+        msgpack_pack_uint64(&m.pk, sid);
+        cr_msg_bulk(&m, (const char *)src + off, len);
+        if (wait && last)
+            return wait_reply(&m, NULL);
+        if ((r = cr_transport_error(cr_msg_send(&m))) != CUDA_SUCCESS)
+            return r;
+        off += len;
+    } while (off < n);
+    return CUDA_SUCCESS;
+}
+
+static CUresult copy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream stream, int async)
+{
+    uint64_t sid;
+    if (!dst && n)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = cr_stream_wire_id(stream, &sid);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (async && !cr_host_mem_type(dst, NULL, NULL, NULL))
+        async = 0; /* pageable destination: CUDA returns after the copy, so do we */
+    cr_sink_t sink = {dst, n ? n : 1, n ? n : 1, 1, 0};
+    cr_msg_t m;
+    r = begin(&m, async ? CR_OP_cuMemcpyDtoHAsync_v2 : CR_OP_cuMemcpyDtoH_v2);
+    if (r != CUDA_SUCCESS)
+        return r;
+    msgpack_pack_array(&m.pk, 3);
+    msgpack_pack_uint64(&m.pk, src);
+    msgpack_pack_uint64(&m.pk, n);
+    msgpack_pack_uint64(&m.pk, sid);
+    if (!async)
+        return wait_reply(&m, &sink);
+    int err = cr_conn_expect_data(m.conn, m.call_id, &sink);
+    if (err) {
+        cr_msg_cancel(&m);
+        return cr_transport_error(err);
+    }
+    return cr_transport_error(cr_msg_send(&m));
+}
+
+static CUresult copy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream, int async)
+{
+    if (async)
+        return cr_remote_call(&cr_desc_cuMemcpyDtoDAsync_v2,
+                              (cr_arg_t[]){{.u = dst}, {.u = src}, {.u = n}, {.p = stream}});
+    return cr_remote_call(&cr_desc_cuMemcpyDtoD_v2,
+                          (cr_arg_t[]){{.u = dst}, {.u = src}, {.u = n}, {.p = NULL}});
+}
+
+CUresult cr_hand_cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
+{
+    return copy_htod(dst, src, n, NULL, 1);
+}
+
+CUresult cr_hand_cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream stream)
+{
+    return copy_htod(dst, src, n, stream, 0);
+}
+
+CUresult cr_hand_cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
+{
+    return copy_dtoh(dst, src, n, NULL, 0);
+}
+
+CUresult cr_hand_cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream stream)
+{
+    return copy_dtoh(dst, src, n, stream, 1);
+}
+
+/* Unified addressing: the direction follows from which side each address lies on. */
+static CUresult copy_unified(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream,
+                             int async)
+{
+    if (!cr_client())
+        return CUDA_ERROR_NOT_INITIALIZED;
+    int dst_dev = cr_is_device_ptr(dst), src_dev = cr_is_device_ptr(src);
+    if (dst_dev && src_dev)
+        return copy_dtod(dst, src, n, stream, async);
+    if (dst_dev)
+        return copy_htod(dst, (const void *)(uintptr_t)src, n, stream, !async);
+    if (src_dev)
+        return copy_dtoh((void *)(uintptr_t)dst, src, n, stream, async);
+    if (n && (!dst || !src))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!async) { /* host to host, ordered after the stream's work like CUDA's */
+        CUresult r = cr_remote_call(&cr_desc_cuStreamSynchronize, (cr_arg_t[]){{.p = stream}});
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+    return CUDA_SUCCESS;
+}
+
+CUresult cr_hand_cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    return copy_unified(dst, src, n, NULL, 0);
+}
+
+CUresult cr_hand_cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)
+{
+    return copy_unified(dst, src, n, stream, 1);
+}
+
+CUresult cr_hand_cuMemcpyPeer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
+                              CUcontext src_ctx, size_t n)
+{
+    if (!cr_ctx_valid(dst_ctx) || !cr_ctx_valid(src_ctx))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    return copy_dtod(dst, src, n, NULL, 0);
+}
+
+CUresult cr_hand_cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
+                                   CUcontext src_ctx, size_t n, CUstream stream)
+{
+    if (!cr_ctx_valid(dst_ctx) || !cr_ctx_valid(src_ctx))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    return copy_dtod(dst, src, n, stream, 1);
+}
+
+/* --- 2D and 3D ------------------------------------------------------------------------------ */
+
+/* One side of a copy, in the terms of CUDA_MEMCPY3D. */
+typedef struct {
+    CUmemorytype type;
+    const void *host;
+    CUdeviceptr device;
+    size_t x, y, z, pitch, height;
+} side_t;
+
+static CUresult classify(side_t *s)
+{
+    if (s->type == CU_MEMORYTYPE_UNIFIED)
+        s->type = cr_is_device_ptr(s->device) ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+    if (s->type == CU_MEMORYTYPE_HOST && !s->host)
+        s->host = (const void *)(uintptr_t)s->device; /* unified: the address is the host one */
+    if (s->type == CU_MEMORYTYPE_ARRAY)
+        return cr_unsupported("copies to or from CUDA arrays");
+    if (s->type != CU_MEMORYTYPE_HOST && s->type != CU_MEMORYTYPE_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+/* The address of row (y, z) of a host side. */
+static const uint8_t *host_row(const side_t *s, size_t y, size_t z)
+{
+    return (const uint8_t *)s->host + s->x + (s->y + y + (s->z + z) * s->height) * s->pitch;
+}
+
+static void pack_device_side(msgpack_packer *pk, const side_t *s)
+{
+    if (s->type != CU_MEMORYTYPE_DEVICE) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    msgpack_pack_array(pk, 6);
+    msgpack_pack_uint64(pk, s->device);
+    msgpack_pack_uint64(pk, s->x);
+    msgpack_pack_uint64(pk, s->y);
+    msgpack_pack_uint64(pk, s->z);
+    msgpack_pack_uint64(pk, s->pitch);
+    msgpack_pack_uint64(pk, s->height);
+}
+
+static CUresult copy_3d(side_t src, side_t dst, size_t width, size_t height, size_t depth,
+                        CUstream stream, int async)
+{
+    if (!cr_client())
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = classify(&src);
+    if (r == CUDA_SUCCESS)
+        r = classify(&dst);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (width == 0 || height == 0 || depth == 0)
+        return CUDA_SUCCESS;
+    if ((src.type == CU_MEMORYTYPE_HOST && src.pitch < width) ||
+        (dst.type == CU_MEMORYTYPE_HOST && dst.pitch < width))
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t rows = height * depth;
+    if (width > SIZE_MAX / rows)
+        return CUDA_ERROR_INVALID_VALUE;
+
+    if (src.type == CU_MEMORYTYPE_HOST && dst.type == CU_MEMORYTYPE_HOST) {
+        if (!async) {
+            r = cr_remote_call(&cr_desc_cuStreamSynchronize, (cr_arg_t[]){{.p = stream}});
+            if (r != CUDA_SUCCESS)
+                return r;
+        }
+        for (size_t z = 0; z < depth; z++)
+            for (size_t y = 0; y < height; y++)
+                memmove((void *)host_row(&dst, y, z), host_row(&src, y, z), width);
+        return CUDA_SUCCESS;
+    }
+    int direction = src.type == CU_MEMORYTYPE_HOST   ? CR_COPY_HTOD
+                    : dst.type == CU_MEMORYTYPE_HOST ? CR_COPY_DTOH
+                                                     : CR_COPY_DTOD;
+    if (direction == CR_COPY_DTOH && async && !cr_host_mem_type(dst.host, NULL, NULL, NULL))
+        async = 0;
+    uint64_t sid;
+    if ((r = cr_stream_wire_id(stream, &sid)) != CUDA_SUCCESS)
+        return r;
+
+    /* host rows travel packed: gather them for host-to-device */
+    uint8_t *packed = NULL;
+    if (direction == CR_COPY_HTOD) {
+        packed = malloc(width * rows);
+        if (!packed)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        for (size_t z = 0; z < depth; z++)
+            for (size_t y = 0; y < height; y++)
+                memcpy(packed + (z * height + y) * width, host_row(&src, y, z), width);
+    }
+    cr_msg_t m;
+    r = begin(&m, async ? CR_OP_cuMemcpy3DAsync_v2 : CR_OP_cuMemcpy3D_v2);
+    if (r != CUDA_SUCCESS) {
+        free(packed);
+        return r;
+    }
+    msgpack_pack_array(&m.pk, 7);
+    msgpack_pack_int(&m.pk, direction);
+    msgpack_pack_uint64(&m.pk, sid);
+    msgpack_pack_uint64(&m.pk, width);
+    msgpack_pack_uint64(&m.pk, height);
+    msgpack_pack_uint64(&m.pk, depth);
+    pack_device_side(&m.pk, &src);
+    pack_device_side(&m.pk, &dst);
+    if (packed)
+        cr_msg_bulk(&m, packed, width * rows);
+
+    /* device-to-host rows land row by row at the destination's pitch */
+    size_t dst_pitch = dst.pitch;
+    cr_sink_t sink = {0};
+    if (direction == CR_COPY_DTOH) {
+        if (depth > 1 && dst.height != height) { /* slices not contiguous in rows: go slice by slice */
+            cr_msg_cancel(&m);
+            for (size_t z = 0; z < depth && r == CUDA_SUCCESS; z++) {
+                side_t s = src, d = dst;
+                s.z += z;
+                d.z += z;
+                r = copy_3d(s, d, width, height, 1, stream, async);
+            }
+            return r;
+        }
+        sink = (cr_sink_t){(uint8_t *)host_row(&dst, 0, 0), width, dst_pitch, rows, 0};
+    }
+    if (async) {
+        if (direction == CR_COPY_DTOH) {
+            int err = cr_conn_expect_data(m.conn, m.call_id, &sink);
+            if (err) {
+                cr_msg_cancel(&m);
+                return cr_transport_error(err);
+            }
+        }
+        r = cr_transport_error(cr_msg_send(&m));
+    } else {
+        r = wait_reply(&m, direction == CR_COPY_DTOH ? &sink : NULL);
+    }
+    free(packed);
+    return r;
+}
+
+static side_t side_2d(CUmemorytype type, const void *host, CUdeviceptr device, size_t x, size_t y,
+                      size_t pitch)
+{
+    return (side_t){type, host, device, x, y, 0, pitch, 0};
+}
+
+static CUresult copy_2d(const CUDA_MEMCPY2D *p, CUstream stream, int async)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    side_t src = side_2d(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY,
+                         p->srcPitch);
+    side_t dst = side_2d(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY,
+                         p->dstPitch);
+    if (p->srcMemoryType == CU_MEMORYTYPE_ARRAY || p->dstMemoryType == CU_MEMORYTYPE_ARRAY)
+        return cr_unsupported("copies to or from CUDA arrays");
+    src.height = dst.height = p->Height;
+    if (src.pitch == 0)
+        src.pitch = p->WidthInBytes;
+    if (dst.pitch == 0)
+        dst.pitch = p->WidthInBytes;
+    return copy_3d(src, dst, p->WidthInBytes, p->Height, 1, stream, async);
+}
+
+CUresult cr_hand_cuMemcpy2D_v2(const CUDA_MEMCPY2D *p)
+{
+    return copy_2d(p, NULL, 0);
+}
+
+CUresult cr_hand_cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *p)
+{
+    return copy_2d(p, NULL, 0);
+}
+
+CUresult cr_hand_cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *p, CUstream stream)
+{
+    return copy_2d(p, stream, 1);
+}
+
+static CUresult copy_3d_desc(const CUDA_MEMCPY3D *p, CUstream stream, int async)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (p->srcMemoryType == CU_MEMORYTYPE_ARRAY || p->dstMemoryType == CU_MEMORYTYPE_ARRAY)
+        return cr_unsupported("copies to or from CUDA arrays");
+    side_t src = {p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY, p->srcZ,
+                  p->srcPitch ? p->srcPitch : p->WidthInBytes,
+                  p->srcHeight ? p->srcHeight : p->Height};
+    side_t dst = {p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, p->dstZ,
+                  p->dstPitch ? p->dstPitch : p->WidthInBytes,
+                  p->dstHeight ? p->dstHeight : p->Height};
+    return copy_3d(src, dst, p->WidthInBytes, p->Height, p->Depth, stream, async);
+}
+
+CUresult cr_hand_cuMemcpy3D_v2(const CUDA_MEMCPY3D *p)
+{
+    return copy_3d_desc(p, NULL, 0);
+}
+
+CUresult cr_hand_cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *p, CUstream stream)
+{
+    return copy_3d_desc(p, stream, 1);
+}

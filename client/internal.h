@@ -1,0 +1,101 @@
+/* The client stub's private interfaces, shared by its modules.
+ *
+ * The stub is loaded into unmodified CUDA programs as libcuda.so.1. Everything it can
+ * answer locally (devices, contexts, export tables, pointer attributes, kernel layouts)
+ * stays here; the rest goes to cuda-remoted through conn.c, mostly through the generic
+ * marshaller in call.c. It never aborts and never prints on hot paths. */
+#ifndef CR_CLIENT_INTERNAL_H
+#define CR_CLIENT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "conn.h"
+#include "cr_client_hand.h"
+#include "cr_opcodes.h"
+#include "fatbin.h"
+#include "idmap.h"
+#include "rangemap.h"
+
+#define CR_MAX_DEVICES 16
+#define CR_CUDA_VERSION 13000 /* the driver API version this stub implements */
+
+/* --- client.c: connection and state ---------------------------------------------------- */
+
+typedef struct {
+    char name[256];
+    CUuuid uuid;
+    uint64_t total_mem;
+    int attrs[CU_DEVICE_ATTRIBUTE_MAX]; /* indexed by CUdevice_attribute */
+} cr_device_t;
+
+typedef struct {
+    cr_conn_t *conn;
+    int server_driver_version;
+    char backend[32];
+    int device_count;
+    cr_device_t devices[CR_MAX_DEVICES];
+} cr_client_t;
+
+/* The connected client, or NULL before a successful cuInit. */
+cr_client_t *cr_client(void);
+/* Maps a CR_E* transport error to the CUresult the application sees. */
+CUresult cr_transport_error(int err);
+/* Sends the call built in m, waits for its reply and returns its CUresult (transport
+ * failures come back as CUresults too). The reply's other elements can then be read from
+ * u->data (an array). The caller always ends with cr_reply_done(p, u). */
+CUresult cr_call(cr_msg_t *m, cr_pending_t *p, msgpack_unpacked *u);
+void cr_reply_done(cr_pending_t *p, msgpack_unpacked *u);
+
+/* The stream id sent for a CUstream: 0 is the legacy default stream; NULL means legacy,
+ * or the calling thread's per-thread stream during a _ptds/_ptsz call or with
+ * CU_STREAM_PER_THREAD (created on first use). */
+CUresult cr_stream_wire_id(CUstream s, uint64_t *id);
+/* The per-thread-default-stream flag of the calling thread (set by _ptds/_ptsz stubs). */
+int cr_ptds_active(void);
+/* Forgets every per-thread stream (the primary context was reset). */
+void cr_client_reset_streams(void);
+
+/* --- context.c -------------------------------------------------------------------------- */
+
+/* The current context of the calling thread, binding nothing (NULL if none). */
+CUcontext cr_ctx_current(void);
+/* Runs the context-local-storage destructors of a context (primary context reset). */
+void cr_ctx_run_cls_destructors(CUcontext ctx);
+/* 1 when ctx is a live context handle of ours. */
+int cr_ctx_valid(CUcontext ctx);
+/* The primary context of a device without retaining it (runtime interface slot 2). */
+CUresult cr_ctx_primary(CUcontext *out, CUdevice dev);
+/* CUDA_ERROR_INVALID_CONTEXT unless the calling thread has a current context. */
+CUresult cr_ctx_require(void);
+int cr_ctx_device(CUcontext ctx);
+
+/* context-local storage, the table c693336e */
+CUresult cr_cls_put(CUcontext ctx, void *key, void *value,
+                    void (*dtor)(CUcontext, void *, void *));
+CUresult cr_cls_delete(CUcontext ctx, void *key);
+CUresult cr_cls_get(void **value, CUcontext ctx, void *key);
+
+/* --- memory.c ----------------------------------------------------------------------------- */
+
+enum { CR_MEM_DEVICE = 1, CR_MEM_HOST_PINNED = 2, CR_MEM_HOST_REGISTERED = 3 };
+
+/* Records device ranges the server handed out, so that copies can infer their direction
+ * and pointer attributes are answered locally. */
+void cr_devmap_add(CUdeviceptr p, size_t size);
+void cr_devmap_remove(CUdeviceptr p);
+/* Forgets every device allocation (the primary context was reset). */
+void cr_memory_forget_device_allocations(void);
+/* 1 when p lies in device memory (an allocation, a global, or a device address window). */
+int cr_is_device_ptr(uint64_t p);
+/* The memory type of a host pointer: CR_MEM_HOST_PINNED/REGISTERED, or 0 for pageable. */
+int cr_host_mem_type(const void *p, uint64_t *base, uint64_t *size, unsigned *flags);
+/* Reserves a device address window in this process so host memory never lands there. */
+void cr_reserve_device_window(uint64_t base, uint64_t size);
+
+/* --- module.c ----------------------------------------------------------------------------- */
+
+/* The parameter layout of a kernel or function handle, NULL if unknown. */
+const cr_kernel_info_t *cr_kernel_layout(uint64_t handle);
+
+#endif

@@ -1,0 +1,351 @@
+/* Launches, host functions and occupancy (wire formats in common/protocol.h).
+ *
+ * A launch is asynchronous: the parameter buffer is built here from the kernel's layout
+ * (the bytes the kernel will see, each parameter at its offset) and coalesced with other
+ * asynchronous requests. Arguments CUDA rejects on the spot are rejected here too, from the
+ * cached device limits; the rest surfaces at the next call that waits. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "internal.h"
+#include "protocol.h"
+
+typedef struct {
+    unsigned grid[3], block[3], shared;
+} dims_t;
+
+static CUresult check_dims(const dims_t *d)
+{
+    cr_client_t *cl = cr_client();
+    CUcontext ctx = cr_ctx_current();
+    const int *a = cl->devices[ctx ? cr_ctx_device(ctx) : 0].attrs;
+    uint64_t threads = (uint64_t)d->block[0] * d->block[1] * d->block[2];
+    for (int i = 0; i < 3; i++)
+        if (d->grid[i] == 0 || d->block[i] == 0)
+            return CUDA_ERROR_INVALID_VALUE;
+    if (d->block[0] > (unsigned)a[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X] ||
+        d->block[1] > (unsigned)a[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y] ||
+        d->block[2] > (unsigned)a[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z] ||
+        d->grid[0] > (unsigned)a[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X] ||
+        d->grid[1] > (unsigned)a[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y] ||
+        d->grid[2] > (unsigned)a[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z] ||
+        threads > (unsigned)a[CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK])
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+/* The parameter buffer and its layout, from kernelParams or from `extra`. */
+typedef struct {
+    uint8_t *buf;
+    size_t size;
+    const cr_param_t *params;
+    uint32_t count;
+    cr_param_t whole; /* the layout of a buffer passed through `extra`, if unknown */
+} params_t;
+
+static CUresult build_params(uint64_t f, void **kernel_params, void **extra, params_t *out)
+{
+    const cr_kernel_info_t *k = cr_kernel_layout(f);
+    memset(out, 0, sizeof *out);
+    if (extra) {
+        void *ptr = NULL;
+        size_t *size = NULL;
+        for (int i = 0; i < 16 && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+            if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+                ptr = extra[i + 1];
+            else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+                size = extra[i + 1];
+            else
+                return CUDA_ERROR_INVALID_VALUE;
+        }
+        if (!ptr || !size || kernel_params)
+            return CUDA_ERROR_INVALID_VALUE;
+        out->size = *size;
+        out->buf = malloc(out->size ? out->size : 1);
+        if (!out->buf)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        memcpy(out->buf, ptr, out->size);
+        if (k) {
+            out->params = k->params;
+            out->count = k->param_count;
+        } else { /* unknown layout: one opaque parameter */
+            out->whole = (cr_param_t){0, (uint32_t)out->size};
+            out->params = &out->whole;
+            out->count = out->size ? 1 : 0;
+        }
+        return CUDA_SUCCESS;
+    }
+    if (!k)
+        return CUDA_ERROR_INVALID_HANDLE; /* a function whose layout we never saw */
+    out->params = k->params;
+    out->count = k->param_count;
+    out->size = k->param_size;
+    if (k->param_count && !kernel_params)
+        return CUDA_ERROR_INVALID_VALUE;
+    out->buf = calloc(1, out->size ? out->size : 1);
+    if (!out->buf)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    for (uint32_t i = 0; i < k->param_count; i++) {
+        if (!kernel_params[i]) {
+            free(out->buf);
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        memcpy(out->buf + k->params[i].offset, kernel_params[i], k->params[i].size);
+    }
+    return CUDA_SUCCESS;
+}
+
+static void pack_dim3(msgpack_packer *pk, const unsigned d[3])
+{
+    msgpack_pack_array(pk, 3);
+    for (int i = 0; i < 3; i++)
+        msgpack_pack_uint32(pk, d[i]);
+}
+
+static CUresult launch(uint16_t opcode, CUfunction f, const dims_t *d, CUstream stream,
+                       void **kernel_params, void **extra, const CUlaunchAttribute *attrs,
+                       unsigned attr_count)
+{
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = cr_ctx_require();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!f)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if ((r = check_dims(d)) != CUDA_SUCCESS)
+        return r;
+    if (attr_count && !attrs)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t sid;
+    if ((r = cr_stream_wire_id(stream, &sid)) != CUDA_SUCCESS)
+        return r;
+    params_t p;
+    if ((r = build_params((uint64_t)(uintptr_t)f, kernel_params, extra, &p)) != CUDA_SUCCESS)
+        return r;
+
+    cr_msg_t m;
+    int err = cr_msg_begin(cl->conn, &m, opcode);
+    if (err) {
+        free(p.buf);
+        return cr_transport_error(err);
+    }
+    msgpack_pack_array(&m.pk, opcode == CR_OP_cuLaunchKernelEx ? 7 : 6);
+    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)f);
+    pack_dim3(&m.pk, d->grid);
+    pack_dim3(&m.pk, d->block);
+    msgpack_pack_uint32(&m.pk, d->shared);
+    msgpack_pack_uint64(&m.pk, sid);
+    msgpack_pack_array(&m.pk, p.count);
+    for (uint32_t i = 0; i < p.count; i++) {
+        msgpack_pack_array(&m.pk, 2);
+        msgpack_pack_uint32(&m.pk, p.params[i].offset);
+        msgpack_pack_uint32(&m.pk, p.params[i].size);
+    }
+    if (opcode == CR_OP_cuLaunchKernelEx) {
+        msgpack_pack_array(&m.pk, attr_count);
+        for (unsigned i = 0; i < attr_count; i++) {
+            msgpack_pack_array(&m.pk, 2);
+            msgpack_pack_int(&m.pk, attrs[i].id);
+            msgpack_pack_bin(&m.pk, sizeof attrs[i].value);
+            msgpack_pack_bin_body(&m.pk, &attrs[i].value, sizeof attrs[i].value);
+        }
+    }
+    cr_msg_bulk(&m, p.buf, p.size);
+    err = cr_msg_send(&m); /* small buffers are copied; large ones are written by now */
+    free(p.buf);
+    return cr_transport_error(err);
+}
+
+CUresult cr_hand_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                unsigned by, unsigned bz, unsigned shared, CUstream stream,
+                                void **kernel_params, void **extra)
+{
+    dims_t d = {{gx, gy, gz}, {bx, by, bz}, shared};
+    return launch(CR_OP_cuLaunchKernel, f, &d, stream, kernel_params, extra, NULL, 0);
+}
+
+CUresult cr_hand_cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                           unsigned bx, unsigned by, unsigned bz, unsigned shared,
+                                           CUstream stream, void **kernel_params)
+{
+    dims_t d = {{gx, gy, gz}, {bx, by, bz}, shared};
+    return launch(CR_OP_cuLaunchCooperativeKernel, f, &d, stream, kernel_params, NULL, NULL, 0);
+}
+
+CUresult cr_hand_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernel_params,
+                                  void **extra)
+{
+    if (!config)
+        return CUDA_ERROR_INVALID_VALUE;
+    dims_t d = {{config->gridDimX, config->gridDimY, config->gridDimZ},
+                {config->blockDimX, config->blockDimY, config->blockDimZ},
+                config->sharedMemBytes};
+    return launch(CR_OP_cuLaunchKernelEx, f, &d, config->hStream, kernel_params, extra,
+                  config->attrs, config->numAttrs);
+}
+
+/* --- host functions ------------------------------------------------------------------------- */
+
+static CUresult host_func(CUstream stream, void (*fn)(void *), void *data)
+{
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!fn)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t sid;
+    CUresult r = cr_stream_wire_id(stream, &sid);
+    if (r != CUDA_SUCCESS)
+        return r;
+    cr_msg_t m;
+    int err = cr_msg_begin(cl->conn, &m, CR_OP_cuLaunchHostFunc);
+    if (err)
+        return cr_transport_error(err);
+    /* the server can only name functions registered here, never an address of its own */
+    if ((err = cr_conn_expect_host_func(m.conn, m.call_id, fn, data)) != 0) {
+        cr_msg_cancel(&m);
+        return cr_transport_error(err);
+    }
+    msgpack_pack_array(&m.pk, 1);
+    msgpack_pack_uint64(&m.pk, sid);
+    return cr_transport_error(cr_msg_send(&m));
+}
+
+CUresult cr_hand_cuLaunchHostFunc(CUstream stream, CUhostFn fn, void *data)
+{
+    return host_func(stream, fn, data);
+}
+
+typedef struct {
+    CUstreamCallback callback;
+    CUstream stream;
+    void *data;
+} stream_callback_t;
+
+static void run_stream_callback(void *arg)
+{
+    stream_callback_t *c = arg;
+    c->callback(c->stream, CUDA_SUCCESS, c->data);
+    free(c);
+}
+
+CUresult cr_hand_cuStreamAddCallback(CUstream stream, CUstreamCallback callback, void *data,
+                                     unsigned int flags)
+{
+    if (!callback || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    stream_callback_t *c = malloc(sizeof *c);
+    if (!c)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *c = (stream_callback_t){callback, stream, data};
+    CUresult r = host_func(stream, run_stream_callback, c);
+    if (r != CUDA_SUCCESS)
+        free(c);
+    return r;
+}
+
+/* --- occupancy ------------------------------------------------------------------------------ */
+
+CUresult cr_hand_cuOccupancyMaxPotentialBlockSizeWithFlags(int *min_grid, int *block_size,
+                                                           CUfunction f,
+                                                           CUoccupancyB2DSize dynamic_smem,
+                                                           size_t smem, int block_limit,
+                                                           unsigned int flags)
+{
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!min_grid || !block_size || !f)
+        return CUDA_ERROR_INVALID_VALUE;
+    /* the callback lives here: evaluate it for every candidate block size up front */
+    cr_msg_t m;
+    cr_pending_t p = {0};
+    msgpack_unpacked u;
+    int err = cr_msg_begin(cl->conn, &m, CR_OP_cuOccupancyMaxPotentialBlockSizeWithFlags);
+    if (err)
+        return cr_transport_error(err);
+    msgpack_pack_array(&m.pk, 4);
+    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)f);
+    msgpack_pack_array(&m.pk, 32);
+    for (int bs = 32; bs <= 1024; bs += 32)
+        msgpack_pack_uint64(&m.pk, dynamic_smem ? dynamic_smem(bs) : smem);
+    msgpack_pack_int(&m.pk, block_limit);
+    msgpack_pack_uint32(&m.pk, flags);
+    CUresult r = cr_call(&m, &p, &u);
+    if (r == CUDA_SUCCESS) {
+        const msgpack_object_array *a = &u.data.via.array;
+        if (a->size < 3 || a->ptr[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+            a->ptr[2].type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
+            r = CUDA_ERROR_UNKNOWN;
+        } else {
+            *min_grid = (int)a->ptr[1].via.u64;
+            *block_size = (int)a->ptr[2].via.u64;
+        }
+    }
+    cr_reply_done(&p, &u);
+    return r;
+}
+
+CUresult cr_hand_cuOccupancyMaxPotentialBlockSize(int *min_grid, int *block_size, CUfunction f,
+                                                  CUoccupancyB2DSize dynamic_smem, size_t smem,
+                                                  int block_limit)
+{
+    return cr_hand_cuOccupancyMaxPotentialBlockSizeWithFlags(min_grid, block_size, f, dynamic_smem,
+                                                             smem, block_limit, 0);
+}
+
+/* --- memory pools: the value's type depends on the attribute ------------------------------ */
+
+static int pool_attr_is_64(CUmemPool_attribute attr)
+{
+    return attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD || attr == CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT ||
+           attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH || attr == CU_MEMPOOL_ATTR_USED_MEM_CURRENT ||
+           attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH;
+}
+
+static CUresult pool_attribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value, int set)
+{
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!value)
+        return CUDA_ERROR_INVALID_VALUE;
+    cr_msg_t m;
+    cr_pending_t p = {0};
+    msgpack_unpacked u;
+    int err = cr_msg_begin(cl->conn, &m, set ? CR_OP_cuMemPoolSetAttribute
+                                             : CR_OP_cuMemPoolGetAttribute);
+    if (err)
+        return cr_transport_error(err);
+    msgpack_pack_array(&m.pk, set ? 3 : 2);
+    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)pool);
+    msgpack_pack_int(&m.pk, attr);
+    if (set)
+        msgpack_pack_uint64(&m.pk, pool_attr_is_64(attr) ? *(cuuint64_t *)value
+                                                         : (uint64_t) * (int *)value);
+    CUresult r = cr_call(&m, &p, &u);
+    if (r == CUDA_SUCCESS && !set) {
+        const msgpack_object_array *a = &u.data.via.array;
+        if (a->size < 2 || a->ptr[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+            r = CUDA_ERROR_UNKNOWN;
+        else if (pool_attr_is_64(attr))
+            *(cuuint64_t *)value = a->ptr[1].via.u64;
+        else
+            *(int *)value = (int)a->ptr[1].via.u64;
+    }
+    cr_reply_done(&p, &u);
+    return r;
+}
+
+CUresult cr_hand_cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    return pool_attribute(pool, attr, value, 0);
+}
+
+CUresult cr_hand_cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    return pool_attribute(pool, attr, value, 1);
+}

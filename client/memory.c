@@ -1,0 +1,406 @@
+/* Memory in the client: the map of device ranges the server handed out (so that unified
+ * copies infer their direction and pointer attributes are answered locally), device
+ * address windows reserved in this process so host memory never lands on a device
+ * address, device allocation calls, and page-locked host memory, which is local. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "internal.h"
+#include "log.h"
+
+#define MAX_WINDOWS 8
+
+static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+static cr_rangemap_t device_ranges = CR_RANGEMAP_INIT; /* value: buffer id */
+static cr_rangemap_t host_ranges = CR_RANGEMAP_INIT;   /* value: flags | kind << 32 */
+static struct {
+    uint64_t base, size;
+} windows[MAX_WINDOWS];
+static int window_count;
+static uint64_t next_buffer_id = 1;
+
+void cr_reserve_device_window(uint64_t base, uint64_t size)
+{
+    if (!size || window_count == MAX_WINDOWS)
+        return;
+    void *p = mmap((void *)(uintptr_t)base, size, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == MAP_FAILED || p != (void *)(uintptr_t)base) {
+        if (p != MAP_FAILED)
+            munmap(p, size);
+        /* something of the program already lives there: copies still work, but a host
+         * address inside the window would be taken for a device one */
+        CR_WARN("cannot reserve the device address range %#llx-%#llx in this process (%s)",
+                (unsigned long long)base, (unsigned long long)(base + size), strerror(errno));
+    }
+    pthread_mutex_lock(&map_lock);
+    windows[window_count].base = base;
+    windows[window_count].size = size;
+    window_count++;
+    pthread_mutex_unlock(&map_lock);
+}
+
+void cr_devmap_add(CUdeviceptr p, size_t size)
+{
+    pthread_mutex_lock(&map_lock);
+    if (cr_rangemap_add(&device_ranges, p, size ? size : 1, next_buffer_id++) != 0)
+        CR_DEBUG("device range %#llx+%zu overlaps a known one", (unsigned long long)p, size);
+    pthread_mutex_unlock(&map_lock);
+}
+
+void cr_devmap_remove(CUdeviceptr p)
+{
+    pthread_mutex_lock(&map_lock);
+    cr_rangemap_remove(&device_ranges, p, NULL);
+    pthread_mutex_unlock(&map_lock);
+}
+
+void cr_memory_forget_device_allocations(void)
+{
+    pthread_mutex_lock(&map_lock);
+    cr_rangemap_free(&device_ranges);
+    pthread_mutex_unlock(&map_lock);
+}
+
+int cr_is_device_ptr(uint64_t p)
+{
+    pthread_mutex_lock(&map_lock);
+    int found = cr_rangemap_find(&device_ranges, p) != NULL;
+    for (int i = 0; !found && i < window_count; i++)
+        found = p - windows[i].base < windows[i].size;
+    pthread_mutex_unlock(&map_lock);
+    return found;
+}
+
+int cr_host_mem_type(const void *p, uint64_t *base, uint64_t *size, unsigned *flags)
+{
+    pthread_mutex_lock(&map_lock);
+    const cr_range_t *r = cr_rangemap_find(&host_ranges, (uint64_t)(uintptr_t)p);
+    int type = 0;
+    if (r) {
+        type = (int)(r->value >> 32);
+        if (base)
+            *base = r->start;
+        if (size)
+            *size = r->size;
+        if (flags)
+            *flags = (unsigned)r->value;
+    }
+    pthread_mutex_unlock(&map_lock);
+    return type;
+}
+
+/* --- device allocations -------------------------------------------------------------------- */
+
+CUresult cr_hand_cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    CUresult r = cr_ctx_require();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!dptr || bytesize == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    r = cr_remote_cuMemAlloc_v2(dptr, bytesize);
+    if (r == CUDA_SUCCESS)
+        cr_devmap_add(*dptr, bytesize);
+    return r;
+}
+
+CUresult cr_hand_cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
+                                    unsigned int element_size)
+{
+    CUresult r = cr_ctx_require();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!dptr || !pitch)
+        return CUDA_ERROR_INVALID_VALUE;
+    r = cr_remote_cuMemAllocPitch_v2(dptr, pitch, width, height, element_size);
+    if (r == CUDA_SUCCESS)
+        cr_devmap_add(*dptr, *pitch * height);
+    return r;
+}
+
+CUresult cr_hand_cuMemFree_v2(CUdeviceptr dptr)
+{
+    CUresult r = cr_ctx_require();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!dptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    r = cr_remote_cuMemFree_v2(dptr);
+    if (r == CUDA_SUCCESS)
+        cr_devmap_remove(dptr);
+    return r;
+}
+
+CUresult cr_hand_cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream stream)
+{
+    if (!dptr || bytesize == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = cr_remote_cuMemAllocAsync(dptr, bytesize, stream);
+    if (r == CUDA_SUCCESS)
+        cr_devmap_add(*dptr, bytesize);
+    return r;
+}
+
+CUresult cr_hand_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                         CUstream stream)
+{
+    if (!dptr || bytesize == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = cr_remote_cuMemAllocFromPoolAsync(dptr, bytesize, pool, stream);
+    if (r == CUDA_SUCCESS)
+        cr_devmap_add(*dptr, bytesize);
+    return r;
+}
+
+CUresult cr_hand_cuMemFreeAsync(CUdeviceptr dptr, CUstream stream)
+{
+    if (!dptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    /* the address stays valid on the device until the stream reaches the free; the client
+     * need not know it any longer */
+    CUresult r = cr_remote_cuMemFreeAsync(dptr, stream);
+    if (r == CUDA_SUCCESS)
+        cr_devmap_remove(dptr);
+    return r;
+}
+
+CUresult cr_hand_cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr dptr)
+{
+    if (!cr_client())
+        return CUDA_ERROR_NOT_INITIALIZED;
+    pthread_mutex_lock(&map_lock);
+    const cr_range_t *r = cr_rangemap_find(&device_ranges, dptr);
+    cr_range_t copy = r ? *r : (cr_range_t){0, 0, 0};
+    pthread_mutex_unlock(&map_lock);
+    if (!r)
+        return CUDA_ERROR_NOT_FOUND;
+    if (base)
+        *base = copy.start;
+    if (size)
+        *size = copy.size;
+    return CUDA_SUCCESS;
+}
+
+/* --- page-locked host memory: local to the client --------------------------------------- */
+
+static CUresult host_alloc(void **pp, size_t size, unsigned flags)
+{
+    if (!cr_client())
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!pp || size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&map_lock);
+    int err = cr_rangemap_add(&host_ranges, (uint64_t)(uintptr_t)p, size,
+                              (uint64_t)CR_MEM_HOST_PINNED << 32 | flags);
+    pthread_mutex_unlock(&map_lock);
+    if (err) {
+        munmap(p, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *pp = p;
+    return CUDA_SUCCESS;
+}
+
+CUresult cr_hand_cuMemAllocHost_v2(void **pp, size_t size)
+{
+    return host_alloc(pp, size, 0);
+}
+
+CUresult cr_hand_cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
+{
+    if (flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
+                            CU_MEMHOSTALLOC_WRITECOMBINED))
+        return CUDA_ERROR_INVALID_VALUE;
+    return host_alloc(pp, size, flags);
+}
+
+CUresult cr_hand_cuMemFreeHost(void *p)
+{
+    if (!cr_client())
+        return CUDA_ERROR_NOT_INITIALIZED;
+    cr_range_t r;
+    pthread_mutex_lock(&map_lock);
+    const cr_range_t *found = cr_rangemap_find(&host_ranges, (uint64_t)(uintptr_t)p);
+    int ok = found && found->start == (uint64_t)(uintptr_t)p &&
+             (found->value >> 32) == CR_MEM_HOST_PINNED &&
+             cr_rangemap_remove(&host_ranges, (uint64_t)(uintptr_t)p, &r);
+    pthread_mutex_unlock(&map_lock);
+    if (!ok)
+        return CUDA_ERROR_INVALID_VALUE;
+    munmap(p, r.size);
+    return CUDA_SUCCESS;
+}
+
+CUresult cr_hand_cuMemHostRegister_v2(void *p, size_t size, unsigned int flags)
+{
+    if (!cr_client())
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!p || size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (flags & (CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY))
+        return cr_unsupported("cuMemHostRegister with IOMEMORY or READ_ONLY");
+    pthread_mutex_lock(&map_lock);
+    int err = cr_rangemap_add(&host_ranges, (uint64_t)(uintptr_t)p, size,
+                              (uint64_t)CR_MEM_HOST_REGISTERED << 32 | flags);
+    pthread_mutex_unlock(&map_lock);
+    return err == CR_EEXISTS ? CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED
+           : err             ? CUDA_ERROR_OUT_OF_MEMORY
+                             : CUDA_SUCCESS;
+}
+
+CUresult cr_hand_cuMemHostUnregister(void *p)
+{
+    if (!cr_client())
+        return CUDA_ERROR_NOT_INITIALIZED;
+    pthread_mutex_lock(&map_lock);
+    const cr_range_t *found = cr_rangemap_find(&host_ranges, (uint64_t)(uintptr_t)p);
+    int ok = found && found->start == (uint64_t)(uintptr_t)p &&
+             (found->value >> 32) == CR_MEM_HOST_REGISTERED &&
+             cr_rangemap_remove(&host_ranges, (uint64_t)(uintptr_t)p, NULL);
+    pthread_mutex_unlock(&map_lock);
+    return ok ? CUDA_SUCCESS : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+}
+
+CUresult cr_hand_cuMemHostGetFlags(unsigned int *flags, void *p)
+{
+    if (!cr_client())
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    unsigned f;
+    if (!cr_host_mem_type(p, NULL, NULL, &f))
+        return CUDA_ERROR_INVALID_VALUE;
+    *flags = f;
+    return CUDA_SUCCESS;
+}
+
+CUresult cr_hand_cuMemHostGetDevicePointer_v2(CUdeviceptr *dptr, void *p, unsigned int flags)
+{
+    /* the GPU is on another machine: it cannot read this process's memory directly */
+    return cr_unsupported("cuMemHostGetDevicePointer (mapped host memory)");
+}
+
+/* --- pointer attributes ------------------------------------------------------------------- */
+
+typedef struct {
+    int kind; /* 0 unknown, CR_MEM_DEVICE, CR_MEM_HOST_* */
+    uint64_t base, size, id;
+    unsigned flags;
+} pointer_info_t;
+
+static pointer_info_t pointer_info(CUdeviceptr ptr)
+{
+    pointer_info_t info = {0};
+    pthread_mutex_lock(&map_lock);
+    const cr_range_t *r = cr_rangemap_find(&device_ranges, ptr);
+    if (r) {
+        info = (pointer_info_t){CR_MEM_DEVICE, r->start, r->size, r->value, 0};
+    } else if ((r = cr_rangemap_find(&host_ranges, ptr)) != NULL) {
+        info = (pointer_info_t){(int)(r->value >> 32), r->start, r->size,
+                                r->start /* stable per buffer */, (unsigned)r->value};
+    }
+    pthread_mutex_unlock(&map_lock);
+    return info;
+}
+
+/* Writes one attribute. CUDA_ERROR_INVALID_VALUE when the pointer is unknown to us. */
+static CUresult pointer_attribute(void *data, CUpointer_attribute attr, CUdeviceptr ptr,
+                                  const pointer_info_t *info)
+{
+    int device = info->kind == CR_MEM_DEVICE;
+    CUcontext ctx = cr_ctx_current();
+    if (!ctx)
+        cr_ctx_primary(&ctx, 0);
+    switch (attr) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+        *(CUcontext *)data = info->kind ? ctx : NULL;
+        break;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *(unsigned *)data = device ? CU_MEMORYTYPE_DEVICE : info->kind ? CU_MEMORYTYPE_HOST : 0;
+        break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+        if (info->kind == 0 || (attr == CU_POINTER_ATTRIBUTE_HOST_POINTER && device))
+            return CUDA_ERROR_INVALID_VALUE;
+        *(CUdeviceptr *)data = ptr;
+        break;
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+        *(int *)data = info->kind != 0;
+        break;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
+        *(unsigned long long *)data = info->id;
+        break;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:
+        *(int *)data = 0;
+        break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        *(int *)data = info->kind ? cr_ctx_device(ctx) : -2;
+        break;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+        *(CUdeviceptr *)data = info->base;
+        break;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
+        *(size_t *)data = info->size;
+        break;
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+        *(unsigned long long *)data = 0;
+        break;
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+        *(unsigned long long *)data =
+            info->kind ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE : CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE;
+        break;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+        *(CUmemoryPool *)data = NULL;
+        break;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return info->kind || attr == CU_POINTER_ATTRIBUTE_MEMORY_TYPE ? CUDA_SUCCESS
+                                                                   : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cr_hand_cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr ptr)
+{
+    if (!cr_client())
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!data)
+        return CUDA_ERROR_INVALID_VALUE;
+    pointer_info_t info = pointer_info(ptr);
+    if (!info.kind)
+        return CUDA_ERROR_INVALID_VALUE; /* not memory the driver knows */
+    return pointer_attribute(data, attr, ptr, &info);
+}
+
+CUresult cr_hand_cuPointerGetAttributes(unsigned int count, CUpointer_attribute *attrs, void **data,
+                                        CUdeviceptr ptr)
+{
+    if (!cr_client())
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!attrs || !data)
+        return CUDA_ERROR_INVALID_VALUE;
+    /* unknown pointers are not an error here: their attributes read as empty */
+    pointer_info_t info = pointer_info(ptr);
+    for (unsigned i = 0; i < count; i++) {
+        if (!data[i])
+            continue;
+        CUresult r = pointer_attribute(data[i], attrs[i], ptr, &info);
+        if (r != CUDA_SUCCESS && info.kind)
+            return r;
+    }
+    return CUDA_SUCCESS;
+}

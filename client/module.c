@@ -1,0 +1,343 @@
+/* Code in the client: libraries and modules are shipped to the server once, and parsed
+ * here too, because kernelParams carries no sizes: each kernel's parameter layout comes
+ * from the image's .nv.info sections or its PTX (common/fatbin.h). */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "internal.h"
+#include "log.h"
+
+typedef struct {
+    cr_image_t *image; /* NULL when it could not be parsed: layouts are then unknown */
+    int refs;          /* the library itself and the modules retrieved from it */
+} code_t;
+
+static pthread_mutex_t code_lock = PTHREAD_MUTEX_INITIALIZER;
+static cr_idmap_t code_by_handle = CR_IDMAP_INIT;   /* library/module id -> code_t * */
+static cr_idmap_t kernel_layouts = CR_IDMAP_INIT;   /* kernel/function id -> cr_kernel_info_t * */
+
+const cr_kernel_info_t *cr_kernel_layout(uint64_t handle)
+{
+    uint64_t v = 0;
+    pthread_mutex_lock(&code_lock);
+    int found = cr_idmap_get(&kernel_layouts, handle, &v);
+    pthread_mutex_unlock(&code_lock);
+    return found ? (const cr_kernel_info_t *)(uintptr_t)v : NULL;
+}
+
+static void code_free(code_t *c)
+{
+    cr_image_free(c->image);
+    free(c);
+}
+
+/* Drops a reference; the last one forgets the image's kernels. Caller holds code_lock. */
+static void code_unref(code_t *c)
+{
+    if (--c->refs > 0)
+        return;
+    /* forget the kernels whose layouts live in this image */
+    if (c->image) {
+        size_t pos = 0;
+        uint64_t key, value;
+        for (;;) {
+            if (!cr_idmap_next(&kernel_layouts, &pos, &key, &value))
+                break;
+            const cr_kernel_info_t *k = (const cr_kernel_info_t *)(uintptr_t)value;
+            if (k >= c->image->kernels && k < c->image->kernels + c->image->kernel_count) {
+                cr_idmap_remove(&kernel_layouts, key, NULL);
+                pos = 0; /* removal may not move entries, but restart to be safe */
+            }
+        }
+    }
+    code_free(c);
+}
+
+/* Ships an image and records it under the handle the server returns. */
+static CUresult load_image(uint16_t opcode, uint64_t *handle, const void *code)
+{
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!handle || !code)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = cr_ctx_require();
+    if (r != CUDA_SUCCESS && opcode == CR_OP_cuModuleLoadData)
+        return r; /* modules belong to a context; libraries do not */
+    const void *start;
+    size_t size;
+    cr_image_kind_t kind;
+    if (cr_image_measure(code, &start, &size, &kind) != 0)
+        return CUDA_ERROR_INVALID_IMAGE;
+
+    code_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    c->refs = 1;
+    int err = cr_image_parse(start, size, &c->image);
+    if (err) {
+        c->image = NULL;
+        CR_WARN("cannot read kernel layouts from a %zu-byte code image (%s); its kernels can "
+                "only be launched with CU_LAUNCH_PARAM_BUFFER_POINTER",
+                size, cr_strerror(err));
+    }
+
+    cr_msg_t m;
+    cr_pending_t p = {0};
+    msgpack_unpacked u;
+    if ((err = cr_msg_begin(cl->conn, &m, opcode)) != 0) {
+        code_free(c);
+        return cr_transport_error(err);
+    }
+    msgpack_pack_array(&m.pk, 1);
+    msgpack_pack_int(&m.pk, kind);
+    cr_msg_bulk(&m, start, size);
+    r = cr_call(&m, &p, &u);
+    if (r == CUDA_SUCCESS) {
+        const msgpack_object_array *a = &u.data.via.array;
+        if (a->size < 2 || a->ptr[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+            r = CUDA_ERROR_UNKNOWN;
+        else
+            *handle = a->ptr[1].via.u64;
+    }
+    cr_reply_done(&p, &u);
+    if (r != CUDA_SUCCESS) {
+        code_free(c);
+        return r;
+    }
+    pthread_mutex_lock(&code_lock);
+    err = cr_idmap_put(&code_by_handle, *handle, (uint64_t)(uintptr_t)c);
+    pthread_mutex_unlock(&code_lock);
+    if (err) {
+        code_free(c);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    return CUDA_SUCCESS;
+}
+
+static code_t *code_of(uint64_t handle)
+{
+    uint64_t v = 0;
+    return cr_idmap_get(&code_by_handle, handle, &v) ? (code_t *)(uintptr_t)v : NULL;
+}
+
+/* Remembers the layout of kernel `name` of image `owner` for the handle `h`. */
+static void record_kernel(uint64_t owner, uint64_t h, const char *name)
+{
+    pthread_mutex_lock(&code_lock);
+    code_t *c = code_of(owner);
+    const cr_kernel_info_t *k = c && c->image ? cr_image_kernel(c->image, name) : NULL;
+    if (k)
+        cr_idmap_put(&kernel_layouts, h, (uint64_t)(uintptr_t)k);
+    pthread_mutex_unlock(&code_lock);
+}
+
+static void forget(uint64_t handle)
+{
+    pthread_mutex_lock(&code_lock);
+    uint64_t v;
+    if (cr_idmap_remove(&code_by_handle, handle, &v))
+        code_unref((code_t *)(uintptr_t)v);
+    pthread_mutex_unlock(&code_lock);
+}
+
+/* --- libraries ------------------------------------------------------------------------------ */
+
+CUresult cr_hand_cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jit_options,
+                                   void **jit_values, unsigned int jit_count,
+                                   CUlibraryOption *options, void **values, unsigned int count)
+{
+    /* JIT and library options only tune how the driver keeps the image: the server keeps
+     * its own copy, so none of them changes what we do */
+    return load_image(CR_OP_cuLibraryLoadData, (uint64_t *)library, code);
+}
+
+static void *read_file(const char *path, CUresult *r)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || st.st_size <= 0 || (size_t)st.st_size > CR_IMAGE_MAX_SIZE) {
+        if (fd >= 0)
+            close(fd);
+        *r = CUDA_ERROR_FILE_NOT_FOUND;
+        return NULL;
+    }
+    /* one spare NUL so that a PTX file is a string */
+    char *buf = calloc(1, (size_t)st.st_size + 1);
+    size_t got = 0;
+    while (buf && got < (size_t)st.st_size) {
+        ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    if (!buf || got != (size_t)st.st_size) {
+        free(buf);
+        *r = buf ? CUDA_ERROR_FILE_NOT_FOUND : CUDA_ERROR_OUT_OF_MEMORY;
+        return NULL;
+    }
+    return buf;
+}
+
+CUresult cr_hand_cuLibraryLoadFromFile(CUlibrary *library, const char *file,
+                                       CUjit_option *jit_options, void **jit_values,
+                                       unsigned int jit_count, CUlibraryOption *options,
+                                       void **values, unsigned int count)
+{
+    if (!file)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
+    void *data = read_file(file, &r);
+    if (!data)
+        return r;
+    r = load_image(CR_OP_cuLibraryLoadData, (uint64_t *)library, data);
+    free(data);
+    return r;
+}
+
+CUresult cr_hand_cuLibraryUnload(CUlibrary library)
+{
+    CUresult r = cr_remote_cuLibraryUnload(library);
+    if (r == CUDA_SUCCESS)
+        forget((uint64_t)(uintptr_t)library);
+    return r;
+}
+
+CUresult cr_hand_cuLibraryGetKernel(CUkernel *kernel, CUlibrary library, const char *name)
+{
+    CUresult r = cr_remote_cuLibraryGetKernel(kernel, library, name);
+    if (r == CUDA_SUCCESS)
+        record_kernel((uint64_t)(uintptr_t)library, (uint64_t)(uintptr_t)*kernel, name);
+    return r;
+}
+
+CUresult cr_hand_cuLibraryGetModule(CUmodule *module, CUlibrary library)
+{
+    CUresult r = cr_remote_cuLibraryGetModule(module, library);
+    if (r != CUDA_SUCCESS)
+        return r;
+    /* the module shares the library's image, for cuModuleGetFunction */
+    pthread_mutex_lock(&code_lock);
+    code_t *c = code_of((uint64_t)(uintptr_t)library);
+    if (c && !code_of((uint64_t)(uintptr_t)*module) &&
+        cr_idmap_put(&code_by_handle, (uint64_t)(uintptr_t)*module, (uint64_t)(uintptr_t)c) == 0)
+        c->refs++;
+    pthread_mutex_unlock(&code_lock);
+    return CUDA_SUCCESS;
+}
+
+CUresult cr_hand_cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
+                                    const char *name)
+{
+    size_t size = 0;
+    CUresult r = cr_remote_cuLibraryGetGlobal(dptr, &size, library, name);
+    if (r == CUDA_SUCCESS) {
+        if (bytes)
+            *bytes = size;
+        if (dptr && !cr_is_device_ptr(*dptr))
+            cr_devmap_add(*dptr, size);
+    }
+    return r;
+}
+
+CUresult cr_hand_cuKernelGetFunction(CUfunction *func, CUkernel kernel)
+{
+    CUresult r = cr_remote_cuKernelGetFunction(func, kernel);
+    if (r == CUDA_SUCCESS) {
+        const cr_kernel_info_t *k = cr_kernel_layout((uint64_t)(uintptr_t)kernel);
+        pthread_mutex_lock(&code_lock);
+        if (k)
+            cr_idmap_put(&kernel_layouts, (uint64_t)(uintptr_t)*func, (uint64_t)(uintptr_t)k);
+        pthread_mutex_unlock(&code_lock);
+    }
+    return r;
+}
+
+static CUresult name_of(uint64_t handle, const char **name)
+{
+    if (!cr_client())
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!name)
+        return CUDA_ERROR_INVALID_VALUE;
+    const cr_kernel_info_t *k = cr_kernel_layout(handle);
+    if (!k)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *name = k->name;
+    return CUDA_SUCCESS;
+}
+
+CUresult cr_hand_cuKernelGetName(const char **name, CUkernel kernel)
+{
+    return name_of((uint64_t)(uintptr_t)kernel, name);
+}
+
+CUresult cr_hand_cuFuncGetName(const char **name, CUfunction func)
+{
+    return name_of((uint64_t)(uintptr_t)func, name);
+}
+
+/* --- modules -------------------------------------------------------------------------------- */
+
+CUresult cr_hand_cuModuleLoadData(CUmodule *module, const void *image)
+{
+    return load_image(CR_OP_cuModuleLoadData, (uint64_t *)module, image);
+}
+
+CUresult cr_hand_cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int count,
+                                    CUjit_option *options, void **values)
+{
+    return load_image(CR_OP_cuModuleLoadData, (uint64_t *)module, image);
+}
+
+CUresult cr_hand_cuModuleLoadFatBinary(CUmodule *module, const void *fatbin)
+{
+    return load_image(CR_OP_cuModuleLoadData, (uint64_t *)module, fatbin);
+}
+
+CUresult cr_hand_cuModuleLoad(CUmodule *module, const char *fname)
+{
+    if (!fname)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
+    void *data = read_file(fname, &r);
+    if (!data)
+        return r;
+    r = load_image(CR_OP_cuModuleLoadData, (uint64_t *)module, data);
+    free(data);
+    return r;
+}
+
+CUresult cr_hand_cuModuleUnload(CUmodule module)
+{
+    CUresult r = cr_remote_cuModuleUnload(module);
+    if (r == CUDA_SUCCESS)
+        forget((uint64_t)(uintptr_t)module);
+    return r;
+}
+
+CUresult cr_hand_cuModuleGetFunction(CUfunction *func, CUmodule module, const char *name)
+{
+    CUresult r = cr_remote_cuModuleGetFunction(func, module, name);
+    if (r == CUDA_SUCCESS)
+        record_kernel((uint64_t)(uintptr_t)module, (uint64_t)(uintptr_t)*func, name);
+    return r;
+}
+
+CUresult cr_hand_cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule module,
+                                      const char *name)
+{
+    size_t size = 0;
+    CUresult r = cr_remote_cuModuleGetGlobal_v2(dptr, &size, module, name);
+    if (r == CUDA_SUCCESS) {
+        if (bytes)
+            *bytes = size;
+        if (dptr && !cr_is_device_ptr(*dptr))
+            cr_devmap_add(*dptr, size);
+    }
+    return r;
+}
