@@ -1,0 +1,478 @@
+/* Dispatch and the server's generic marshaller: unpacks a call from its descriptor, with
+ * every count, length and handle checked, calls the backend, and packs the outputs. */
+#include "dispatch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "log.h"
+
+/* --- requests and replies ----------------------------------------------------------------- */
+
+void cr_request_free(cr_request_t *req)
+{
+    if (!req)
+        return;
+    msgpack_unpacked_destroy(&req->unpacked);
+    free(req->body);
+    free(req->bulk);
+    free(req);
+}
+
+static void outmsg_header(cr_outmsg_t *m, uint16_t opcode, uint64_t call_id, uint32_t flags)
+{
+    cr_frame_header_t h = {CR_PROTOCOL_VERSION, opcode, flags,
+                           (uint32_t)(m->head.len - CR_FRAME_HEADER_SIZE), call_id, m->bulk_len};
+    cr_frame_encode(&h, m->head.data);
+}
+
+cr_outmsg_t *cr_message_new(uint16_t opcode, uint64_t call_id, uint32_t flags, msgpack_packer *pk)
+{
+    cr_outmsg_t *m = calloc(1, sizeof *m);
+    if (!m || !cr_buf_grow(&m->head, CR_FRAME_HEADER_SIZE)) {
+        free(m);
+        return NULL;
+    }
+    msgpack_packer_init(pk, &m->head, cr_buf_msgpack_write);
+    return m;
+}
+
+void cr_message_finish(cr_outmsg_t *m, uint16_t opcode, uint64_t call_id, uint32_t flags)
+{
+    outmsg_header(m, opcode, call_id, flags);
+}
+
+int cr_reply_begin(cr_request_t *req, cr_reply_t *r, CUresult result, uint32_t extra)
+{
+    r->msg = cr_message_new(req->hdr.opcode, req->hdr.call_id, CR_FRAME_REPLY, &r->pk);
+    if (!r->msg)
+        return CR_ENOMEM;
+    msgpack_pack_array(&r->pk, 1 + extra);
+    msgpack_pack_int(&r->pk, (int)result);
+    return 0;
+}
+
+void cr_reply_bulk(cr_reply_t *r, const void *bulk, size_t len, void (*release)(void *),
+                   void *arg)
+{
+    r->msg->bulk = bulk;
+    r->msg->bulk_len = len;
+    r->msg->release = release;
+    r->msg->release_arg = arg;
+}
+
+void cr_reply_send(cr_request_t *req, cr_reply_t *r, uint32_t flags)
+{
+    outmsg_header(r->msg, req->hdr.opcode, req->hdr.call_id, CR_FRAME_REPLY | flags);
+    cr_server_send(req->session, r->msg);
+    r->msg = NULL;
+}
+
+void cr_request_finish(cr_request_t *req, CUresult result)
+{
+    if (cr_request_waits(req)) {
+        cr_reply_t r;
+        if (cr_reply_begin(req, &r, result, 0) == 0)
+            cr_reply_send(req, &r, 0);
+    } else if (result != CUDA_SUCCESS) {
+        cr_session_defer_error(req->session, result);
+    }
+    cr_request_free(req);
+}
+
+/* --- argument access ---------------------------------------------------------------------- */
+
+int cr_obj_u64(const msgpack_object *o, uint64_t *v)
+{
+    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+        return CR_EPROTO;
+    *v = o->via.u64;
+    return 0;
+}
+
+int cr_arg_u64(const cr_request_t *req, uint32_t i, uint64_t *v)
+{
+    return i < req->argc ? cr_obj_u64(&req->args[i], v) : CR_EPROTO;
+}
+
+int cr_arg_i64(const cr_request_t *req, uint32_t i, int64_t *v)
+{
+    if (i >= req->argc)
+        return CR_EPROTO;
+    const msgpack_object *o = &req->args[i];
+    if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+        *v = o->via.i64;
+    else if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX)
+        *v = (int64_t)o->via.u64;
+    else
+        return CR_EPROTO;
+    return 0;
+}
+
+int cr_arg_array(const cr_request_t *req, uint32_t i, const msgpack_object_array **a)
+{
+    if (i >= req->argc || req->args[i].type != MSGPACK_OBJECT_ARRAY)
+        return CR_EPROTO;
+    *a = &req->args[i].via.array;
+    return 0;
+}
+
+int cr_arg_bin(const cr_request_t *req, uint32_t i, const void **p, size_t *len)
+{
+    if (i >= req->argc || req->args[i].type != MSGPACK_OBJECT_BIN)
+        return CR_EPROTO;
+    *p = req->args[i].via.bin.ptr;
+    *len = req->args[i].via.bin.size;
+    return 0;
+}
+
+/* --- the generic marshaller ----------------------------------------------------------------- */
+
+/* Scratch memory for one call's pointer arguments, freed together. */
+typedef struct {
+    void *blocks[CR_MAX_PARAMS];
+    int count;
+} scratch_t;
+
+static void *scratch_alloc(scratch_t *s, size_t n)
+{
+    if (s->count == CR_MAX_PARAMS)
+        return NULL;
+    void *p = calloc(1, n ? n : 1);
+    if (p)
+        s->blocks[s->count++] = p;
+    return p;
+}
+
+static void scratch_free(scratch_t *s)
+{
+    for (int i = 0; i < s->count; i++)
+        free(s->blocks[i]);
+}
+
+typedef struct {
+    cr_request_t *req;
+    const cr_fn_desc_t *desc;
+    cr_call_fn call;
+    const cr_generic_hooks_t *hooks;
+} generic_call_t;
+
+static int is_nil(const msgpack_object *o)
+{
+    return o->type == MSGPACK_OBJECT_NIL;
+}
+
+/* First pass: values, handles and streams. Returns a CUresult for the client, or -1 for a
+ * malformed request. */
+static int unpack_values(cr_request_t *req, const cr_fn_desc_t *d, cr_arg_t *a)
+{
+    cr_session_t *s = req->session;
+    for (int i = 0; i < d->param_count; i++) {
+        const cr_param_desc_t *pd = &d->params[i];
+        const msgpack_object *o = &req->args[i];
+        switch (pd->kind) {
+        case CR_P_VAL:
+            if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+                a[i].u = o->via.u64;
+            else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER && (pd->flags & CR_PF_SIGNED))
+                a[i].i = o->via.i64;
+            else
+                return -1;
+            break;
+        case CR_P_FLOAT:
+            if (o->type != MSGPACK_OBJECT_FLOAT32 && o->type != MSGPACK_OBJECT_FLOAT64)
+                return -1;
+            if (pd->size == 8)
+                a[i].d = o->via.f64;
+            else
+                a[i].f = (float)o->via.f64;
+            break;
+        case CR_P_DPTR:
+            if (cr_obj_u64(o, &a[i].u))
+                return -1;
+            break;
+        case CR_P_HANDLE: {
+            uint64_t id;
+            if (cr_obj_u64(o, &id))
+                return -1;
+            a[i].p = id ? cr_session_handle(s, pd->handle_type, id) : NULL;
+            if (id && !a[i].p)
+                return CUDA_ERROR_INVALID_HANDLE;
+            break;
+        }
+        case CR_P_STREAM: {
+            uint64_t id;
+            if (cr_obj_u64(o, &id))
+                return -1;
+            cr_handle_t *st = cr_session_stream(s, id);
+            if (!st)
+                return CUDA_ERROR_INVALID_HANDLE;
+            if (d->flags & CR_FN_ASYNC) /* it enqueues work on that stream */
+                cr_session_stream_prepare(s, st);
+            a[i].p = st->obj;
+            break;
+        }
+        case CR_P_IGNORED:
+            a[i].u = 0;
+            break;
+        default:
+            break; /* pointers: second pass */
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+static uint64_t count_value(const cr_fn_desc_t *d, const cr_arg_t *a, int idx)
+{
+    if (idx < 0 || idx >= d->param_count || d->params[idx].kind != CR_P_VAL)
+        return UINT64_MAX;
+    if ((d->params[idx].flags & CR_PF_SIGNED) && a[idx].i < 0)
+        return UINT64_MAX;
+    return a[idx].u;
+}
+
+/* Second pass: buffers, bounded before they are allocated. */
+static int unpack_pointers(cr_request_t *req, const cr_fn_desc_t *d, cr_arg_t *a,
+                           scratch_t *scratch)
+{
+    for (int i = 0; i < d->param_count; i++) {
+        const cr_param_desc_t *pd = &d->params[i];
+        const msgpack_object *o = &req->args[i];
+        switch (pd->kind) {
+        case CR_P_OUT:
+        case CR_P_OUT_HANDLE:
+            if (is_nil(o)) {
+                a[i].p = NULL;
+            } else if (o->type == MSGPACK_OBJECT_BOOLEAN) {
+                if (!(a[i].p = scratch_alloc(scratch, pd->size > 8 ? pd->size : 8)))
+                    return CUDA_ERROR_OUT_OF_MEMORY;
+            } else {
+                return -1;
+            }
+            break;
+        case CR_P_IN:
+        case CR_P_INOUT:
+            if (is_nil(o)) {
+                a[i].p = NULL;
+                break;
+            }
+            if (o->type != MSGPACK_OBJECT_BIN || o->via.bin.size != pd->size)
+                return -1;
+            if (!(a[i].p = scratch_alloc(scratch, pd->size))) /* aligned copy */
+                return CUDA_ERROR_OUT_OF_MEMORY;
+            memcpy(a[i].p, o->via.bin.ptr, pd->size);
+            break;
+        case CR_P_IN_ARRAY: {
+            if (is_nil(o)) {
+                a[i].p = NULL;
+                break;
+            }
+            uint64_t n = count_value(d, a, pd->count_param);
+            if (o->type != MSGPACK_OBJECT_BIN || n > CR_MAX_ARRAY_BYTES / (pd->size ? pd->size : 1) ||
+                o->via.bin.size != n * pd->size)
+                return -1;
+            if (!(a[i].p = scratch_alloc(scratch, o->via.bin.size)))
+                return CUDA_ERROR_OUT_OF_MEMORY;
+            memcpy(a[i].p, o->via.bin.ptr, o->via.bin.size);
+            break;
+        }
+        case CR_P_OUT_ARRAY:
+        case CR_P_OUT_STR: {
+            if (is_nil(o)) {
+                a[i].p = NULL;
+                break;
+            }
+            uint64_t n = count_value(d, a, pd->count_param), cap;
+            if (cr_obj_u64(o, &cap) || cap != n ||
+                n > CR_MAX_ARRAY_BYTES / (pd->size ? pd->size : 1))
+                return -1;
+            if (!(a[i].p = scratch_alloc(scratch, (size_t)n * pd->size)))
+                return CUDA_ERROR_OUT_OF_MEMORY;
+            break;
+        }
+        case CR_P_STR:
+            if (is_nil(o)) {
+                a[i].p = NULL;
+                break;
+            }
+            if (o->type != MSGPACK_OBJECT_STR || o->via.str.size >= CR_MAX_ARRAY_BYTES)
+                return -1;
+            if (!(a[i].p = scratch_alloc(scratch, o->via.str.size + 1)))
+                return CUDA_ERROR_OUT_OF_MEMORY;
+            memcpy(a[i].p, o->via.str.ptr, o->via.str.size);
+            break;
+        default:
+            break;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+static int is_output(uint8_t kind)
+{
+    return kind == CR_P_OUT || kind == CR_P_OUT_HANDLE || kind == CR_P_INOUT ||
+           kind == CR_P_OUT_ARRAY || kind == CR_P_OUT_STR;
+}
+
+static void pack_output(cr_session_t *s, msgpack_packer *pk, const cr_fn_desc_t *d,
+                        const cr_arg_t *a, int i, CUresult r)
+{
+    const cr_param_desc_t *pd = &d->params[i];
+    const void *p = a[i].p;
+    if (!p || r != CUDA_SUCCESS) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    switch (pd->kind) {
+    case CR_P_OUT:
+        if (pd->flags & CR_PF_BYTES) {
+            msgpack_pack_bin(pk, pd->size);
+            msgpack_pack_bin_body(pk, p, pd->size);
+        } else if (pd->flags & CR_PF_FLOAT) {
+            if (pd->size == 8)
+                msgpack_pack_double(pk, *(const double *)p);
+            else
+                msgpack_pack_float(pk, *(const float *)p);
+        } else {
+            uint64_t v = 0;
+            memcpy(&v, p, pd->size);
+            if ((pd->flags & CR_PF_SIGNED) && pd->size < 8 && (v >> (8 * pd->size - 1)) & 1)
+                v |= ~0ULL << (8 * pd->size); /* sign-extend */
+            if (pd->flags & CR_PF_SIGNED)
+                msgpack_pack_int64(pk, (int64_t)v);
+            else
+                msgpack_pack_uint64(pk, v);
+        }
+        break;
+    case CR_P_OUT_HANDLE: {
+        void *obj = *(void *const *)p;
+        uint64_t id = 0;
+        if (obj && cr_session_add_handle(s, pd->handle_type, obj, pd->flags & CR_PF_CREATE,
+                                         &id) != 0)
+            id = 0;
+        msgpack_pack_uint64(pk, id);
+        break;
+    }
+    case CR_P_INOUT:
+        msgpack_pack_bin(pk, pd->size);
+        msgpack_pack_bin_body(pk, p, pd->size);
+        break;
+    case CR_P_OUT_ARRAY: {
+        size_t n = (size_t)count_value(d, a, pd->count_param) * pd->size;
+        msgpack_pack_bin(pk, n);
+        msgpack_pack_bin_body(pk, p, n);
+        break;
+    }
+    case CR_P_OUT_STR: {
+        size_t cap = (size_t)count_value(d, a, pd->count_param);
+        size_t n = strnlen(p, cap ? cap - 1 : 0);
+        msgpack_pack_str(pk, n);
+        msgpack_pack_str_body(pk, p, n);
+        break;
+    }
+    }
+}
+
+static void generic_exec(void *arg)
+{
+    generic_call_t *call = arg;
+    cr_request_t *req = call->req;
+    cr_session_t *s = req->session;
+    const cr_fn_desc_t *d = call->desc;
+    const cr_generic_hooks_t *hooks = call->hooks;
+    cr_arg_t a[CR_MAX_PARAMS];
+    scratch_t scratch = {{0}, 0};
+    int r;
+    memset(a, 0, sizeof a);
+
+    if (req->argc != d->param_count) {
+        r = -1;
+    } else if ((r = unpack_values(req, d, a)) == CUDA_SUCCESS &&
+               (r = unpack_pointers(req, d, a, &scratch)) == CUDA_SUCCESS &&
+               (!hooks || !hooks->before || (r = hooks->before(req, a)) == CUDA_SUCCESS)) {
+        r = call->call(&s->backend->d, a);
+        if (hooks && hooks->after)
+            hooks->after(req, a, (CUresult)r);
+    }
+    if (r < 0) {
+        CR_WARN("session %llu: malformed arguments for %s", (unsigned long long)s->id, d->name);
+        r = CUDA_ERROR_INVALID_VALUE;
+    }
+    if (r == CUDA_SUCCESS) { /* handles the call destroyed */
+        for (int i = 0; i < d->param_count; i++)
+            if (d->params[i].kind == CR_P_HANDLE && (d->params[i].flags & CR_PF_DESTROY))
+                cr_session_remove_handle(s, req->args[i].via.u64);
+    }
+    if (!cr_request_waits(req)) {
+        if (r != CUDA_SUCCESS)
+            cr_session_defer_error(s, (CUresult)r);
+    } else {
+        uint32_t outputs = 0;
+        for (int i = 0; i < d->param_count; i++)
+            outputs += is_output(d->params[i].kind);
+        cr_reply_t reply;
+        if (cr_reply_begin(req, &reply, (CUresult)r, outputs) == 0) {
+            for (int i = 0; i < d->param_count; i++)
+                if (is_output(d->params[i].kind))
+                    pack_output(s, &reply.pk, d, a, i, (CUresult)r);
+            cr_reply_send(req, &reply, 0);
+        }
+    }
+    scratch_free(&scratch);
+    cr_request_free(req);
+    free(call);
+    if (d->flags & CR_FN_WAITS)
+        cr_session_task_end(s);
+}
+
+/* Runs a described call, on a waiter thread when it may wait on the device. */
+void cr_generic(cr_request_t *req, const cr_fn_desc_t *desc, cr_call_fn fn,
+                const cr_generic_hooks_t *hooks)
+{
+    cr_session_t *s = req->session;
+    generic_call_t *call = malloc(sizeof *call);
+    if (!call) {
+        cr_request_finish(req, CUDA_ERROR_OUT_OF_MEMORY);
+        return;
+    }
+    *call = (generic_call_t){req, desc, fn, hooks};
+    if (desc->flags & CR_FN_WAITS) {
+        cr_session_task_begin(s);
+        if (cr_waiter_run(generic_exec, call) == 0)
+            return;
+        cr_session_task_end(s);
+        free(call);
+        cr_request_finish(req, CUDA_ERROR_OUT_OF_MEMORY);
+        return;
+    }
+    generic_exec(call);
+}
+
+void cr_dispatch(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    unsigned op = req->hdr.opcode;
+    const cr_dispatch_entry_t *e = op < CR_OP_COUNT ? &cr_dispatch_table[op] : NULL;
+    if (!e || (!e->hand && !e->desc)) {
+        CR_WARN("session %llu: %s (opcode %u) is not served here", (unsigned long long)s->id,
+                cr_opcode_name(op), op);
+        cr_request_finish(req, CUDA_ERROR_NOT_SUPPORTED);
+        return;
+    }
+    if (cr_request_waits(req)) {
+        /* an earlier asynchronous request failed: this waiting call reports it instead */
+        pthread_mutex_lock(&s->lock);
+        CUresult deferred = s->deferred_error;
+        s->deferred_error = CUDA_SUCCESS;
+        pthread_mutex_unlock(&s->lock);
+        if (deferred != CUDA_SUCCESS) {
+            cr_request_finish(req, deferred);
+            return;
+        }
+    }
+    if (e->hand)
+        e->hand(req);
+    else
+        cr_generic(req, e->desc, e->call, NULL);
+}

@@ -1,0 +1,255 @@
+/* Launches, host functions and occupancy (wire formats in common/protocol.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cr_server_hand.h"
+#include "dispatch.h"
+#include "error.h"
+#include "log.h"
+
+#define MAX_PARAMS 4096
+#define MAX_ATTRS 32
+
+static int dim3(const msgpack_object *o, unsigned out[3])
+{
+    if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 3)
+        return CR_EPROTO;
+    for (int i = 0; i < 3; i++) {
+        uint64_t v;
+        if (cr_obj_u64(&o->via.array.ptr[i], &v) || v > UINT32_MAX)
+            return CR_EPROTO;
+        out[i] = (unsigned)v;
+    }
+    return 0;
+}
+
+typedef struct {
+    CUfunction f;
+    unsigned grid[3], block[3];
+    unsigned shared;
+    cr_handle_t *stream;
+    void **params; /* pointers into the request's bulk bytes */
+} launch_t;
+
+/* [function, grid, block, shared, stream, [[offset, size]...]] + bulk parameter buffer */
+static CUresult parse_launch(cr_request_t *req, launch_t *l)
+{
+    cr_session_t *s = req->session;
+    uint64_t fid, shared, sid;
+    const msgpack_object_array *layout;
+    if (req->argc < 6 || cr_arg_u64(req, 0, &fid) || dim3(&req->args[1], l->grid) ||
+        dim3(&req->args[2], l->block) || cr_arg_u64(req, 3, &shared) || shared > UINT32_MAX ||
+        cr_arg_u64(req, 4, &sid) || cr_arg_array(req, 5, &layout) || layout->size > MAX_PARAMS)
+        return CUDA_ERROR_INVALID_VALUE;
+    l->shared = (unsigned)shared;
+    if (!(l->f = cr_session_handle(s, CR_HT_CUfunc, fid)))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!(l->stream = cr_session_stream(s, sid)))
+        return CUDA_ERROR_INVALID_HANDLE;
+    l->params = calloc(layout->size + 1, sizeof *l->params);
+    if (!l->params)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    for (uint32_t i = 0; i < layout->size; i++) {
+        const msgpack_object *e = &layout->ptr[i];
+        uint64_t off, size;
+        if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 2 ||
+            cr_obj_u64(&e->via.array.ptr[0], &off) || cr_obj_u64(&e->via.array.ptr[1], &size) ||
+            off > req->hdr.bulk_len || size > req->hdr.bulk_len - off) {
+            free(l->params);
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        l->params[i] = req->bulk + off;
+    }
+    return CUDA_SUCCESS;
+}
+
+static void launch(cr_request_t *req, int cooperative)
+{
+    launch_t l;
+    const cr_driver_t *d = &req->session->backend->d;
+    CUresult r = parse_launch(req, &l);
+    if (r == CUDA_SUCCESS) {
+        cr_session_stream_prepare(req->session, l.stream);
+        if (cooperative)
+            r = d->cuLaunchCooperativeKernel(l.f, l.grid[0], l.grid[1], l.grid[2], l.block[0],
+                                             l.block[1], l.block[2], l.shared, l.stream->obj,
+                                             l.params);
+        else
+            r = d->cuLaunchKernel(l.f, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
+                                  l.block[2], l.shared, l.stream->obj, l.params, NULL);
+        free(l.params);
+    }
+    cr_request_finish(req, r);
+}
+
+void cr_srv_cuLaunchKernel(cr_request_t *req)
+{
+    launch(req, 0);
+}
+
+void cr_srv_cuLaunchCooperativeKernel(cr_request_t *req)
+{
+    launch(req, 1);
+}
+
+void cr_srv_cuLaunchKernelEx(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    const cr_driver_t *d = &s->backend->d;
+    launch_t l;
+    CUlaunchAttribute attrs[MAX_ATTRS];
+    const msgpack_object_array *list;
+    CUresult r = parse_launch(req, &l);
+    if (r != CUDA_SUCCESS) {
+        cr_request_finish(req, r);
+        return;
+    }
+    if (req->argc != 7 || cr_arg_array(req, 6, &list) || list->size > MAX_ATTRS)
+        r = CUDA_ERROR_INVALID_VALUE;
+    for (uint32_t i = 0; r == CUDA_SUCCESS && i < list->size; i++) {
+        const msgpack_object *e = &list->ptr[i];
+        uint64_t id;
+        memset(&attrs[i], 0, sizeof attrs[i]);
+        if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 2 ||
+            cr_obj_u64(&e->via.array.ptr[0], &id) || e->via.array.ptr[1].type != MSGPACK_OBJECT_BIN ||
+            e->via.array.ptr[1].via.bin.size != sizeof attrs[i].value) {
+            r = CUDA_ERROR_INVALID_VALUE;
+            break;
+        }
+        attrs[i].id = (CUlaunchAttributeID)id;
+        memcpy(&attrs[i].value, e->via.array.ptr[1].via.bin.ptr, sizeof attrs[i].value);
+        /* events inside attribute values are client ids */
+        if (id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT ||
+            id == CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT) {
+            CUevent *ev = id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT
+                              ? &attrs[i].value.programmaticEvent.event
+                              : &attrs[i].value.launchCompletionEvent.event;
+            void *obj = cr_session_handle(s, CR_HT_CUevent, (uint64_t)(uintptr_t)*ev);
+            if (!obj)
+                r = CUDA_ERROR_INVALID_HANDLE;
+            *ev = obj;
+        }
+    }
+    if (r == CUDA_SUCCESS) {
+        CUlaunchConfig config = {
+            .gridDimX = l.grid[0], .gridDimY = l.grid[1], .gridDimZ = l.grid[2],
+            .blockDimX = l.block[0], .blockDimY = l.block[1], .blockDimZ = l.block[2],
+            .sharedMemBytes = l.shared, .hStream = l.stream->obj,
+            .attrs = attrs, .numAttrs = list->size,
+        };
+        cr_session_stream_prepare(s, l.stream);
+        r = d->cuLaunchKernelEx ? d->cuLaunchKernelEx(&config, l.f, l.params, NULL)
+                                : CUDA_ERROR_NOT_SUPPORTED;
+    }
+    free(l.params);
+    cr_request_finish(req, r);
+}
+
+/* --- host functions: run in the client, in stream order ------------------------------------ */
+
+typedef struct {
+    cr_session_t *session;
+    uint64_t call_id;
+} host_func_t;
+
+/* On the backend's callback thread: ask the client to run its function, and hold the
+ * stream until it says it returned (or the client is gone). */
+static void host_func_trampoline(void *arg)
+{
+    host_func_t *h = arg;
+    cr_session_t *s = h->session;
+    msgpack_packer pk;
+    cr_outmsg_t *m = cr_message_new(CR_OP_HOST_FUNC, h->call_id, 0, &pk);
+    if (m) {
+        msgpack_pack_array(&pk, 0);
+        cr_message_finish(m, CR_OP_HOST_FUNC, h->call_id, 0);
+        cr_server_send(s, m);
+        pthread_mutex_lock(&s->lock);
+        while (!s->closing && !cr_idmap_remove(&s->host_func_acks, h->call_id, NULL))
+            pthread_cond_wait(&s->cond, &s->lock);
+        pthread_mutex_unlock(&s->lock);
+    }
+    cr_session_unref(s);
+    free(h);
+}
+
+void cr_srv_cuLaunchHostFunc(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    const cr_driver_t *d = &s->backend->d;
+    uint64_t sid;
+    if (req->argc != 1 || cr_arg_u64(req, 0, &sid)) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    cr_handle_t *stream = cr_session_stream(s, sid);
+    host_func_t *h = stream ? malloc(sizeof *h) : NULL;
+    if (!h) {
+        cr_request_finish(req, stream ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_HANDLE);
+        return;
+    }
+    h->session = s;
+    h->call_id = req->hdr.call_id;
+    cr_session_ref(s);
+    cr_session_stream_prepare(s, stream);
+    CUresult r = d->cuLaunchHostFunc(stream->obj, host_func_trampoline, h);
+    if (r != CUDA_SUCCESS) {
+        cr_session_unref(s);
+        free(h);
+    }
+    cr_request_finish(req, r);
+}
+
+/* --- occupancy ------------------------------------------------------------------------------ */
+
+/* The client evaluated its dynamic-shared-memory callback for block sizes 32..1024; the
+ * driver's callback reads that table (thread-local: one query per thread at a time). */
+static __thread const uint64_t *smem_table;
+
+static size_t smem_for_block(int block_size)
+{
+    int i = block_size <= 32 ? 0 : (block_size + 31) / 32 - 1;
+    return smem_table[i > 31 ? 31 : i];
+}
+
+void cr_srv_cuOccupancyMaxPotentialBlockSizeWithFlags(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    const cr_driver_t *d = &s->backend->d;
+    uint64_t fid, table[32], flags;
+    int64_t limit;
+    const msgpack_object_array *smem;
+    if (req->argc != 4 || cr_arg_u64(req, 0, &fid) || cr_arg_array(req, 1, &smem) ||
+        smem->size != 32 || cr_arg_i64(req, 2, &limit) || cr_arg_u64(req, 3, &flags)) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    for (int i = 0; i < 32; i++)
+        if (cr_obj_u64(&smem->ptr[i], &table[i])) {
+            cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+            return;
+        }
+    CUfunction f = cr_session_handle(s, CR_HT_CUfunc, fid);
+    if (!f) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_HANDLE);
+        return;
+    }
+    int min_grid = 0, block = 0;
+    smem_table = table;
+    CUresult r = d->cuOccupancyMaxPotentialBlockSizeWithFlags
+                     ? d->cuOccupancyMaxPotentialBlockSizeWithFlags(
+                           &min_grid, &block, f, smem_for_block, 0, (int)limit, (unsigned)flags)
+                     : CUDA_ERROR_NOT_SUPPORTED;
+    smem_table = NULL;
+    if (r != CUDA_SUCCESS) {
+        cr_request_finish(req, r);
+        return;
+    }
+    cr_reply_t reply;
+    if (cr_reply_begin(req, &reply, r, 2) == 0) {
+        msgpack_pack_int(&reply.pk, min_grid);
+        msgpack_pack_int(&reply.pk, block);
+        cr_reply_send(req, &reply, 0);
+    }
+    cr_request_free(req);
+}

@@ -1,0 +1,181 @@
+/* cuda-remoted's private interfaces, shared by its modules.
+ *
+ * Threads: the libuv loop thread does all socket I/O and framing; each session has an
+ * executor thread that runs its requests in order and never waits on the device; calls
+ * that wait run on waiter threads (waiter.c); the backend's own threads run host
+ * functions. Requests arrive in a session's inbox from the loop; replies leave through its
+ * outbox, which the loop drains. */
+#ifndef CR_SERVER_INTERNAL_H
+#define CR_SERVER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "address.h"
+#include "buf.h"
+#include "cr_api_desc.h"
+#include "cr_driver.h"
+#include "frame.h"
+#include "idmap.h"
+#include "rangemap.h"
+
+/* --- backend.c -------------------------------------------------------------------------- */
+
+typedef struct {
+    char name[256];
+    CUuuid uuid;
+    size_t total_mem;
+    int attrs[CU_DEVICE_ATTRIBUTE_MAX];
+} cr_device_desc_t;
+
+typedef struct {
+    const char *kind;        /* "cuda" or "emu" */
+    char path[512];          /* the driver library (cuda) */
+    cr_driver_t d;
+    void *dl;
+    CUdevice device;
+    CUcontext ctx;           /* the one context every session runs in */
+    int driver_version;
+    cr_device_desc_t desc;
+    uint64_t window_base, window_size; /* device addresses, when the backend knows them */
+} cr_backend_t;
+
+typedef struct {
+    const char *kind;        /* "auto", "cuda" or "emu" */
+    const char *driver_path; /* NULL: search the usual places */
+    int device;
+    uint64_t emu_memory;     /* 0: the emulated device's default */
+    const char *emu_trace;
+} cr_backend_options_t;
+
+int cr_backend_open(const cr_backend_options_t *opt, cr_backend_t *b, char *err, size_t err_len);
+/* Makes the backend's context current on the calling thread (every server thread that
+ * calls the driver does this first). */
+void cr_backend_bind_thread(const cr_backend_t *b);
+
+/* --- waiter.c: threads for calls that wait on the device ---------------------------------- */
+
+/* Binds waiter threads to the backend's context. Call once at start-up. */
+void cr_waiter_init(const cr_backend_t *b);
+/* Runs fn(arg) on a waiter thread. 0 or CR_ENOMEM. */
+int cr_waiter_run(void (*fn)(void *), void *arg);
+
+/* --- session.c ----------------------------------------------------------------------------- */
+
+typedef struct cr_server_s cr_server_t;
+typedef struct cr_session_s cr_session_t;
+typedef struct cr_request_s cr_request_t;
+
+typedef struct {
+    uint64_t id;
+    uint8_t type;            /* cr_handle_type_t */
+    uint8_t owned;           /* created by the session: destroyed when it ends */
+    void *obj;               /* the backend's handle */
+    /* streams: legacy default-stream ordering (session.c) */
+    int blocking;
+    int dirty;               /* has work the legacy stream has not waited for */
+    uint64_t synced_gen;     /* legacy work generation this stream last waited for */
+    CUevent marker;
+} cr_handle_t;
+
+struct cr_session_s {
+    cr_server_t *server;
+    const cr_backend_t *backend;
+    uint64_t id;
+    char peer[128];          /* address of the connection */
+    char who[320];           /* "program (pid N) on host" after hello */
+    int hello_done;
+
+    /* loop side */
+    uv_stream_t *stream;     /* uv_tcp_t or uv_pipe_t, owned by server.c */
+
+    pthread_mutex_t lock;    /* everything below */
+    pthread_cond_t cond;
+    cr_request_t *inbox_head, *inbox_tail;
+    int closing;             /* the connection is gone: finish and clean up */
+    int refs;                /* executor, connection, queued output, tasks */
+    int tasks;               /* waiter tasks and host functions still using the backend */
+    cr_idmap_t handles;      /* id -> cr_handle_t * */
+    cr_idmap_t by_object;    /* backend handle -> id */
+    uint64_t next_handle;
+    cr_rangemap_t allocations; /* device memory the session holds */
+    cr_idmap_t host_func_acks; /* call ids acknowledged by the client */
+    CUresult deferred_error; /* first failure of an asynchronous request, not yet reported */
+
+    /* executor only */
+    pthread_t executor;
+    cr_handle_t legacy;      /* the session's own legacy default stream (id 0) */
+    uint64_t legacy_gen;
+
+    /* outbox, drained by the loop */
+    struct cr_outmsg_s *out_head, *out_tail;
+    int out_queued;          /* on the server's list of sessions with output */
+    int close_requested;     /* close the connection once the output is written */
+    struct cr_session_s *next_with_output;
+    uint64_t stat_requests;
+};
+
+/* Creates a session for a new connection and starts its executor. */
+cr_session_t *cr_session_new(cr_server_t *server, const cr_backend_t *b, uint64_t id,
+                             const char *peer);
+/* Hands a complete request to the session's executor (loop thread). */
+void cr_session_submit(cr_session_t *s, cr_request_t *req);
+/* The connection closed or failed: the executor cleans up and drops its reference. */
+void cr_session_close(cr_session_t *s, const char *why);
+/* A host function's completion arrived (loop thread). */
+void cr_session_host_func_done(cr_session_t *s, uint64_t call_id);
+void cr_session_ref(cr_session_t *s);
+void cr_session_unref(cr_session_t *s);
+/* Work that uses the session's backend objects off the executor (a waiter task, a host
+ * function): the session's resources are released only after every task ended. */
+void cr_session_task_begin(cr_session_t *s);
+void cr_session_task_end(cr_session_t *s);
+
+/* Handles: ids on the wire, backend objects inside. Callers hold no lock. An object seen
+ * before keeps its id. */
+int cr_session_add_handle(cr_session_t *s, uint8_t type, void *obj, int owned, uint64_t *id);
+/* The object behind an id of the given type; `function` ids also accept kernel ids (cudart
+ * passes a CUkernel as a CUfunction). NULL for id 0 or a foreign/unknown id. */
+void *cr_session_handle(cr_session_t *s, uint8_t type, uint64_t id);
+void cr_session_remove_handle(cr_session_t *s, uint64_t id);
+/* The stream for a stream id (0 = the legacy stream), NULL if unknown. */
+cr_handle_t *cr_session_stream(cr_session_t *s, uint64_t id);
+/* Before enqueuing work on a stream: keep the legacy default-stream semantics among the
+ * session's streams (executor only). */
+void cr_session_stream_prepare(cr_session_t *s, cr_handle_t *stream);
+/* Records an event on every stream of the session; *events gets a malloc'd array the
+ * caller passes to cr_session_wait_events on a waiter thread (executor only). */
+CUresult cr_session_mark_streams(cr_session_t *s, CUevent **events, unsigned *count);
+/* Waits for and destroys events made by cr_session_mark_streams. */
+CUresult cr_session_wait_events(cr_session_t *s, CUevent *events, unsigned count);
+/* Frees every allocation, stream, event and pool of the session (waits for its work). */
+void cr_session_release_resources(cr_session_t *s, int keep_code);
+/* Records the first error of an asynchronous request. */
+void cr_session_defer_error(cr_session_t *s, CUresult r);
+
+/* Allocation bookkeeping. */
+void cr_session_track_alloc(cr_session_t *s, CUdeviceptr p, size_t size);
+int cr_session_untrack_alloc(cr_session_t *s, CUdeviceptr p);
+
+/* --- server.c --------------------------------------------------------------------------- */
+
+typedef struct cr_outmsg_s {
+    struct cr_outmsg_s *next;
+    cr_buf_t head;           /* header and body */
+    const void *bulk;
+    size_t bulk_len;
+    void (*release)(void *); /* called with release_arg once written (or dropped) */
+    void *release_arg;
+    uv_write_t write;
+    cr_session_t *session;
+} cr_outmsg_t;
+
+/* Queues a message for the client (any thread). Takes ownership of m. */
+void cr_server_send(cr_session_t *s, cr_outmsg_t *m);
+/* Closes the session's connection once its queued output is written (any thread). */
+void cr_server_close_connection(cr_session_t *s);
+/* Listens on every address and serves until SIGINT/SIGTERM. Returns the exit status. */
+int cr_server_run(const cr_backend_t *b, const char *const *listen, int listen_count);
+
+#endif

@@ -1,0 +1,492 @@
+/* The I/O loop (libuv): listeners, connections, framing, and the output of every session.
+ *
+ * Only this thread touches sockets. Incoming bytes are cut into requests (a header, a
+ * bounded body, and bulk bytes read straight into the request's own buffer) and handed to
+ * the session's executor. Output queued by any thread is written here, woken by one
+ * uv_async handle. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dispatch.h"
+#include "error.h"
+#include "log.h"
+#include "protocol.h"
+
+#define READ_BUFFER (64u << 10)
+#define DIRECT_READ_MIN (16u << 10)
+#define MAX_LAUNCH_PARAMS ((uint64_t)1 << 20)
+
+typedef struct conn_s {
+    union {
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+        uv_stream_t stream;
+        uv_handle_t handle;
+    } h;
+    cr_server_t *server;
+    cr_session_t *session;
+    uint8_t header[CR_FRAME_HEADER_SIZE];
+    size_t header_got;
+    cr_request_t *req; /* being received */
+    size_t body_got;
+    uint64_t bulk_got;
+    int closing;
+    uv_shutdown_t shutdown;
+    char rbuf[READ_BUFFER];
+} conn_t;
+
+struct cr_server_s {
+    uv_loop_t *loop;
+    const cr_backend_t *backend;
+    uv_async_t wakeup;
+    uv_signal_t sigint, sigterm;
+    pthread_mutex_t lock;
+    cr_session_t *output; /* sessions with queued output or a close request */
+    uint64_t next_session;
+    int listeners;
+};
+
+/* --- output -------------------------------------------------------------------------------- */
+
+static void release_msg(cr_outmsg_t *m)
+{
+    if (m->release)
+        m->release(m->release_arg);
+    cr_buf_free(&m->head);
+    free(m);
+}
+
+void cr_server_send(cr_session_t *s, cr_outmsg_t *m)
+{
+    cr_server_t *srv = s->server;
+    m->next = NULL;
+    m->session = s;
+    pthread_mutex_lock(&s->lock);
+    if (!s->stream && s->closing) { /* nobody to send it to */
+        pthread_mutex_unlock(&s->lock);
+        release_msg(m);
+        return;
+    }
+    if (s->out_tail)
+        s->out_tail->next = m;
+    else
+        s->out_head = m;
+    s->out_tail = m;
+    int enqueue = !s->out_queued;
+    if (enqueue) {
+        s->out_queued = 1;
+        s->refs++; /* the server's list holds it */
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (enqueue) {
+        pthread_mutex_lock(&srv->lock);
+        s->next_with_output = srv->output;
+        srv->output = s;
+        pthread_mutex_unlock(&srv->lock);
+    }
+    uv_async_send(&srv->wakeup);
+}
+
+void cr_server_close_connection(cr_session_t *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->close_requested = 1;
+    pthread_mutex_unlock(&s->lock);
+    cr_outmsg_t *none = calloc(1, sizeof *none); /* an empty message wakes the loop */
+    if (none)
+        cr_server_send(s, none);
+}
+
+static void on_write(uv_write_t *w, int status)
+{
+    cr_outmsg_t *m = w->data;
+    release_msg(m);
+}
+
+static void begin_close(conn_t *c, const char *why);
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    begin_close(req->data, "closed by the server");
+}
+
+static void drain_session(cr_session_t *s)
+{
+    pthread_mutex_lock(&s->lock);
+    cr_outmsg_t *m = s->out_head;
+    s->out_head = s->out_tail = NULL;
+    s->out_queued = 0;
+    uv_stream_t *stream = s->stream;
+    int close_now = s->close_requested;
+    s->close_requested = 0;
+    pthread_mutex_unlock(&s->lock);
+    while (m) {
+        cr_outmsg_t *next = m->next;
+        if (!stream || m->head.len == 0) {
+            release_msg(m);
+        } else {
+            uv_buf_t bufs[2] = {uv_buf_init((char *)m->head.data, (unsigned)m->head.len)};
+            unsigned n = 1;
+            if (m->bulk_len)
+                bufs[n++] = uv_buf_init((char *)m->bulk, (unsigned)m->bulk_len);
+            m->write.data = m;
+            if (uv_write(&m->write, stream, bufs, n, on_write) != 0)
+                release_msg(m);
+        }
+        m = next;
+    }
+    if (close_now && stream) {
+        conn_t *c = stream->data;
+        c->shutdown.data = c;
+        if (c->closing || uv_shutdown(&c->shutdown, stream, on_shutdown) != 0)
+            begin_close(c, "closed by the server");
+    }
+}
+
+static void on_wakeup(uv_async_t *a)
+{
+    cr_server_t *srv = a->data;
+    pthread_mutex_lock(&srv->lock);
+    cr_session_t *s = srv->output;
+    srv->output = NULL;
+    pthread_mutex_unlock(&srv->lock);
+    while (s) {
+        cr_session_t *next = s->next_with_output;
+        drain_session(s);
+        cr_session_unref(s);
+        s = next;
+    }
+}
+
+/* --- input ---------------------------------------------------------------------------------- */
+
+static void on_closed(uv_handle_t *h)
+{
+    conn_t *c = h->data;
+    cr_request_free(c->req);
+    if (c->session)
+        cr_session_unref(c->session);
+    free(c);
+}
+
+static void begin_close(conn_t *c, const char *why)
+{
+    if (c->closing)
+        return;
+    c->closing = 1;
+    if (c->session)
+        cr_session_close(c->session, why);
+    uv_close(&c->h.handle, on_closed);
+}
+
+/* How many bulk bytes a request of this opcode may carry. */
+static uint64_t bulk_limit(uint16_t opcode)
+{
+    switch (opcode) {
+    case CR_OP_cuMemcpyHtoD_v2:
+    case CR_OP_cuMemcpyHtoDAsync_v2:
+        return CR_COPY_CHUNK;
+    case CR_OP_cuMemcpy3D_v2:
+    case CR_OP_cuMemcpy3DAsync_v2:
+    case CR_OP_cuLibraryLoadData:
+    case CR_OP_cuModuleLoadData:
+        return CR_FRAME_MAX_BULK;
+    case CR_OP_cuLaunchKernel:
+    case CR_OP_cuLaunchKernelEx:
+    case CR_OP_cuLaunchCooperativeKernel:
+        return MAX_LAUNCH_PARAMS;
+    default:
+        return 0;
+    }
+}
+
+/* A request is complete: decode its body and route it. Returns 0 or CR_EPROTO. */
+static int complete(conn_t *c)
+{
+    cr_request_t *req = c->req;
+    c->req = NULL;
+    c->header_got = c->body_got = 0;
+    c->bulk_got = 0;
+    msgpack_unpacked_init(&req->unpacked);
+    size_t off = 0;
+    if (req->hdr.body_len == 0 ||
+        msgpack_unpack_next(&req->unpacked, (const char *)req->body, req->hdr.body_len, &off) !=
+            MSGPACK_UNPACK_SUCCESS ||
+        off != req->hdr.body_len) {
+        cr_request_free(req);
+        return CR_EPROTO;
+    }
+    const msgpack_object *o = &req->unpacked.data;
+    if (o->type == MSGPACK_OBJECT_ARRAY) {
+        req->args = o->via.array.ptr;
+        req->argc = o->via.array.size;
+    } else if (req->hdr.opcode != CR_OP_HELLO) {
+        cr_request_free(req);
+        return CR_EPROTO;
+    }
+    if (req->hdr.flags & (CR_FRAME_REPLY | CR_FRAME_PARTIAL)) {
+        cr_request_free(req);
+        return CR_EPROTO;
+    }
+    if (req->hdr.opcode == CR_OP_HOST_FUNC_DONE) { /* answered here: a stream waits for it */
+        cr_session_host_func_done(c->session, req->hdr.call_id);
+        cr_request_free(req);
+        return 0;
+    }
+    cr_session_submit(c->session, req);
+    return 0;
+}
+
+static int start_request(conn_t *c)
+{
+    cr_frame_header_t h;
+    int err = cr_frame_decode(c->header, &h);
+    if (err)
+        return err;
+    if (h.bulk_len > bulk_limit(h.opcode))
+        return CR_ETOOBIG;
+    cr_request_t *req = calloc(1, sizeof *req);
+    if (!req)
+        return CR_ENOMEM;
+    req->hdr = h;
+    req->body = malloc(h.body_len ? h.body_len : 1);
+    req->bulk = h.bulk_len ? malloc(h.bulk_len) : NULL;
+    if (!req->body || (h.bulk_len && !req->bulk)) {
+        free(req->body);
+        free(req->bulk);
+        free(req);
+        return CR_ENOMEM;
+    }
+    c->req = req;
+    c->body_got = 0;
+    c->bulk_got = 0;
+    return 0;
+}
+
+static int request_done(const conn_t *c)
+{
+    return c->req && c->body_got == c->req->hdr.body_len && c->bulk_got == c->req->hdr.bulk_len;
+}
+
+/* Consumes n bytes from the read buffer. */
+static int feed(conn_t *c, const uint8_t *p, size_t n)
+{
+    while (n > 0) {
+        if (!c->req) {
+            size_t take = CR_FRAME_HEADER_SIZE - c->header_got;
+            take = take < n ? take : n;
+            memcpy(c->header + c->header_got, p, take);
+            c->header_got += take;
+            p += take;
+            n -= take;
+            if (c->header_got < CR_FRAME_HEADER_SIZE)
+                return 0;
+            int err = start_request(c);
+            if (err)
+                return err;
+        } else if (c->body_got < c->req->hdr.body_len) {
+            size_t take = c->req->hdr.body_len - c->body_got;
+            take = take < n ? take : n;
+            memcpy(c->req->body + c->body_got, p, take);
+            c->body_got += take;
+            p += take;
+            n -= take;
+        } else {
+            uint64_t left = c->req->hdr.bulk_len - c->bulk_got;
+            size_t take = left < n ? (size_t)left : n;
+            memcpy(c->req->bulk + c->bulk_got, p, take);
+            c->bulk_got += take;
+            p += take;
+            n -= take;
+        }
+        if (request_done(c)) {
+            int err = complete(c);
+            if (err)
+                return err;
+        }
+    }
+    return 0;
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    conn_t *c = h->data;
+    if (c->req && c->body_got == c->req->hdr.body_len) {
+        uint64_t left = c->req->hdr.bulk_len - c->bulk_got;
+        if (left >= DIRECT_READ_MIN) { /* bulk bytes go straight to their buffer */
+            *buf = uv_buf_init((char *)c->req->bulk + c->bulk_got,
+                               left > (1u << 30) ? (1u << 30) : (unsigned)left);
+            return;
+        }
+    }
+    *buf = uv_buf_init(c->rbuf, sizeof c->rbuf);
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+    conn_t *c = stream->data;
+    if (nread < 0) {
+        begin_close(c, nread == UV_EOF ? "client disconnected" : uv_strerror((int)nread));
+        return;
+    }
+    if (nread == 0 || c->closing)
+        return;
+    int err = 0;
+    if (buf->base != c->rbuf) {
+        c->bulk_got += (uint64_t)nread;
+        if (request_done(c))
+            err = complete(c);
+    } else {
+        err = feed(c, (const uint8_t *)buf->base, (size_t)nread);
+    }
+    if (err) {
+        char why[128];
+        snprintf(why, sizeof why, "malformed frame (%s)", cr_strerror(err));
+        CR_WARN("session %llu: %s; closing the connection",
+                (unsigned long long)c->session->id, why);
+        begin_close(c, why);
+    }
+}
+
+static void peer_name(uv_stream_t *stream, int is_pipe, char *out, size_t len)
+{
+    if (is_pipe) {
+        snprintf(out, len, "local socket");
+        return;
+    }
+    struct sockaddr_storage ss;
+    int n = sizeof ss;
+    char host[64] = "?";
+    int port = 0;
+    if (uv_tcp_getpeername((uv_tcp_t *)stream, (struct sockaddr *)&ss, &n) == 0) {
+        if (ss.ss_family == AF_INET) {
+            uv_ip4_name((struct sockaddr_in *)&ss, host, sizeof host);
+            port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+        } else if (ss.ss_family == AF_INET6) {
+            uv_ip6_name((struct sockaddr_in6 *)&ss, host, sizeof host);
+            port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+        }
+    }
+    snprintf(out, len, "%s:%d", host, port);
+}
+
+static void on_connection(uv_stream_t *listener, int status)
+{
+    cr_server_t *srv = listener->data;
+    if (status < 0) {
+        CR_WARN("accept failed: %s", uv_strerror(status));
+        return;
+    }
+    int is_pipe = listener->type == UV_NAMED_PIPE;
+    conn_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return;
+    c->server = srv;
+    if (is_pipe)
+        uv_pipe_init(srv->loop, &c->h.pipe, 0);
+    else
+        uv_tcp_init(srv->loop, &c->h.tcp);
+    c->h.handle.data = c;
+    if (uv_accept(listener, &c->h.stream) != 0) {
+        uv_close(&c->h.handle, on_closed);
+        return;
+    }
+    if (!is_pipe)
+        uv_tcp_nodelay(&c->h.tcp, 1);
+    char peer[128];
+    peer_name(&c->h.stream, is_pipe, peer, sizeof peer);
+    c->session = cr_session_new(srv, srv->backend, ++srv->next_session, peer);
+    if (!c->session) {
+        CR_ERROR("cannot start a session for %s", peer);
+        uv_close(&c->h.handle, on_closed);
+        return;
+    }
+    c->session->stream = &c->h.stream;
+    uv_read_start(&c->h.stream, on_alloc, on_read);
+}
+
+/* --- listeners and the loop ---------------------------------------------------------------- */
+
+static int listen_on(cr_server_t *srv, const char *text)
+{
+    cr_address_t addr;
+    if (cr_address_parse(text, &addr) != 0) {
+        CR_ERROR("--listen %s: not an address (host:port or unix:/path)", text);
+        return CR_EINVAL;
+    }
+    int rc;
+    uv_stream_t *stream;
+    if (addr.is_unix) {
+        uv_pipe_t *p = malloc(sizeof *p);
+        uv_pipe_init(srv->loop, p, 0);
+        unlink(addr.path); /* a stale socket of an earlier run */
+        rc = uv_pipe_bind(p, addr.path);
+        stream = (uv_stream_t *)p;
+    } else {
+        uv_tcp_t *t = malloc(sizeof *t);
+        struct sockaddr_storage sa;
+        uv_tcp_init(srv->loop, t);
+        rc = uv_ip4_addr(addr.host, addr.port, (struct sockaddr_in *)&sa);
+        if (rc != 0)
+            rc = uv_ip6_addr(addr.host, addr.port, (struct sockaddr_in6 *)&sa);
+        if (rc == 0)
+            rc = uv_tcp_bind(t, (struct sockaddr *)&sa, 0);
+        stream = (uv_stream_t *)t;
+    }
+    stream->data = srv;
+    if (rc == 0)
+        rc = uv_listen(stream, 128, on_connection);
+    if (rc != 0) {
+        CR_ERROR("cannot listen on %s: %s", text, uv_strerror(rc));
+        uv_close((uv_handle_t *)stream, (uv_close_cb)free);
+        return CR_EIO;
+    }
+    srv->listeners++;
+    if (!addr.is_unix) { /* say the real port: tests listen on port 0 */
+        struct sockaddr_storage bound;
+        int len = sizeof bound;
+        char host[64] = "?";
+        if (uv_tcp_getsockname((uv_tcp_t *)stream, (struct sockaddr *)&bound, &len) == 0) {
+            int port = 0;
+            if (bound.ss_family == AF_INET) {
+                uv_ip4_name((struct sockaddr_in *)&bound, host, sizeof host);
+                port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
+            } else {
+                uv_ip6_name((struct sockaddr_in6 *)&bound, host, sizeof host);
+                port = ntohs(((struct sockaddr_in6 *)&bound)->sin6_port);
+            }
+            CR_INFO("listening on %s%s%s:%d", bound.ss_family == AF_INET6 ? "[" : "", host,
+                    bound.ss_family == AF_INET6 ? "]" : "", port);
+            return 0;
+        }
+    }
+    CR_INFO("listening on %s", text);
+    return 0;
+}
+
+static void on_signal(uv_signal_t *sig, int signum)
+{
+    CR_INFO("signal %d: stopping", signum);
+    uv_stop(sig->loop);
+}
+
+int cr_server_run(const cr_backend_t *b, const char *const *listen, int listen_count)
+{
+    cr_server_t srv = {0};
+    srv.loop = uv_default_loop();
+    srv.backend = b;
+    pthread_mutex_init(&srv.lock, NULL);
+    uv_async_init(srv.loop, &srv.wakeup, on_wakeup);
+    srv.wakeup.data = &srv;
+    uv_signal_init(srv.loop, &srv.sigint);
+    uv_signal_init(srv.loop, &srv.sigterm);
+    uv_signal_start(&srv.sigint, on_signal, SIGINT);
+    uv_signal_start(&srv.sigterm, on_signal, SIGTERM);
+    for (int i = 0; i < listen_count; i++)
+        if (listen_on(&srv, listen[i]) != 0)
+            return 1;
+    uv_run(srv.loop, UV_RUN_DEFAULT);
+    return 0;
+}

@@ -1,0 +1,596 @@
+/* Sessions: one per client connection.
+ *
+ * A session owns a namespace of handle ids (a client can only name its own objects), the
+ * device memory it allocated, its own legacy default stream, and an executor thread that
+ * runs its requests in arrival order without ever waiting on the device. When the client
+ * goes away, for whatever reason, the executor frees everything the session held. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dispatch.h"
+#include "error.h"
+#include "log.h"
+
+#define FIRST_HANDLE_ID 0x10000 /* well above NULL, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD */
+#define HANDLE_ID_STEP 0x10
+
+void cr_session_ref(cr_session_t *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->refs++;
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void session_free(cr_session_t *s)
+{
+    size_t pos = 0;
+    uint64_t id, v;
+    while (cr_idmap_next(&s->handles, &pos, &id, &v))
+        free((cr_handle_t *)(uintptr_t)v);
+    cr_idmap_free(&s->handles);
+    cr_idmap_free(&s->by_object);
+    cr_idmap_free(&s->host_func_acks);
+    cr_rangemap_free(&s->allocations);
+    for (cr_request_t *r = s->inbox_head; r;) {
+        cr_request_t *next = r->next;
+        cr_request_free(r);
+        r = next;
+    }
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->cond);
+    free(s);
+}
+
+void cr_session_unref(cr_session_t *s)
+{
+    pthread_mutex_lock(&s->lock);
+    int last = --s->refs == 0;
+    pthread_mutex_unlock(&s->lock);
+    if (last)
+        session_free(s);
+}
+
+void cr_session_task_begin(cr_session_t *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->refs++;
+    s->tasks++;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void cr_session_task_end(cr_session_t *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->tasks--;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    cr_session_unref(s);
+}
+
+void cr_session_defer_error(cr_session_t *s, CUresult r)
+{
+    pthread_mutex_lock(&s->lock);
+    if (s->deferred_error == CUDA_SUCCESS)
+        s->deferred_error = r;
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* --- handles ------------------------------------------------------------------------------- */
+
+static void init_stream(cr_session_t *s, cr_handle_t *h)
+{
+    unsigned flags = 0;
+    if (s->backend->d.cuStreamGetFlags)
+        s->backend->d.cuStreamGetFlags(h->obj, &flags);
+    h->blocking = !(flags & CU_STREAM_NON_BLOCKING);
+    h->synced_gen = UINT64_MAX; /* its first work waits for earlier legacy-stream work */
+}
+
+int cr_session_add_handle(cr_session_t *s, uint8_t type, void *obj, int owned, uint64_t *id)
+{
+    uint64_t existing;
+    pthread_mutex_lock(&s->lock);
+    if (cr_idmap_get(&s->by_object, (uint64_t)(uintptr_t)obj, &existing)) {
+        pthread_mutex_unlock(&s->lock);
+        *id = existing;
+        return 0;
+    }
+    cr_handle_t *h = calloc(1, sizeof *h);
+    int err = CR_ENOMEM;
+    if (h) {
+        h->id = s->next_handle;
+        h->type = type;
+        h->obj = obj;
+        h->owned = owned != 0;
+        err = cr_idmap_put(&s->handles, h->id, (uint64_t)(uintptr_t)h);
+        if (!err && (err = cr_idmap_put(&s->by_object, (uint64_t)(uintptr_t)obj, h->id)) != 0)
+            cr_idmap_remove(&s->handles, h->id, NULL);
+    }
+    if (!err) {
+        s->next_handle += HANDLE_ID_STEP;
+        *id = h->id;
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (err) {
+        free(h);
+        return err;
+    }
+    if (type == CR_HT_CUstream)
+        init_stream(s, h);
+    return 0;
+}
+
+static cr_handle_t *lookup(cr_session_t *s, uint64_t id)
+{
+    uint64_t v;
+    return cr_idmap_get(&s->handles, id, &v) ? (cr_handle_t *)(uintptr_t)v : NULL;
+}
+
+void *cr_session_handle(cr_session_t *s, uint8_t type, uint64_t id)
+{
+    pthread_mutex_lock(&s->lock);
+    cr_handle_t *h = lookup(s, id);
+    void *obj = h && (h->type == type || (type == CR_HT_CUfunc && h->type == CR_HT_CUkern))
+                    ? h->obj
+                    : NULL;
+    pthread_mutex_unlock(&s->lock);
+    return obj;
+}
+
+void cr_session_remove_handle(cr_session_t *s, uint64_t id)
+{
+    pthread_mutex_lock(&s->lock);
+    cr_handle_t *h = lookup(s, id);
+    if (h) {
+        cr_idmap_remove(&s->handles, id, NULL);
+        cr_idmap_remove(&s->by_object, (uint64_t)(uintptr_t)h->obj, NULL);
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (h && h->marker)
+        s->backend->d.cuEventDestroy_v2(h->marker);
+    free(h);
+}
+
+cr_handle_t *cr_session_stream(cr_session_t *s, uint64_t id)
+{
+    if (id == 0)
+        return &s->legacy;
+    pthread_mutex_lock(&s->lock);
+    cr_handle_t *h = lookup(s, id);
+    if (h && h->type != CR_HT_CUstream)
+        h = NULL;
+    pthread_mutex_unlock(&s->lock);
+    return h;
+}
+
+/* --- the legacy default stream --------------------------------------------------------------- */
+
+/* Makes `waiter` wait for the work `h` has so far. */
+static void wait_for(cr_session_t *s, cr_handle_t *waiter, cr_handle_t *h)
+{
+    const cr_driver_t *d = &s->backend->d;
+    if (!h->marker && d->cuEventCreate(&h->marker, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+        h->marker = NULL;
+        return;
+    }
+    if (d->cuEventRecord(h->marker, h->obj) == CUDA_SUCCESS)
+        d->cuStreamWaitEvent(waiter->obj, h->marker, 0);
+}
+
+/* CUDA's legacy stream waits for all earlier work of the blocking streams, and their later
+ * work waits for it. The server's context is shared, so the session keeps those rules among
+ * its own streams with events, only when work actually moves between streams. */
+void cr_session_stream_prepare(cr_session_t *s, cr_handle_t *st)
+{
+    if (st == &s->legacy) {
+        pthread_mutex_lock(&s->lock);
+        size_t pos = 0, n = 0;
+        uint64_t id, v;
+        cr_handle_t *dirty[64];
+        while (cr_idmap_next(&s->handles, &pos, &id, &v)) {
+            cr_handle_t *h = (cr_handle_t *)(uintptr_t)v;
+            if (h->type == CR_HT_CUstream && h->blocking && h->dirty) {
+                h->dirty = 0;
+                if (n < 64)
+                    dirty[n++] = h;
+                else
+                    wait_for(s, &s->legacy, h);
+            }
+        }
+        pthread_mutex_unlock(&s->lock);
+        for (size_t i = 0; i < n; i++)
+            wait_for(s, &s->legacy, dirty[i]);
+        s->legacy_gen++;
+        return;
+    }
+    if (!st->blocking)
+        return;
+    if (st->synced_gen != s->legacy_gen) {
+        if (s->legacy_gen)
+            wait_for(s, st, &s->legacy);
+        st->synced_gen = s->legacy_gen;
+    }
+    st->dirty = 1;
+}
+
+CUresult cr_session_mark_streams(cr_session_t *s, CUevent **events, unsigned *count)
+{
+    const cr_driver_t *d = &s->backend->d;
+    pthread_mutex_lock(&s->lock);
+    size_t cap = s->handles.count + 1, n = 0, pos = 0;
+    void **streams = malloc(cap * sizeof *streams);
+    uint64_t id, v;
+    if (streams) {
+        streams[n++] = s->legacy.obj;
+        while (cr_idmap_next(&s->handles, &pos, &id, &v)) {
+            cr_handle_t *h = (cr_handle_t *)(uintptr_t)v;
+            if (h->type == CR_HT_CUstream)
+                streams[n++] = h->obj;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    CUevent *ev = streams ? calloc(n, sizeof *ev) : NULL;
+    if (!ev) {
+        free(streams);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    CUresult r = CUDA_SUCCESS;
+    unsigned made = 0;
+    for (size_t i = 0; i < n && r == CUDA_SUCCESS; i++) {
+        r = d->cuEventCreate(&ev[made], CU_EVENT_DISABLE_TIMING);
+        if (r == CUDA_SUCCESS) {
+            made++;
+            r = d->cuEventRecord(ev[made - 1], streams[i]);
+        }
+    }
+    free(streams);
+    if (r != CUDA_SUCCESS) {
+        for (unsigned i = 0; i < made; i++)
+            d->cuEventDestroy_v2(ev[i]);
+        free(ev);
+        return r;
+    }
+    *events = ev;
+    *count = made;
+    return CUDA_SUCCESS;
+}
+
+CUresult cr_session_wait_events(cr_session_t *s, CUevent *events, unsigned count)
+{
+    const cr_driver_t *d = &s->backend->d;
+    CUresult first = CUDA_SUCCESS;
+    for (unsigned i = 0; i < count; i++) {
+        CUresult r = d->cuEventSynchronize(events[i]);
+        if (first == CUDA_SUCCESS)
+            first = r;
+        d->cuEventDestroy_v2(events[i]);
+    }
+    free(events);
+    return first;
+}
+
+/* --- allocations ----------------------------------------------------------------------------- */
+
+void cr_session_track_alloc(cr_session_t *s, CUdeviceptr p, size_t size)
+{
+    pthread_mutex_lock(&s->lock);
+    if (cr_rangemap_add(&s->allocations, p, size ? size : 1, 0) != 0)
+        CR_WARN("session %llu: allocation %#llx+%zu overlaps another", (unsigned long long)s->id,
+                (unsigned long long)p, size);
+    pthread_mutex_unlock(&s->lock);
+}
+
+int cr_session_untrack_alloc(cr_session_t *s, CUdeviceptr p)
+{
+    pthread_mutex_lock(&s->lock);
+    int found = cr_rangemap_remove(&s->allocations, p, NULL);
+    pthread_mutex_unlock(&s->lock);
+    return found;
+}
+
+/* --- releasing everything ---------------------------------------------------------------------- */
+
+static int release_order(uint8_t type)
+{
+    switch (type) {
+    case CR_HT_CUstream:
+        return 0;
+    case CR_HT_CUevent:
+        return 1;
+    case CR_HT_CUmemPoolHandle:
+        return 3; /* after the allocations made from the pools */
+    case CR_HT_CUmod:
+    case CR_HT_CUlib:
+        return 4;
+    default:
+        return -1; /* not owned: kernels, functions, borrowed pools and modules */
+    }
+}
+
+void cr_session_release_resources(cr_session_t *s, int keep_code)
+{
+    const cr_driver_t *d = &s->backend->d;
+    /* all of the session's work first: nothing may run on what is about to go */
+    CUevent *events;
+    unsigned count;
+    if (cr_session_mark_streams(s, &events, &count) == CUDA_SUCCESS)
+        cr_session_wait_events(s, events, count);
+    else if (d->cuCtxSynchronize)
+        d->cuCtxSynchronize();
+
+    for (int stage = 0; stage <= 4; stage++) {
+        if (stage == 2) { /* device memory */
+            pthread_mutex_lock(&s->lock);
+            cr_rangemap_t allocs = s->allocations;
+            s->allocations = (cr_rangemap_t)CR_RANGEMAP_INIT;
+            pthread_mutex_unlock(&s->lock);
+            for (size_t i = 0; i < allocs.count; i++)
+                d->cuMemFree_v2(allocs.ranges[i].start);
+            cr_rangemap_free(&allocs);
+            continue;
+        }
+        /* collect this stage's handles under the lock, destroy them outside it */
+        for (;;) {
+            cr_handle_t *victim = NULL;
+            pthread_mutex_lock(&s->lock);
+            size_t pos = 0;
+            uint64_t id, v;
+            while (cr_idmap_next(&s->handles, &pos, &id, &v)) {
+                cr_handle_t *h = (cr_handle_t *)(uintptr_t)v;
+                int order = release_order(h->type);
+                int is_code = h->type == CR_HT_CUmod || h->type == CR_HT_CUlib;
+                if (order == stage && h->owned && !(keep_code && is_code)) {
+                    victim = h;
+                    break;
+                }
+            }
+            pthread_mutex_unlock(&s->lock);
+            if (!victim)
+                break;
+            CUresult r = cr_handle_destroy(d, victim->type, victim->obj);
+            if (r != CUDA_SUCCESS)
+                CR_DEBUG("session %llu: destroying %s: %s", (unsigned long long)s->id,
+                         cr_handle_type_name(victim->type), cr_cuda_error_name(r));
+            cr_session_remove_handle(s, victim->id);
+        }
+    }
+    if (!keep_code) { /* handles into the unloaded code are gone too */
+        pthread_mutex_lock(&s->lock);
+        size_t pos = 0;
+        uint64_t id, v;
+        while (cr_idmap_next(&s->handles, &pos, &id, &v))
+            free((cr_handle_t *)(uintptr_t)v);
+        cr_idmap_free(&s->handles);
+        cr_idmap_free(&s->by_object);
+        pthread_mutex_unlock(&s->lock);
+    }
+}
+
+/* --- hello --------------------------------------------------------------------------------- */
+
+static void pack_str(msgpack_packer *pk, const char *str)
+{
+    size_t n = strlen(str);
+    msgpack_pack_str(pk, n);
+    msgpack_pack_str_body(pk, str, n);
+}
+
+static void copy_field(char *dst, size_t cap, const msgpack_object *map, const char *key)
+{
+    dst[0] = '\0';
+    if (map->type != MSGPACK_OBJECT_MAP)
+        return;
+    size_t klen = strlen(key);
+    for (uint32_t i = 0; i < map->via.map.size; i++) {
+        const msgpack_object *k = &map->via.map.ptr[i].key, *v = &map->via.map.ptr[i].val;
+        if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == klen &&
+            !memcmp(k->via.str.ptr, key, klen)) {
+            if (v->type == MSGPACK_OBJECT_STR) {
+                size_t n = v->via.str.size < cap - 1 ? v->via.str.size : cap - 1;
+                memcpy(dst, v->via.str.ptr, n);
+                dst[n] = '\0';
+                for (size_t j = 0; j < n; j++) /* log-safe */
+                    if ((unsigned char)dst[j] < 0x20)
+                        dst[j] = '?';
+            } else if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+                snprintf(dst, cap, "%llu", (unsigned long long)v->via.u64);
+            }
+            return;
+        }
+    }
+}
+
+static int handle_hello(cr_session_t *s, cr_request_t *req)
+{
+    const msgpack_object *info = req->unpacked.data.type == MSGPACK_OBJECT_MAP
+                                     ? &req->unpacked.data
+                                     : NULL;
+    char protocol[16], pid[16], host[64], program[200], client[64];
+    if (!info)
+        return CR_EPROTO;
+    copy_field(protocol, sizeof protocol, info, "protocol");
+    copy_field(pid, sizeof pid, info, "pid");
+    copy_field(host, sizeof host, info, "host");
+    copy_field(program, sizeof program, info, "program");
+    copy_field(client, sizeof client, info, "client");
+    const char *base = strrchr(program, '/');
+    snprintf(s->who, sizeof s->who, "%s (pid %s) on %s", base ? base + 1 : program, pid, host);
+
+    const cr_backend_t *b = s->backend;
+    cr_reply_t r;
+    int refuse = atoi(protocol) != CR_PROTOCOL_VERSION;
+    if (cr_reply_begin(req, &r, refuse ? CUDA_ERROR_NOT_SUPPORTED : CUDA_SUCCESS, 1) != 0)
+        return CR_ENOMEM;
+    if (refuse) {
+        char why[128];
+        snprintf(why, sizeof why, "protocol version %s is not %d", protocol, CR_PROTOCOL_VERSION);
+        pack_str(&r.pk, why);
+        cr_reply_send(req, &r, 0);
+        CR_WARN("session %llu: refused %s from %s: %s", (unsigned long long)s->id, s->who, s->peer,
+                why);
+        return CR_EVERSION;
+    }
+    msgpack_pack_map(&r.pk, 7);
+    pack_str(&r.pk, "protocol");
+    msgpack_pack_int(&r.pk, CR_PROTOCOL_VERSION);
+    pack_str(&r.pk, "server");
+    pack_str(&r.pk, "cuda-remoted 0.1.0");
+    pack_str(&r.pk, "backend");
+    pack_str(&r.pk, b->kind);
+    pack_str(&r.pk, "driver_version");
+    msgpack_pack_int(&r.pk, b->driver_version);
+    pack_str(&r.pk, "session");
+    msgpack_pack_uint64(&r.pk, s->id);
+    pack_str(&r.pk, "devices");
+    msgpack_pack_array(&r.pk, 1); /* one server per GPU */
+    msgpack_pack_map(&r.pk, 4);
+    pack_str(&r.pk, "name");
+    pack_str(&r.pk, b->desc.name);
+    pack_str(&r.pk, "uuid");
+    msgpack_pack_bin(&r.pk, 16);
+    msgpack_pack_bin_body(&r.pk, b->desc.uuid.bytes, 16);
+    pack_str(&r.pk, "total_mem");
+    msgpack_pack_uint64(&r.pk, b->desc.total_mem);
+    pack_str(&r.pk, "attributes");
+    msgpack_pack_array(&r.pk, CU_DEVICE_ATTRIBUTE_MAX);
+    for (int i = 0; i < CU_DEVICE_ATTRIBUTE_MAX; i++)
+        msgpack_pack_int(&r.pk, b->desc.attrs[i]);
+    pack_str(&r.pk, "device_windows");
+    if (b->window_size) {
+        msgpack_pack_array(&r.pk, 1);
+        msgpack_pack_array(&r.pk, 2);
+        msgpack_pack_uint64(&r.pk, b->window_base);
+        msgpack_pack_uint64(&r.pk, b->window_size);
+    } else {
+        msgpack_pack_array(&r.pk, 0);
+    }
+    cr_reply_send(req, &r, 0);
+    s->hello_done = 1;
+    CR_INFO("session %llu: %s connected from %s (%s)", (unsigned long long)s->id, s->who, s->peer,
+            client[0] ? client : "unknown client");
+    return 0;
+}
+
+/* --- the executor ---------------------------------------------------------------------------- */
+
+static void *executor_main(void *arg)
+{
+    cr_session_t *s = arg;
+    const cr_driver_t *d = &s->backend->d;
+    cr_backend_bind_thread(s->backend);
+    CUresult r = d->cuStreamCreate((CUstream *)&s->legacy.obj, CU_STREAM_NON_BLOCKING);
+    if (r != CUDA_SUCCESS) {
+        CR_ERROR("session %llu: cannot create its stream: %s", (unsigned long long)s->id,
+                 cr_cuda_error_name(r));
+        cr_server_close_connection(s);
+    }
+    s->legacy.type = CR_HT_CUstream;
+    for (;;) {
+        pthread_mutex_lock(&s->lock);
+        while (!s->inbox_head && !s->closing)
+            pthread_cond_wait(&s->cond, &s->lock);
+        if (s->closing) { /* the client is gone: what it still asked for does not matter */
+            pthread_mutex_unlock(&s->lock);
+            break;
+        }
+        cr_request_t *req = s->inbox_head;
+        s->inbox_head = req->next;
+        if (!s->inbox_head)
+            s->inbox_tail = NULL;
+        pthread_mutex_unlock(&s->lock);
+        s->stat_requests++;
+
+        if (!s->hello_done) {
+            int err = req->hdr.opcode == CR_OP_HELLO ? handle_hello(s, req) : CR_EPROTO;
+            if (err) {
+                if (err == CR_EPROTO)
+                    CR_WARN("session %llu: first message from %s is not a hello",
+                            (unsigned long long)s->id, s->peer);
+                cr_server_close_connection(s);
+            }
+            cr_request_free(req);
+            continue;
+        }
+        if (req->hdr.opcode == CR_OP_HELLO) {
+            cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+            continue;
+        }
+        cr_dispatch(req);
+    }
+
+    /* wait for the waiter threads and host functions still using the session */
+    pthread_mutex_lock(&s->lock);
+    while (s->tasks > 0)
+        pthread_cond_wait(&s->cond, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+    if (s->legacy.obj) {
+        cr_session_release_resources(s, 0);
+        d->cuStreamDestroy_v2(s->legacy.obj);
+        if (s->legacy.marker)
+            d->cuEventDestroy_v2(s->legacy.marker);
+    }
+    CR_INFO("session %llu: resources of %s released (%llu requests)", (unsigned long long)s->id,
+            s->who[0] ? s->who : s->peer, (unsigned long long)s->stat_requests);
+    cr_session_unref(s);
+    return NULL;
+}
+
+cr_session_t *cr_session_new(cr_server_t *server, const cr_backend_t *b, uint64_t id,
+                             const char *peer)
+{
+    cr_session_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->server = server;
+    s->backend = b;
+    s->id = id;
+    s->next_handle = FIRST_HANDLE_ID;
+    snprintf(s->peer, sizeof s->peer, "%s", peer);
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cond, NULL);
+    s->refs = 2; /* the executor's and the connection's */
+    if (pthread_create(&s->executor, NULL, executor_main, s) != 0) {
+        pthread_mutex_destroy(&s->lock);
+        pthread_cond_destroy(&s->cond);
+        free(s);
+        return NULL;
+    }
+    pthread_detach(s->executor);
+    return s;
+}
+
+void cr_session_submit(cr_session_t *s, cr_request_t *req)
+{
+    req->session = s;
+    req->next = NULL;
+    pthread_mutex_lock(&s->lock);
+    if (s->inbox_tail)
+        s->inbox_tail->next = req;
+    else
+        s->inbox_head = req;
+    s->inbox_tail = req;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void cr_session_close(cr_session_t *s, const char *why)
+{
+    pthread_mutex_lock(&s->lock);
+    int first = !s->closing;
+    s->closing = 1;
+    s->stream = NULL;
+    pthread_cond_broadcast(&s->cond); /* the executor and blocked host functions */
+    pthread_mutex_unlock(&s->lock);
+    if (first)
+        CR_INFO("session %llu: %s from %s ended: %s", (unsigned long long)s->id,
+                s->who[0] ? s->who : "client", s->peer, why);
+}
+
+void cr_session_host_func_done(cr_session_t *s, uint64_t call_id)
+{
+    pthread_mutex_lock(&s->lock);
+    cr_idmap_put(&s->host_func_acks, call_id, 1);
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
