@@ -1,0 +1,380 @@
+/* The driver API straight through the stub, without cudart: exercises the generic
+ * marshaller (values, handles, out scalars of every width, floats, strings, arrays), the
+ * hand-written paths (copies, memsets, modules from PTX, cubin and fatbin files, libraries,
+ * launches, host functions, occupancy with a callback), deferred errors of asynchronous
+ * calls, and unsupported functions.
+ *
+ *   driver_api KERNELS.ptx KERNELS.cubin KERNELS.fatbin */
+#include <cuda.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CK(call)                                                                             \
+    do {                                                                                     \
+        CUresult r_ = (call);                                                                \
+        if (r_ != CUDA_SUCCESS) {                                                            \
+            const char *n_ = "?";                                                            \
+            cuGetErrorName(r_, &n_);                                                         \
+            fprintf(stderr, "%s:%d: %s failed: %s (%d)\n", __FILE__, __LINE__, #call, n_,    \
+                    (int)r_);                                                                \
+            exit(1);                                                                         \
+        }                                                                                    \
+    } while (0)
+
+#define EXPECT(call, expected)                                                               \
+    do {                                                                                     \
+        CUresult r_ = (call);                                                                \
+        if (r_ != (expected)) {                                                              \
+            fprintf(stderr, "%s:%d: %s returned %d, expected %d\n", __FILE__, __LINE__, #call,  \
+                    (int)r_, (int)(expected));                                               \
+            exit(1);                                                                         \
+        }                                                                                    \
+    } while (0)
+
+#define CHECK(cond)                                                                          \
+    do {                                                                                     \
+        if (!(cond)) {                                                                       \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond);         \
+            exit(1);                                                                         \
+        }                                                                                    \
+    } while (0)
+
+static void expect_launch(const char *kernel, unsigned grid, unsigned block, unsigned shared,
+                          const void *params, size_t size)
+{
+    printf("CR_EXPECT_LAUNCH {\"kernel\":\"%s\",\"grid\":[%u,1,1],\"block\":[%u,1,1],"
+           "\"shared\":%u,\"params\":\"",
+           kernel, grid, block, shared);
+    for (size_t i = 0; i < size; i++)
+        printf("%02x", ((const unsigned char *)params)[i]);
+    printf("\"}\n");
+    fflush(stdout);
+}
+
+static void *read_file(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    CHECK(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = calloc(1, (size_t)n + 1);
+    CHECK(buf && fread(buf, 1, (size_t)n, f) == (size_t)n);
+    fclose(f);
+    *size = (size_t)n;
+    return buf;
+}
+
+static void test_device(CUdevice dev)
+{
+    char name[256];
+    size_t total;
+    int major, minor, count, lo = 1, hi = 1;
+    CUuuid uuid;
+    CK(cuDeviceGetCount(&count));
+    CHECK(count == 1);
+    CK(cuDeviceGetName(name, sizeof name, dev));
+    CHECK(strlen(name) > 0);
+    CK(cuDeviceTotalMem(&total, dev));
+    CHECK(total > (64u << 20));
+    CK(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
+    CK(cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev));
+    CHECK(major >= 7);
+    CK(cuDeviceGetUuid(&uuid, dev));
+    EXPECT(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_MAX, dev), CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuDeviceGet(&dev, 3), CUDA_ERROR_INVALID_DEVICE);
+    CK(cuCtxGetStreamPriorityRange(&lo, &hi)); /* two signed outputs */
+    CHECK(lo == 0 && hi < 0);
+    printf("device: %s, cc %d.%d, %zu MiB, priorities %d..%d\n", name, major, minor,
+           total >> 20, lo, hi);
+}
+
+static void test_contexts(CUdevice dev, CUcontext primary)
+{
+    CUcontext cur, created, popped;
+    CUdevice d;
+    unsigned version;
+    CK(cuCtxGetCurrent(&cur));
+    CHECK(cur == primary);
+    CK(cuCtxCreate(&created, NULL, 0, dev));
+    CK(cuCtxGetCurrent(&cur));
+    CHECK(cur == created);
+    CK(cuCtxGetDevice(&d));
+    CHECK(d == dev);
+    CK(cuCtxPopCurrent(&popped));
+    CHECK(popped == created);
+    CK(cuCtxGetCurrent(&cur));
+    CHECK(cur == primary);
+    CK(cuCtxGetApiVersion(created, &version));
+    CK(cuCtxDestroy(created));
+    EXPECT(cuCtxPushCurrent(created), CUDA_ERROR_INVALID_CONTEXT);
+    EXPECT(cuCtxPushCurrent((CUcontext)(uintptr_t)0x1234), CUDA_ERROR_INVALID_CONTEXT);
+}
+
+static void test_memory(void)
+{
+    size_t free0, total, free1;
+    CUdeviceptr a, b;
+    enum { N = 1 << 20 };
+    unsigned char *host = malloc(N), *back = malloc(N);
+    CK(cuMemGetInfo(&free0, &total));
+    CK(cuMemAlloc(&a, N));
+    CK(cuMemAlloc(&b, N));
+    CK(cuMemGetInfo(&free1, &total));
+    CHECK(free0 - free1 >= 2 * N);
+    for (int i = 0; i < N; i++)
+        host[i] = (unsigned char)(i * 7 + 3);
+    CK(cuMemcpyHtoD(a, host, N));
+    CK(cuMemcpyDtoD(b, a, N));
+    memset(back, 0, N);
+    CK(cuMemcpyDtoH(back, b, N));
+    CHECK(memcmp(host, back, N) == 0);
+
+    CK(cuMemsetD8(b + 1, 0xab, 5));
+    CK(cuMemsetD16(b + 8, 0xbeef, 3));
+    CK(cuMemsetD32(b + 16, 0xdeadbeef, 2));
+    CK(cuMemcpyDtoH(back, b, 32));
+    CHECK(back[0] == host[0] && back[1] == 0xab && back[5] == 0xab && back[6] == host[6]);
+    CHECK(((unsigned short *)back)[4] == 0xbeef && ((unsigned short *)back)[6] == 0xbeef);
+    CHECK(((unsigned *)back)[4] == 0xdeadbeef && ((unsigned *)back)[5] == 0xdeadbeef);
+
+    CUdeviceptr p;
+    size_t pitch;
+    CK(cuMemAllocPitch(&p, &pitch, 100, 10, 4));
+    CHECK(pitch >= 100);
+    CK(cuMemsetD2D32(p, pitch, 0x01020304, 25, 10));
+    CK(cuMemcpyDtoH(back, p + pitch * 9, 100));
+    CHECK(((unsigned *)back)[24] == 0x01020304);
+
+    /* unified copies infer the direction */
+    CK(cuMemcpy((CUdeviceptr)(uintptr_t)back, a, 64));
+    CHECK(memcmp(back, host, 64) == 0);
+
+    CUdeviceptr base;
+    size_t size;
+    CK(cuMemGetAddressRange(&base, &size, a + 100));
+    CHECK(base == a && size == N);
+    unsigned type = 0;
+    CK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, a + 5));
+    CHECK(type == CU_MEMORYTYPE_DEVICE);
+    EXPECT(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                 (CUdeviceptr)(uintptr_t)host),
+           CUDA_ERROR_INVALID_VALUE);
+
+    EXPECT(cuMemFree(a + 1), CUDA_ERROR_INVALID_VALUE);
+    CK(cuMemFree(a));
+    EXPECT(cuMemFree(a), CUDA_ERROR_INVALID_VALUE);
+    CK(cuMemFree(b));
+    CK(cuMemFree(p));
+    free(host);
+    free(back);
+}
+
+static void test_streams_events(void)
+{
+    CUstream s, hp;
+    CUevent e0, e1;
+    int prio;
+    unsigned flags;
+    float ms = -1;
+    CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CK(cuStreamCreateWithPriority(&hp, 0, -3));
+    CK(cuStreamGetPriority(hp, &prio));
+    CHECK(prio == -3);
+    CK(cuStreamGetFlags(s, &flags));
+    CHECK(flags == CU_STREAM_NON_BLOCKING);
+    CK(cuEventCreate(&e0, 0));
+    CK(cuEventCreate(&e1, 0));
+    CK(cuEventRecord(e0, s));
+    CK(cuEventRecord(e1, s));
+    CK(cuEventSynchronize(e1));
+    CK(cuEventElapsedTime(&ms, e0, e1)); /* a float output */
+    CHECK(ms >= 0 && ms < 10000);
+    CK(cuStreamWaitEvent(hp, e1, 0));
+    CK(cuStreamQuery(s));
+    CK(cuStreamSynchronize(hp));
+    CK(cuEventQuery(e1));
+    CK(cuEventDestroy(e0));
+    CK(cuEventDestroy(e1));
+    CK(cuStreamDestroy(s));
+    CK(cuStreamDestroy(hp));
+    EXPECT(cuStreamQuery(s), CUDA_ERROR_INVALID_HANDLE);
+    EXPECT(cuEventCreate(NULL, 0), CUDA_ERROR_INVALID_VALUE);
+}
+
+static size_t smem_per_block(int block)
+{
+    return (size_t)block * 4;
+}
+
+static void launch_scale(CUfunction f, const char *how)
+{
+    CUdeviceptr buf;
+    CK(cuMemAlloc(&buf, 256 * sizeof(float)));
+    float factor = 2.5f;
+    int n = 256;
+    void *args[] = {&buf, &factor, &n};
+    CK(cuLaunchKernel(f, 2, 1, 1, 128, 1, 1, 0, NULL, args, NULL));
+    unsigned char expected[16];
+    memcpy(expected, &buf, 8);
+    memcpy(expected + 8, &factor, 4);
+    memcpy(expected + 12, &n, 4);
+    expect_launch("scale", 2, 128, 0, expected, sizeof expected);
+    CK(cuCtxSynchronize());
+    CK(cuMemFree(buf));
+    printf("launched scale from a %s\n", how);
+}
+
+static void test_code(const char *ptx_path, const char *cubin_path, const char *fatbin_path)
+{
+    size_t size;
+    char *ptx = read_file(ptx_path, &size);
+    CUmodule mod;
+    CUfunction f, g;
+    /* a PTX module: the only source of the parameter layout is the PTX itself */
+    CK(cuModuleLoadData(&mod, ptx));
+    CK(cuModuleGetFunction(&f, mod, "scale"));
+    int threads = 0;
+    CK(cuFuncGetAttribute(&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f));
+    CHECK(threads > 0 && threads <= 1024);
+    const char *fname = NULL;
+    CK(cuFuncGetName(&fname, f));
+    CHECK(strcmp(fname, "scale") == 0);
+    launch_scale(f, "PTX module");
+
+    CUdeviceptr answer, weights;
+    size_t bytes;
+    CK(cuModuleGetGlobal(&answer, &bytes, mod, "answer"));
+    CHECK(bytes == 4);
+    int value = 0;
+    CK(cuMemcpyDtoH(&value, answer, 4));
+    CHECK(value == 42);
+    float w[4];
+    CK(cuModuleGetGlobal(&weights, &bytes, mod, "weights"));
+    CHECK(bytes == 16);
+    CK(cuMemcpyDtoH(w, weights, 16));
+    CHECK(w[0] == 0.5f && w[3] == 3.5f);
+    EXPECT(cuModuleGetFunction(&g, mod, "no_such_kernel"), CUDA_ERROR_NOT_FOUND);
+
+    /* odd layout: (char, struct {char; double; int[3]}, short, pointer) */
+    CK(cuModuleGetFunction(&g, mod, "odd"));
+    struct {
+        char c;
+        double d;
+        int i[3];
+    } m = {7, 1.25, {1, 2, 3}};
+    char c = 5;
+    short s = -2;
+    CUdeviceptr out;
+    CK(cuMemAlloc(&out, 8));
+    void *args[] = {&c, &m, &s, &out};
+    CK(cuLaunchKernel(g, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL));
+    unsigned char expected[56] = {0}; /* c@0, m@8 (32 bytes), s@40, out@48 */
+    expected[0] = 5;
+    memcpy(expected + 8, &m, sizeof m);
+    memcpy(expected + 40, &s, 2);
+    memcpy(expected + 48, &out, 8);
+    memset(expected + 9, 0, 7); /* padding inside the struct is zero in the buffer */
+    memcpy(expected + 16, &m.d, 8);
+    memcpy(expected + 24, m.i, 12);
+    memset(expected + 36, 0, 4);
+    expect_launch("odd", 1, 1, 0, expected, sizeof expected);
+    CK(cuMemFree(out));
+    CK(cuModuleUnload(mod));
+    EXPECT(cuModuleGetFunction(&g, mod, "scale"), CUDA_ERROR_INVALID_HANDLE);
+    free(ptx);
+
+    /* a cubin file and a fatbin file */
+    CK(cuModuleLoad(&mod, cubin_path));
+    CK(cuModuleGetFunction(&f, mod, "scale"));
+    launch_scale(f, "cubin file");
+    CK(cuModuleUnload(mod));
+    CUlibrary lib;
+    CUkernel k;
+    CK(cuLibraryLoadFromFile(&lib, fatbin_path, NULL, NULL, 0, NULL, NULL, 0));
+    CK(cuLibraryGetKernel(&k, lib, "scale"));
+    CK(cuKernelGetFunction(&f, k));
+    launch_scale(f, "fatbin library (through its CUfunction)");
+    launch_scale((CUfunction)k, "fatbin library (a CUkernel cast to CUfunction)");
+
+    int blocks = 0, min_grid = 0, best = 0;
+    CK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, (CUfunction)k, 128, 0));
+    CHECK(blocks > 0);
+    CK(cuOccupancyMaxPotentialBlockSize(&min_grid, &best, f, smem_per_block, 0, 0));
+    CHECK(best >= 32 && best <= 1024 && min_grid > 0);
+    CK(cuLibraryUnload(lib));
+}
+
+static int order[8], order_count;
+static pthread_mutex_t order_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void host_fn(void *arg)
+{
+    pthread_mutex_lock(&order_lock);
+    order[order_count++] = (int)(intptr_t)arg;
+    pthread_mutex_unlock(&order_lock);
+}
+
+static void test_host_functions(void)
+{
+    CUstream s;
+    CK(cuStreamCreate(&s, 0));
+    int *pinned;
+    CUdeviceptr d;
+    CK(cuMemAllocHost((void **)&pinned, 4096));
+    CK(cuMemAlloc(&d, 4096));
+    CK(cuMemsetD32Async(d, 77, 1024, s));
+    for (int i = 0; i < 4; i++)
+        CK(cuLaunchHostFunc(s, host_fn, (void *)(intptr_t)(i + 1)));
+    CK(cuMemcpyDtoHAsync(pinned, d, 4096, s));
+    CK(cuStreamSynchronize(s));
+    CHECK(order_count == 4 && order[0] == 1 && order[3] == 4);
+    CHECK(pinned[0] == 77 && pinned[1023] == 77);
+    CK(cuMemFreeHost(pinned));
+    CK(cuMemFree(d));
+    CK(cuStreamDestroy(s));
+}
+
+static void test_deferred_errors(void)
+{
+    /* an asynchronous call with a bad handle returns at once; the next waiting call says so */
+    CK(cuStreamWaitEvent(NULL, (CUevent)(uintptr_t)0xdead0, 0));
+    EXPECT(cuCtxSynchronize(), CUDA_ERROR_INVALID_HANDLE);
+    CK(cuCtxSynchronize()); /* reported once, not sticky */
+    /* an unsupported function says so */
+    CUgraph graph;
+    EXPECT(cuGraphCreate(&graph, 0), CUDA_ERROR_NOT_SUPPORTED);
+    /* cuGetProcAddress hands out what cudart will call */
+    CUresult (*sync)(CUcontext) = NULL;
+    CUdriverProcAddressQueryResult st;
+    CK(cuGetProcAddress("cuCtxSynchronize", (void **)&sync, 13000, 0, &st));
+    CK(sync(NULL));
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s KERNELS.ptx KERNELS.cubin KERNELS.fatbin\n", argv[0]);
+        return 2;
+    }
+    CUdevice dev;
+    CUcontext primary;
+    CK(cuInit(0));
+    CK(cuDeviceGet(&dev, 0));
+    CK(cuDevicePrimaryCtxRetain(&primary, dev));
+    EXPECT(cuMemAlloc(&(CUdeviceptr){0}, 8), CUDA_ERROR_INVALID_CONTEXT); /* none current */
+    CK(cuCtxSetCurrent(primary));
+    test_device(dev);
+    test_contexts(dev, primary);
+    test_memory();
+    test_streams_events();
+    test_code(argv[1], argv[2], argv[3]);
+    test_host_functions();
+    test_deferred_errors();
+    CK(cuDevicePrimaryCtxRelease(dev));
+    printf("driver_api: all checks passed\n");
+    return 0;
+}

@@ -1,0 +1,263 @@
+#!/usr/bin/env python3
+"""Runs a CUDA program through the stub against a cuda-remoted the test starts.
+
+Each test gets its own server (emulated device, launch trace in a temporary folder) on a
+TCP port the kernel picks, or on a Unix socket. The program must exit 0; lines it prints
+as `CR_EXPECT_LAUNCH {json}` are launches that must appear in the server's launch trace,
+in that order, with exactly those fields (`kernel` matches a substring of the mangled
+name; `params` is the hex of the parameter buffer). Scenarios cover what a program alone
+cannot check: an unreachable server, a client killed mid-run, a malformed frame.
+
+  run.py --server BIN --stub DIR [--transport tcp|unix] [--scenario NAME] PROGRAM [ARGS...]
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+
+class Failure(Exception):
+    pass
+
+
+class Server:
+    def __init__(self, binary, workdir, transport, backend='emu', extra=()):
+        self.log_path = os.path.join(workdir, 'server.log')
+        self.trace_path = os.path.join(workdir, 'trace.jsonl')
+        listen = ('unix:' + os.path.join(workdir, 'server.sock')) if transport == 'unix' \
+            else '127.0.0.1:0'
+        cmd = [binary, '--backend', backend, '--listen', listen, '--emu-memory', '1GiB',
+               '--emu-trace', self.trace_path] + list(extra)
+        self.log = open(self.log_path, 'w')
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        self.address = self._wait_for('listening on (\\S+)', 15).group(1)
+        if transport == 'unix':
+            self.address = listen
+
+    def log_text(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def _wait_for(self, pattern, seconds):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            m = re.search(pattern, self.log_text())
+            if m:
+                return m
+            if self.proc.poll() is not None:
+                raise Failure('server exited with %s:\n%s' % (self.proc.returncode,
+                                                               self.log_text()))
+            time.sleep(0.02)
+        raise Failure('server log never matched %r:\n%s' % (pattern, self.log_text()))
+
+    def wait_for(self, pattern, seconds=10):
+        return self._wait_for(pattern, seconds)
+
+    def stop(self):
+        alive = self.proc.poll() is None
+        if alive:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        return alive
+
+    def trace(self):
+        if not os.path.exists(self.trace_path):
+            return []
+        with open(self.trace_path) as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+
+def client_env(stub, address, extra=None):
+    env = dict(os.environ)
+    env['LD_LIBRARY_PATH'] = stub + (':' + env['LD_LIBRARY_PATH']
+                                     if env.get('LD_LIBRARY_PATH') else '')
+    env['CUDA_REMOTE_ADDR'] = address
+    env.update(extra or {})
+    return env
+
+
+def run_program(argv, env, timeout):
+    try:
+        p = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=timeout, text=True)
+    except subprocess.TimeoutExpired as e:
+        raise Failure('%s timed out after %ss\nstdout:\n%s\nstderr:\n%s' % (
+            argv[0], timeout, e.stdout or '', e.stderr or ''))
+    return p
+
+
+def check_launches(stdout, trace):
+    expected = []
+    for line in stdout.splitlines():
+        if line.startswith('CR_EXPECT_LAUNCH '):
+            expected.append(json.loads(line[len('CR_EXPECT_LAUNCH '):]))
+    pos = 0
+    for exp in expected:
+        while pos < len(trace) and exp['kernel'] not in trace[pos]['kernel']:
+            pos += 1
+        if pos == len(trace):
+            raise Failure('launch of %s not in the trace:\n%s' % (
+                exp['kernel'], '\n'.join(json.dumps(t) for t in trace)))
+        got = trace[pos]
+        for key, value in exp.items():
+            if key == 'kernel':
+                continue
+            if got.get(key) != value:
+                raise Failure('launch of %s: %s is %r, expected %r\ntrace record: %s' % (
+                    exp['kernel'], key, got.get(key), value, json.dumps(got)))
+        pos += 1
+    return len(expected)
+
+
+def scenario_plain(args, server):
+    p = run_program(args.program, client_env(args.stub, server.address), args.timeout)
+    sys.stdout.write(p.stdout)
+    sys.stderr.write(p.stderr)
+    if p.returncode != 0:
+        raise Failure('%s exited with %d' % (args.program[0], p.returncode))
+    n = check_launches(p.stdout, server.trace())
+    print('run.py: %s passed (%d launches checked against the trace)' % (
+        os.path.basename(args.program[0]), n))
+
+
+def scenario_unreachable(args, workdir):
+    """No server at the address: the program sees cudaErrorNoDevice (it checks), and the
+    stub says once which address it could not reach."""
+    port = free_port()
+    address = '127.0.0.1:%d' % port
+    p = run_program(args.program, client_env(args.stub, address), args.timeout)
+    sys.stdout.write(p.stdout)
+    sys.stderr.write(p.stderr)
+    if p.returncode != 0:
+        raise Failure('%s exited with %d' % (args.program[0], p.returncode))
+    mentions = [l for l in p.stderr.splitlines() if address in l]
+    if len(mentions) != 1 or 'cannot reach cuda-remoted' not in mentions[0]:
+        raise Failure('expected one message naming %s on stderr, got:\n%s' % (address,
+                                                                            p.stderr))
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def device_free_bytes(args, server):
+    """Free device memory as a fresh client sees it (the program prints FREE <bytes>)."""
+    p = run_program(args.program + ['free'], client_env(args.stub, server.address),
+                    args.timeout)
+    m = re.search(r'^FREE (\d+)$', p.stdout, re.M)
+    if p.returncode != 0 or not m:
+        raise Failure('memory query failed (%d):\n%s%s' % (p.returncode, p.stdout, p.stderr))
+    return int(m.group(1))
+
+
+def scenario_sigkill(args, server):
+    """A client killed with SIGKILL while holding device memory leaves none behind."""
+    before = device_free_bytes(args, server)
+    env = client_env(args.stub, server.address)
+    hog = subprocess.Popen(args.program + ['hold'], env=env, stdout=subprocess.PIPE, text=True)
+    line = hog.stdout.readline()
+    if not line.startswith('HOLDING'):
+        hog.kill()
+        raise Failure('the holding client did not start: %r' % line)
+    during = device_free_bytes(args, server)
+    held = int(line.split()[1])
+    if before - during < held:
+        hog.kill()
+        raise Failure('free memory %d while %d bytes are held (before: %d)' % (during, held,
+                                                                              before))
+    hog.send_signal(signal.SIGKILL)
+    hog.wait()
+    server.wait_for(r'session \d+: resources of %s \(pid %d\)' % (
+        re.escape(os.path.basename(args.program[0])), hog.pid))
+    after = device_free_bytes(args, server)
+    if after != before:
+        raise Failure('free device memory %d after the kill, %d before' % (after, before))
+    print('run.py: %d bytes held by the killed client were returned' % held)
+
+
+def scenario_malformed(args, server):
+    """Garbage on one connection closes that connection only."""
+    conns = []
+    for payload in (b'\x00' * 32,                          # bad magic
+                    struct.pack('<IHHIIQQ', 0x544D5243, 1, 1, 0, 1 << 30, 1, 0),  # huge body
+                    b'GET / HTTP/1.0\r\n\r\n' + b'x' * 16):
+        if ':' in server.address and not server.address.startswith('unix:'):
+            host, port = server.address.rsplit(':', 1)
+            c = socket.create_connection((host, int(port)), timeout=5)
+        else:
+            c = socket.socket(socket.AF_UNIX)
+            c.connect(server.address[5:])
+            c.settimeout(5)
+        c.sendall(payload)
+        conns.append(c)
+    for c in conns:
+        try:
+            data = c.recv(1)
+        except ConnectionResetError:
+            data = b''
+        if data != b'':
+            raise Failure('the server answered a malformed frame instead of closing')
+        c.close()
+    if server.log_text().count('malformed frame') < 3:
+        raise Failure('server did not report the malformed frames:\n' + server.log_text())
+    scenario_plain(args, server)  # and it still serves a real client
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--server', required=True)
+    ap.add_argument('--stub', required=True, help='folder holding libcuda.so.1')
+    ap.add_argument('--transport', choices=('tcp', 'unix'), default='tcp')
+    ap.add_argument('--scenario', default='plain',
+                    choices=('plain', 'unreachable', 'sigkill', 'malformed'))
+    ap.add_argument('--timeout', type=float, default=60)
+    ap.add_argument('program', nargs=argparse.REMAINDER)
+    args = ap.parse_args()
+    if not args.program:
+        ap.error('no program')
+    with tempfile.TemporaryDirectory(prefix='cr-test-') as workdir:
+        if args.scenario == 'unreachable':
+            try:
+                scenario_unreachable(args, workdir)
+            except Failure as e:
+                print('run.py: FAILED: %s' % e, file=sys.stderr)
+                return 1
+            return 0
+        server = None
+        try:
+            server = Server(args.server, workdir, args.transport)
+            {'plain': scenario_plain, 'sigkill': scenario_sigkill,
+             'malformed': scenario_malformed}[args.scenario](args, server)
+            if server.proc.poll() is not None:
+                raise Failure('the server died:\n' + server.log_text())
+            for bad in ('AddressSanitizer', 'runtime error:', 'ThreadSanitizer'):
+                if bad in server.log_text():
+                    raise Failure('server reported %s:\n%s' % (bad, server.log_text()))
+        except Failure as e:
+            print('run.py: FAILED: %s' % e, file=sys.stderr)
+            if server:
+                server.stop()
+                print('--- server log ---\n' + server.log_text(), file=sys.stderr)
+            return 1
+        server.stop()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
