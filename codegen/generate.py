@@ -12,6 +12,7 @@ Outputs (into the build tree, never committed):
   cr_driver.h/.c        the server's backend table and its loaders
   cr_dispatch.c         the server's dispatch table and generic trampolines
   cr_server_hand.h      prototypes the server's hand-written handlers must define
+  cr_emu_driver.c       the emulated device exported under the driver's own names
 
 Usage: generate.py --manifest M --annotations A --opcodes O --out DIR
 """
@@ -548,6 +549,23 @@ def gen_server(funcs, handle_types):
     return ''.join(h), ''.join(c), ''.join(d), ''.join(sh)
 
 
+def gen_emu_driver(funcs):
+    """The emulated device as a driver library (libcuda.so.1 exporting NVIDIA's names), so
+    that the server's `cuda` backend can be tested on machines without a GPU."""
+    out = [HEADER, '#define __CUDA_API_VERSION_INTERNAL 1\n#include <cuda.h>\n'
+           '#include <cudaProfiler.h>\n\n#define CR_EXPORT __attribute__((visibility("default")))'
+           '\n\n']
+    for fn in sorted(funcs.values(), key=lambda f: f.name):
+        if base_of(fn.name) != fn.name:
+            continue
+        out.append('extern CUresult cr_emu_%s(%s) __attribute__((weak));\n' % (fn.name,
+                                                                               fn.proto_params()))
+        out.append('CR_EXPORT CUresult CUDAAPI %s(%s)\n{\n    return cr_emu_%s ? cr_emu_%s(%s) : '
+                   'CUDA_ERROR_NOT_SUPPORTED;\n}\n\n' % (fn.name, fn.proto_params(), fn.name,
+                                                          fn.name, fn.arg_names()))
+    return ''.join(out)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--manifest', required=True)
@@ -573,6 +591,7 @@ def main():
     write(o('cr_driver.c'), drc)
     write(o('cr_dispatch.c'), disp)
     write(o('cr_server_hand.h'), sh)
+    write(o('cr_emu_driver.c'), gen_emu_driver(funcs))
 
 
 if __name__ == '__main__':

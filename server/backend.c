@@ -79,16 +79,25 @@ static int describe_device(cr_backend_t *b, char *err, size_t err_len)
 
 static int open_cuda(const cr_backend_options_t *opt, cr_backend_t *b, char *err, size_t err_len)
 {
-    char why[512] = "no driver library found";
+    char why[512], first_why[512] = "";
     size_t n = opt->driver_path ? 1 : sizeof driver_paths / sizeof driver_paths[0];
     for (size_t i = 0; i < n && !b->dl; i++) {
         const char *path = opt->driver_path ? opt->driver_path : driver_paths[i];
         b->dl = open_driver(path, b->path, sizeof b->path, why, sizeof why);
-        if (!b->dl)
+        if (!b->dl) {
             CR_DEBUG("not using %s: %s", path, why);
+            /* a library that exists but is unusable says more than the missing ones */
+            if (!first_why[0] && !strstr(why, "cannot open shared object file"))
+                snprintf(first_why, sizeof first_why, "%s", why);
+        }
     }
     if (!b->dl) {
-        snprintf(err, err_len, "%s", why);
+        if (first_why[0])
+            snprintf(err, err_len, "%s", first_why);
+        else if (opt->driver_path)
+            snprintf(err, err_len, "%s", why);
+        else
+            snprintf(err, err_len, "NVIDIA's libcuda.so.1 is not installed");
         return CR_ENOTFOUND;
     }
     unsigned found = cr_driver_resolve(&b->d, resolve_dlsym, b->dl);

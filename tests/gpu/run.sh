@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# GPU check: on a machine with an NVIDIA GPU, starts cuda-remoted on the real driver and runs
+# the driver-API test and the integration programs through the stub, with kernel results
+# checked (the programs check them whenever kernels really execute). Exits 77 (skipped)
+# when no GPU is usable.
+#
+#   tests/gpu/run.sh [BUILD_DIR]      (default: build; builds it if needed)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:-build}
+if [ ! -x "$build/server/cuda-remoted" ]; then
+  cmake -S . -B "$build" >/dev/null && cmake --build "$build" -j"$(nproc)" || exit 1
+fi
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "gpu: no NVIDIA GPU here: skipped"
+  exit 77
+fi
+nvidia-smi -L
+
+run() { # run.py with the real driver
+  python3 tests/integration/run.py --server "$build/server/cuda-remoted" \
+    --stub "$build/client" --backend cuda "$@"
+}
+
+pass=0 fail=0 failed=()
+check() {
+  local name=$1; shift
+  if run "$@" >"/tmp/cr-gpu-$name.log" 2>&1; then
+    pass=$((pass + 1)); echo "PASS $name"
+  else
+    fail=$((fail + 1)); failed+=("$name"); echo "FAIL $name"; tail -n 30 "/tmp/cr-gpu-$name.log"
+  fi
+}
+
+k=$build/tests/driver/kernels
+check driver_api "$build/tests/driver/driver_api" "$k.ptx" "$k.cubin" "$k.fatbin"
+for exe in "$build"/tests/integration/*_static "$build"/tests/integration/*_shared \
+           "$build"/tests/integration/*_ptds; do
+  name=$(basename "$exe")
+  case "$name" in
+    unreachable_*) check "$name" --scenario unreachable "$exe" ;;
+    memhold_*) check "$name" --scenario sigkill "$exe" ;;
+    *) check "$name" "$exe" ;;
+  esac
+done
+echo "gpu: $pass passed, $fail failed ${failed[*]:-}"
+[ "$fail" -eq 0 ]
