@@ -373,6 +373,21 @@ CUresult cr_stream_wire_id(CUstream s, uint64_t *id)
     return CUDA_SUCCESS;
 }
 
+/* A forked child shares the parent's socket: it must never write to it (a flush at its
+ * exit would inject the parent's buffered requests twice). CUDA is unusable in a child
+ * forked after initialisation, with or without cuda-remote. */
+static void forget_connection_in_child(void)
+{
+    client_ready = NULL;
+    init_tried = 1;
+    init_result = CUDA_ERROR_NOT_INITIALIZED;
+}
+
+__attribute__((constructor)) static void watch_forks(void)
+{
+    pthread_atfork(NULL, NULL, forget_connection_in_child);
+}
+
 /* Sends what is still buffered when the program exits: the connection itself stays open
  * for cudart's exit handlers and closes with the process. */
 __attribute__((destructor)) static void flush_at_exit(void)

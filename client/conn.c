@@ -84,7 +84,10 @@ typedef struct {
 static int write_all_iov(int fd, struct iovec *iov, int n)
 {
     while (n > 0) {
-        ssize_t w = writev(fd, iov, n > IOV_MAX ? IOV_MAX : n);
+        /* sendmsg, not writev: MSG_NOSIGNAL keeps a closed connection from raising SIGPIPE
+         * in the application */
+        struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)(n > IOV_MAX ? IOV_MAX : n)};
+        ssize_t w = sendmsg(fd, &msg, MSG_NOSIGNAL);
         if (w < 0) {
             if (errno == EINTR)
                 continue;

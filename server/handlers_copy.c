@@ -109,23 +109,46 @@ static void push_when_done(void *arg)
     send_staged(t, NULL, CR_OP_D2H_DATA);
 }
 
-/* Enqueues the copy into staging (by `enqueue`) and arranges for the bytes to reach the
- * client; owns req. */
+/* The copy of an asynchronous device-to-host request failed: tell the client no data is
+ * coming for it (the error itself surfaces at its next waiting call). */
+static void end_expected_data(cr_session_t *s, uint64_t call_id)
+{
+    msgpack_packer pk;
+    cr_outmsg_t *m = cr_message_new(CR_OP_D2H_DATA, call_id, 0, &pk);
+    if (!m)
+        return;
+    msgpack_pack_array(&pk, 1);
+    msgpack_pack_int(&pk, CUDA_ERROR_INVALID_VALUE);
+    cr_message_finish(m, CR_OP_D2H_DATA, call_id, 0);
+    cr_server_send(s, m);
+}
+
+/* Ends a request that failed before its copy was enqueued; owns req. */
+static void fail_copy(cr_request_t *req, CUresult r, int expects_data)
+{
+    if (expects_data && !cr_request_waits(req))
+        end_expected_data(req->session, req->hdr.call_id);
+    cr_request_finish(req, r);
+}
+
+/* Arranges for the bytes the copy stages to reach the client; owns req. */
 static void finish_dtoh(cr_request_t *req, cr_handle_t *stream, dtoh_t *t, CUresult r)
 {
     cr_session_t *s = req->session;
     const cr_driver_t *d = &s->backend->d;
+    if (r == CUDA_SUCCESS && !cr_request_waits(req)) {
+        t->call_id = req->hdr.call_id;
+        r = d->cuLaunchHostFunc(stream->obj, push_when_done, t);
+    }
     if (r != CUDA_SUCCESS) {
+        if (!cr_request_waits(req))
+            end_expected_data(s, req->hdr.call_id);
         cr_request_finish(req, r);
         staging_release(t);
         return;
     }
     if (!cr_request_waits(req)) {
-        t->call_id = req->hdr.call_id;
-        r = d->cuLaunchHostFunc(stream->obj, push_when_done, t);
-        if (r != CUDA_SUCCESS)
-            staging_release(t);
-        cr_request_finish(req, r);
+        cr_request_free(req);
         return;
     }
     t->req = req;
@@ -208,7 +231,7 @@ static void dtoh(cr_request_t *req)
         r = CUDA_ERROR_INVALID_VALUE;
     dtoh_t *t = r == CUDA_SUCCESS ? dtoh_new(s, bytes, &r) : NULL;
     if (!t) {
-        cr_request_finish(req, r);
+        fail_copy(req, r, 1);
         return;
     }
     cr_session_stream_prepare(s, stream);
@@ -247,19 +270,19 @@ static void copy_3d(cr_request_t *req)
 {
     cr_session_t *s = req->session;
     const cr_driver_t *d = &s->backend->d;
-    int64_t direction;
+    int64_t direction = 0;
     uint64_t sid, width, height, depth;
     if (req->argc != 7 || cr_arg_i64(req, 0, &direction) || cr_arg_u64(req, 1, &sid) ||
         cr_arg_u64(req, 2, &width) || cr_arg_u64(req, 3, &height) ||
         cr_arg_u64(req, 4, &depth) || width == 0 || height == 0 || depth == 0 ||
         width > CR_FRAME_MAX_BULK || height > CR_FRAME_MAX_BULK / width ||
         depth > CR_FRAME_MAX_BULK / (width * height)) {
-        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        fail_copy(req, CUDA_ERROR_INVALID_VALUE, direction == CR_COPY_DTOH);
         return;
     }
     cr_handle_t *stream = cr_session_stream(s, sid);
     if (!stream) {
-        cr_request_finish(req, CUDA_ERROR_INVALID_HANDLE);
+        fail_copy(req, CUDA_ERROR_INVALID_HANDLE, direction == CR_COPY_DTOH);
         return;
     }
     uint64_t packed = width * height * depth;
@@ -273,7 +296,7 @@ static void copy_3d(cr_request_t *req)
     if ((direction != CR_COPY_HTOD && direction != CR_COPY_DTOH && direction != CR_COPY_DTOD) ||
         (src_device && device_side(&req->args[5], &p.srcDevice, v) != 0) ||
         (!src_device && req->args[5].type != MSGPACK_OBJECT_NIL)) {
-        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        fail_copy(req, CUDA_ERROR_INVALID_VALUE, direction == CR_COPY_DTOH);
         return;
     }
     if (src_device) {
@@ -282,7 +305,7 @@ static void copy_3d(cr_request_t *req)
     }
     if ((dst_device && device_side(&req->args[6], &p.dstDevice, v) != 0) ||
         (!dst_device && req->args[6].type != MSGPACK_OBJECT_NIL)) {
-        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        fail_copy(req, CUDA_ERROR_INVALID_VALUE, direction == CR_COPY_DTOH);
         return;
     }
     if (dst_device) {
@@ -307,7 +330,7 @@ static void copy_3d(cr_request_t *req)
     CUresult r;
     dtoh_t *t = dtoh_new(s, packed, &r);
     if (!t) {
-        cr_request_finish(req, r);
+        fail_copy(req, r, 1);
         return;
     }
     p.dstMemoryType = CU_MEMORYTYPE_HOST;
