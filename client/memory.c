@@ -11,6 +11,7 @@
 #include "error.h"
 #include "internal.h"
 #include "log.h"
+#include "protocol.h"
 
 #define MAX_WINDOWS 8
 
@@ -403,4 +404,50 @@ CUresult cr_hand_cuPointerGetAttributes(unsigned int count, CUpointer_attribute 
             return r;
     }
     return CUDA_SUCCESS;
+}
+
+/* --- memory pools: the value's type depends on the attribute ------------------------------ */
+
+static CUresult pool_attribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value, int set)
+{
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!value)
+        return CUDA_ERROR_INVALID_VALUE;
+    cr_msg_t m;
+    cr_pending_t p = {0};
+    msgpack_unpacked u;
+    int err = cr_msg_begin(cl->conn, &m, set ? CR_OP_cuMemPoolSetAttribute
+                                             : CR_OP_cuMemPoolGetAttribute);
+    if (err)
+        return cr_transport_error(err);
+    msgpack_pack_array(&m.pk, set ? 3 : 2);
+    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)pool);
+    msgpack_pack_int(&m.pk, attr);
+    if (set)
+        msgpack_pack_uint64(&m.pk, cr_mempool_attr_is_64(attr) ? *(cuuint64_t *)value
+                                                         : (uint64_t) * (int *)value);
+    CUresult r = cr_call(&m, &p, &u);
+    if (r == CUDA_SUCCESS && !set) {
+        const msgpack_object_array *a = &u.data.via.array;
+        if (a->size < 2 || a->ptr[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+            r = CUDA_ERROR_UNKNOWN;
+        else if (cr_mempool_attr_is_64(attr))
+            *(cuuint64_t *)value = a->ptr[1].via.u64;
+        else
+            *(int *)value = (int)a->ptr[1].via.u64;
+    }
+    cr_reply_done(&p, &u);
+    return r;
+}
+
+CUresult cr_hand_cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    return pool_attribute(pool, attr, value, 0);
+}
+
+CUresult cr_hand_cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    return pool_attribute(pool, attr, value, 1);
 }

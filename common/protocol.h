@@ -58,7 +58,18 @@
 #ifndef CR_PROTOCOL_H
 #define CR_PROTOCOL_H
 
+#include <cuda.h>
+
 enum { CR_COPY_HTOD = 1, CR_COPY_DTOH = 2, CR_COPY_DTOD = 3 };
+
+/* Memory-pool attribute values are cuuint64_t for these and int for the others. */
+static inline int cr_mempool_attr_is_64(int attr)
+{
+    return attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD ||
+           attr == CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT ||
+           attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH || attr == CU_MEMPOOL_ATTR_USED_MEM_CURRENT ||
+           attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH;
+}
 
 /* Copies larger than this travel as several frames so that no frame needs a huge buffer
  * and the server can start copying before the last byte arrives. */

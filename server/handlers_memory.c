@@ -6,6 +6,7 @@
 
 #include "cr_server_hand.h"
 #include "dispatch.h"
+#include "protocol.h"
 #include "log.h"
 
 /* --- allocations ---------------------------------------------------------------------------- */
@@ -117,14 +118,6 @@ void cr_srv_cuMemFree_v2(cr_request_t *req)
 
 /* --- memory pools ------------------------------------------------------------------------------ */
 
-static int pool_attr_is_64(int attr)
-{
-    return attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD ||
-           attr == CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT ||
-           attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH || attr == CU_MEMPOOL_ATTR_USED_MEM_CURRENT ||
-           attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH;
-}
-
 static void pool_attribute(cr_request_t *req, int set)
 {
     cr_session_t *s = req->session;
@@ -143,7 +136,7 @@ static void pool_attribute(cr_request_t *req, int set)
     }
     cuuint64_t v64 = value;
     int v32 = (int)value;
-    void *p = pool_attr_is_64((int)attr) ? (void *)&v64 : (void *)&v32;
+    void *p = cr_mempool_attr_is_64((int)attr) ? (void *)&v64 : (void *)&v32;
     CUresult r;
     if (set)
         r = d->cuMemPoolSetAttribute ? d->cuMemPoolSetAttribute(pool, (CUmemPool_attribute)attr, p)
@@ -157,7 +150,7 @@ static void pool_attribute(cr_request_t *req, int set)
     }
     cr_reply_t reply;
     if (cr_reply_begin(req, &reply, r, 1) == 0) {
-        msgpack_pack_uint64(&reply.pk, pool_attr_is_64((int)attr) ? v64 : (uint64_t)(unsigned)v32);
+        msgpack_pack_uint64(&reply.pk, cr_mempool_attr_is_64((int)attr) ? v64 : (uint64_t)(unsigned)v32);
         cr_reply_send(req, &reply, 0);
     }
     cr_request_free(req);
