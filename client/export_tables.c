@@ -102,8 +102,16 @@ static void hooks_buffer2(void **buf, size_t *n)
     *n = 14;
 }
 
-static void *hooks_table[7] = {TABLE_SIZE(7), NULL, SLOT(hooks_buffer1), NULL,
-                               NULL,          NULL, SLOT(hooks_buffer2)};
+/* The other slots notify an attached tool (a profiler) of runtime events, e.g. from
+ * cudaGetFuncBySymbol; with no tool attached there is nothing to do. */
+static uintptr_t hooks_no_tool(void)
+{
+    return 0;
+}
+
+static void *hooks_table[7] = {TABLE_SIZE(7),         SLOT(hooks_no_tool), SLOT(hooks_buffer1),
+                               SLOT(hooks_no_tool), SLOT(hooks_no_tool), SLOT(hooks_no_tool),
+                               SLOT(hooks_buffer2)};
 
 /* --- 42d85a81: tools thread-local storage -------------------------------------------------- */
 
@@ -112,7 +120,8 @@ static CUresult tools_tls_slot(void *a, void *b, void *c)
     return CUDA_SUCCESS;
 }
 
-static void *tools_tls_table[4] = {TABLE_SIZE(4), NULL, SLOT(tools_tls_slot), NULL};
+static void *tools_tls_table[4] = {TABLE_SIZE(4), SLOT(tools_tls_slot), SLOT(tools_tls_slot),
+                                   SLOT(tools_tls_slot)};
 
 /* --- c693336e: context-local storage (no size slot) ---------------------------------------- */
 

@@ -95,7 +95,17 @@ void cr_reserve_device_window(uint64_t base, uint64_t size);
 
 /* --- module.c ----------------------------------------------------------------------------- */
 
-/* The parameter layout of a kernel or function handle, NULL if unknown. */
+/* What the client knows of a kernel; a CUkernel and the CUfunctions taken from it share
+ * one. */
+typedef struct {
+    const cr_kernel_info_t *info; /* the parameter layout and static attributes */
+    uint32_t max_dynamic_shared;  /* set with CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                     0 until then */
+} cr_kernel_t;
+
+/* The kernel behind a kernel or function handle, NULL if unknown. */
+cr_kernel_t *cr_kernel(uint64_t handle);
+/* Its parameter layout, NULL if unknown. */
 const cr_kernel_info_t *cr_kernel_layout(uint64_t handle);
 
 #endif

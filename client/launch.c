@@ -15,6 +15,22 @@ typedef struct {
     unsigned grid[3], block[3], shared;
 } dims_t;
 
+/* Dynamic shared memory beyond 48 KiB (less the static) needs the function attribute. */
+static CUresult check_shared(uint64_t f, const dims_t *d, const int *attrs)
+{
+    cr_kernel_t *k = cr_kernel(f);
+    if (!k)
+        return CUDA_SUCCESS; /* the server checks what the client cannot know */
+    uint64_t limit = __atomic_load_n(&k->max_dynamic_shared, __ATOMIC_RELAXED);
+    if (!limit) {
+        uint64_t per_block = (unsigned)attrs[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK];
+        limit = per_block > k->info->static_shared_bytes
+                    ? per_block - k->info->static_shared_bytes
+                    : 0;
+    }
+    return d->shared > limit ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
 static CUresult check_dims(const dims_t *d)
 {
     cr_client_t *cl = cr_client();
@@ -116,6 +132,10 @@ static CUresult launch(uint16_t opcode, CUfunction f, const dims_t *d, CUstream 
     if (!f)
         return CUDA_ERROR_INVALID_HANDLE;
     if ((r = check_dims(d)) != CUDA_SUCCESS)
+        return r;
+    CUcontext ctx = cr_ctx_current();
+    if ((r = check_shared((uint64_t)(uintptr_t)f, d,
+                          cl->devices[ctx ? cr_ctx_device(ctx) : 0].attrs)) != CUDA_SUCCESS)
         return r;
     if (attr_count && !attrs)
         return CUDA_ERROR_INVALID_VALUE;

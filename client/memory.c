@@ -387,6 +387,31 @@ CUresult cr_hand_cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUd
     return pointer_attribute(data, attr, ptr, &info);
 }
 
+/* The size of an attribute's value, for the zero cuPointerGetAttributes writes where an
+ * attribute does not apply. */
+static size_t attribute_size(CUpointer_attribute attr)
+{
+    switch (attr) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+        return 8;
+    case CU_POINTER_ATTRIBUTE_P2P_TOKENS:
+        return sizeof(CUDA_POINTER_ATTRIBUTE_P2P_TOKENS);
+    default:
+        return 4; /* memory type, booleans, the device ordinal */
+    }
+}
+
 CUresult cr_hand_cuPointerGetAttributes(unsigned int count, CUpointer_attribute *attrs, void **data,
                                         CUdeviceptr ptr)
 {
@@ -394,14 +419,13 @@ CUresult cr_hand_cuPointerGetAttributes(unsigned int count, CUpointer_attribute 
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!attrs || !data)
         return CUDA_ERROR_INVALID_VALUE;
-    /* unknown pointers are not an error here: their attributes read as empty */
+    /* unlike the singular call, nothing here is an error: what does not apply reads zero */
     pointer_info_t info = pointer_info(ptr);
     for (unsigned i = 0; i < count; i++) {
         if (!data[i])
             continue;
-        CUresult r = pointer_attribute(data[i], attrs[i], ptr, &info);
-        if (r != CUDA_SUCCESS && info.kind)
-            return r;
+        if (pointer_attribute(data[i], attrs[i], ptr, &info) != CUDA_SUCCESS)
+            memset(data[i], 0, attribute_size(attrs[i]));
     }
     return CUDA_SUCCESS;
 }

@@ -12,26 +12,34 @@
 #include "log.h"
 
 typedef struct {
-    cr_image_t *image; /* NULL when it could not be parsed: layouts are then unknown */
-    int refs;          /* the library itself and the modules retrieved from it */
+    cr_image_t *image;   /* NULL when it could not be parsed: layouts are then unknown */
+    cr_kernel_t *kernels; /* one per image->kernels entry */
+    int refs;            /* the library itself and the modules retrieved from it */
 } code_t;
 
 static pthread_mutex_t code_lock = PTHREAD_MUTEX_INITIALIZER;
-static cr_idmap_t code_by_handle = CR_IDMAP_INIT;   /* library/module id -> code_t * */
-static cr_idmap_t kernel_layouts = CR_IDMAP_INIT;   /* kernel/function id -> cr_kernel_info_t * */
+static cr_idmap_t code_by_handle = CR_IDMAP_INIT; /* library/module id -> code_t * */
+static cr_idmap_t kernels = CR_IDMAP_INIT;        /* kernel/function id -> cr_kernel_t * */
 
-const cr_kernel_info_t *cr_kernel_layout(uint64_t handle)
+cr_kernel_t *cr_kernel(uint64_t handle)
 {
     uint64_t v = 0;
     pthread_mutex_lock(&code_lock);
-    int found = cr_idmap_get(&kernel_layouts, handle, &v);
+    int found = cr_idmap_get(&kernels, handle, &v);
     pthread_mutex_unlock(&code_lock);
-    return found ? (const cr_kernel_info_t *)(uintptr_t)v : NULL;
+    return found ? (cr_kernel_t *)(uintptr_t)v : NULL;
+}
+
+const cr_kernel_info_t *cr_kernel_layout(uint64_t handle)
+{
+    cr_kernel_t *k = cr_kernel(handle);
+    return k ? k->info : NULL;
 }
 
 static void code_free(code_t *c)
 {
     cr_image_free(c->image);
+    free(c->kernels);
     free(c);
 }
 
@@ -40,18 +48,14 @@ static void code_unref(code_t *c)
 {
     if (--c->refs > 0)
         return;
-    /* forget the kernels whose layouts live in this image */
+    /* forget the handles of this image's kernels */
     if (c->image) {
         size_t pos = 0;
         uint64_t key, value;
-        for (;;) {
-            if (!cr_idmap_next(&kernel_layouts, &pos, &key, &value))
-                break;
-            const cr_kernel_info_t *k = (const cr_kernel_info_t *)(uintptr_t)value;
-            if (k >= c->image->kernels && k < c->image->kernels + c->image->kernel_count) {
-                cr_idmap_remove(&kernel_layouts, key, NULL);
-                pos = 0; /* removal may not move entries, but restart to be safe */
-            }
+        while (cr_idmap_next(&kernels, &pos, &key, &value)) {
+            const cr_kernel_t *k = (const cr_kernel_t *)(uintptr_t)value;
+            if (k >= c->kernels && k < c->kernels + c->image->kernel_count)
+                cr_idmap_remove(&kernels, key, NULL); /* leaves other slots in place */
         }
     }
     code_free(c);
@@ -79,7 +83,16 @@ static CUresult load_image(uint16_t opcode, uint64_t *handle, const void *code)
         return CUDA_ERROR_OUT_OF_MEMORY;
     c->refs = 1;
     int err = cr_image_parse(start, size, &c->image);
-    if (err) {
+    if (!err) {
+        c->kernels = calloc(c->image->kernel_count ? c->image->kernel_count : 1,
+                            sizeof *c->kernels);
+        if (!c->kernels) {
+            code_free(c);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        for (uint32_t i = 0; i < c->image->kernel_count; i++)
+            c->kernels[i].info = &c->image->kernels[i];
+    } else {
         c->image = NULL;
         CR_WARN("cannot read kernel layouts from a %zu-byte code image (%s); its kernels can "
                 "only be launched with CU_LAUNCH_PARAM_BUFFER_POINTER",
@@ -125,14 +138,14 @@ static code_t *code_of(uint64_t handle)
     return cr_idmap_get(&code_by_handle, handle, &v) ? (code_t *)(uintptr_t)v : NULL;
 }
 
-/* Remembers the layout of kernel `name` of image `owner` for the handle `h`. */
+/* Remembers kernel `name` of image `owner` under the handle `h`. */
 static void record_kernel(uint64_t owner, uint64_t h, const char *name)
 {
     pthread_mutex_lock(&code_lock);
     code_t *c = code_of(owner);
     const cr_kernel_info_t *k = c && c->image ? cr_image_kernel(c->image, name) : NULL;
     if (k)
-        cr_idmap_put(&kernel_layouts, h, (uint64_t)(uintptr_t)k);
+        cr_idmap_put(&kernels, h, (uint64_t)(uintptr_t)&c->kernels[k - c->image->kernels]);
     pthread_mutex_unlock(&code_lock);
 }
 
@@ -248,11 +261,11 @@ CUresult cr_hand_cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary 
 CUresult cr_hand_cuKernelGetFunction(CUfunction *func, CUkernel kernel)
 {
     CUresult r = cr_remote_cuKernelGetFunction(func, kernel);
-    if (r == CUDA_SUCCESS) {
-        const cr_kernel_info_t *k = cr_kernel_layout((uint64_t)(uintptr_t)kernel);
+    if (r == CUDA_SUCCESS) { /* the function shares the kernel's state */
+        cr_kernel_t *k = cr_kernel((uint64_t)(uintptr_t)kernel);
         pthread_mutex_lock(&code_lock);
         if (k)
-            cr_idmap_put(&kernel_layouts, (uint64_t)(uintptr_t)*func, (uint64_t)(uintptr_t)k);
+            cr_idmap_put(&kernels, (uint64_t)(uintptr_t)*func, (uint64_t)(uintptr_t)k);
         pthread_mutex_unlock(&code_lock);
     }
     return r;
@@ -339,5 +352,31 @@ CUresult cr_hand_cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule
         if (dptr && !cr_is_device_ptr(*dptr))
             cr_devmap_add(*dptr, size);
     }
+    return r;
+}
+
+/* --- attributes the client enforces at launch ---------------------------------------------- */
+
+static void note_attribute(uint64_t handle, int attrib, int value)
+{
+    cr_kernel_t *k = cr_kernel(handle);
+    if (k && attrib == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+        __atomic_store_n(&k->max_dynamic_shared, (uint32_t)value, __ATOMIC_RELAXED);
+}
+
+CUresult cr_hand_cuFuncSetAttribute(CUfunction func, CUfunction_attribute attrib, int value)
+{
+    CUresult r = cr_remote_cuFuncSetAttribute(func, attrib, value);
+    if (r == CUDA_SUCCESS)
+        note_attribute((uint64_t)(uintptr_t)func, attrib, value);
+    return r;
+}
+
+CUresult cr_hand_cuKernelSetAttribute(CUfunction_attribute attrib, int value, CUkernel kernel,
+                                      CUdevice dev)
+{
+    CUresult r = cr_remote_cuKernelSetAttribute(attrib, value, kernel, dev);
+    if (r == CUDA_SUCCESS)
+        note_attribute((uint64_t)(uintptr_t)kernel, attrib, value);
     return r;
 }

@@ -312,6 +312,12 @@ static void copy_3d(cr_request_t *req)
         p.dstMemoryType = CU_MEMORYTYPE_DEVICE;
         p.dstXInBytes = v[0], p.dstY = v[1], p.dstZ = v[2], p.dstPitch = v[3], p.dstHeight = v[4];
     }
+    CR_DEBUG("3D copy %d: %llux%llux%llu src %#llx (%zu,%zu,%zu) pitch %zu height %zu dst %#llx "
+             "(%zu,%zu,%zu) pitch %zu height %zu",
+             (int)direction, (unsigned long long)width, (unsigned long long)height,
+             (unsigned long long)depth, (unsigned long long)p.srcDevice, p.srcXInBytes, p.srcY,
+             p.srcZ, p.srcPitch, p.srcHeight, (unsigned long long)p.dstDevice, p.dstXInBytes,
+             p.dstY, p.dstZ, p.dstPitch, p.dstHeight);
     cr_session_stream_prepare(s, stream);
     if (direction == CR_COPY_HTOD) { /* the packed rows came as bulk */
         if (req->hdr.bulk_len != packed) {

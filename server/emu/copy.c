@@ -64,7 +64,7 @@ static void copy_destroy(cr__op_t *op)
     free(c);
 }
 
-/* Resolves one side of a copy and checks it. rows_per_slice is used only when depth > 1. */
+/* Resolves one side of a copy and checks it. rows_per_slice is used when depth > 1 or z > 0. */
 static CUresult resolve_side(CUmemorytype type, const void *host, CUdeviceptr dev, size_t x,
                              size_t y, size_t z, size_t pitch, size_t rows_per_slice, size_t width,
                              size_t height, size_t depth, side_t *out)
@@ -89,7 +89,7 @@ static CUresult resolve_side(CUmemorytype type, const void *host, CUdeviceptr de
     if (addr == 0) return CUDA_ERROR_INVALID_VALUE;
     if ((height > 1 || depth > 1) && (pitch < width || x > pitch - width))
         return CUDA_ERROR_INVALID_VALUE;
-    if (depth > 1) {
+    if (depth > 1 || z > 0) { /* slices matter, also for one slice at a z offset */
         if (rows_per_slice < height || y > rows_per_slice - height) return CUDA_ERROR_INVALID_VALUE;
         if (__builtin_mul_overflow(pitch, rows_per_slice, &slice)) return CUDA_ERROR_INVALID_VALUE;
     }

@@ -449,6 +449,16 @@ static void test_copies_3d(void)
                 expected_nonzero += host[(size_t)((1 + z) * SH + 7 + y) * SP + 5 + x] != 0;
     CHECK_EQ_U64(nonzero, expected_nonzero);
     CHECK_EQ_INT(dev[(size_t)(1 * 12 + 2) * 512 + 300], host[(size_t)(1 * SH + 7) * SP + 5]);
+    /* one slice at a time at a z offset: the slice pitch still applies (depth 1) */
+    memset(back, 0, SP * SH * SD);
+    for (int z = 0; z < D; z++) {
+        CUDA_MEMCPY3D one = r;
+        one.srcZ = 1 + z;
+        one.dstZ = z;
+        one.Depth = 1;
+        CHECK_OK(cr_emu_cuMemcpy3D_v2(&one));
+    }
+    CHECK_EQ_MEM(back, ref, SP * SH * SD);
     /* errors: slice too short, box past the allocation, LOD */
     CUDA_MEMCPY3D bad = m;
     bad.dstHeight = 10; /* dstY 2 + 9 rows > 10 */
