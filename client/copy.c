@@ -91,8 +91,14 @@ static CUresult copy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream stream,
     return cr_transport_error(cr_msg_send(&m));
 }
 
+/* Device-to-device copies are asynchronous; like the driver, they reject ranges outside
+ * every allocation at once. */
 static CUresult copy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream, int async)
 {
+    if (!cr_client())
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (n && (!cr_devmap_contains(dst, n) || !cr_devmap_contains(src, n)))
+        return CUDA_ERROR_INVALID_VALUE;
     if (async)
         return cr_remote_call(&cr_desc_cuMemcpyDtoDAsync_v2,
                               (cr_arg_t[]){{.u = dst}, {.u = src}, {.u = n}, {.p = stream}});
@@ -108,6 +114,16 @@ CUresult cr_hand_cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
 CUresult cr_hand_cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream stream)
 {
     return copy_htod(dst, src, n, stream, 0);
+}
+
+CUresult cr_hand_cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    return copy_dtod(dst, src, n, NULL, 0);
+}
+
+CUresult cr_hand_cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)
+{
+    return copy_dtod(dst, src, n, stream, 1);
 }
 
 CUresult cr_hand_cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)

@@ -48,8 +48,10 @@ void cr_reserve_device_window(uint64_t base, uint64_t size)
 void cr_devmap_add(CUdeviceptr p, size_t size)
 {
     pthread_mutex_lock(&map_lock);
-    if (cr_rangemap_add(&device_ranges, p, size ? size : 1, next_buffer_id++) != 0)
-        CR_DEBUG("device range %#llx+%zu overlaps a known one", (unsigned long long)p, size);
+    /* the server just handed this range out: whatever the map still says of it is stale */
+    if (cr_rangemap_remove_overlapping(&device_ranges, p, size ? size : 1))
+        CR_DEBUG("device range %#llx+%zu replaces stale ones", (unsigned long long)p, size);
+    cr_rangemap_add(&device_ranges, p, size ? size : 1, next_buffer_id++);
     pthread_mutex_unlock(&map_lock);
 }
 
@@ -65,6 +67,14 @@ void cr_memory_forget_device_allocations(void)
     pthread_mutex_lock(&map_lock);
     cr_rangemap_free(&device_ranges);
     pthread_mutex_unlock(&map_lock);
+}
+
+int cr_devmap_contains(CUdeviceptr p, size_t len)
+{
+    pthread_mutex_lock(&map_lock);
+    int inside = cr_rangemap_contains(&device_ranges, p, len);
+    pthread_mutex_unlock(&map_lock);
+    return inside;
 }
 
 int cr_is_device_ptr(uint64_t p)

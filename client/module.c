@@ -12,9 +12,10 @@
 #include "log.h"
 
 typedef struct {
-    cr_image_t *image;   /* NULL when it could not be parsed: layouts are then unknown */
-    cr_kernel_t *kernels; /* one per image->kernels entry */
-    int refs;            /* the library itself and the modules retrieved from it */
+    cr_image_t *image;     /* NULL when it could not be parsed: layouts are then unknown */
+    cr_kernel_t *kernels;  /* one per image->kernels entry */
+    cr_rangemap_t globals; /* device ranges of the globals looked up, forgotten at unload */
+    int refs;              /* the library itself and the modules retrieved from it */
 } code_t;
 
 static pthread_mutex_t code_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -38,6 +39,9 @@ const cr_kernel_info_t *cr_kernel_layout(uint64_t handle)
 
 static void code_free(code_t *c)
 {
+    for (size_t i = 0; i < c->globals.count; i++)
+        cr_devmap_remove(c->globals.ranges[i].start);
+    cr_rangemap_free(&c->globals);
     cr_image_free(c->image);
     free(c->kernels);
     free(c);
@@ -244,16 +248,31 @@ CUresult cr_hand_cuLibraryGetModule(CUmodule *module, CUlibrary library)
     return CUDA_SUCCESS;
 }
 
+/* A global's device range: known to the map of device memory until its code is unloaded. */
+static void record_global(uint64_t owner, CUdeviceptr p, size_t size)
+{
+    if (!p || !size)
+        return;
+    cr_devmap_add(p, size);
+    pthread_mutex_lock(&code_lock);
+    code_t *c = code_of(owner);
+    if (c && !cr_rangemap_find(&c->globals, p))
+        cr_rangemap_add(&c->globals, p, size, 0);
+    pthread_mutex_unlock(&code_lock);
+}
+
 CUresult cr_hand_cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
                                     const char *name)
 {
+    CUdeviceptr p = 0;
     size_t size = 0;
-    CUresult r = cr_remote_cuLibraryGetGlobal(dptr, &size, library, name);
+    CUresult r = cr_remote_cuLibraryGetGlobal(&p, &size, library, name);
     if (r == CUDA_SUCCESS) {
+        if (dptr)
+            *dptr = p;
         if (bytes)
             *bytes = size;
-        if (dptr && !cr_is_device_ptr(*dptr))
-            cr_devmap_add(*dptr, size);
+        record_global((uint64_t)(uintptr_t)library, p, size);
     }
     return r;
 }
@@ -344,13 +363,15 @@ CUresult cr_hand_cuModuleGetFunction(CUfunction *func, CUmodule module, const ch
 CUresult cr_hand_cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule module,
                                       const char *name)
 {
+    CUdeviceptr p = 0;
     size_t size = 0;
-    CUresult r = cr_remote_cuModuleGetGlobal_v2(dptr, &size, module, name);
+    CUresult r = cr_remote_cuModuleGetGlobal_v2(&p, &size, module, name);
     if (r == CUDA_SUCCESS) {
+        if (dptr)
+            *dptr = p;
         if (bytes)
             *bytes = size;
-        if (dptr && !cr_is_device_ptr(*dptr))
-            cr_devmap_add(*dptr, size);
+        record_global((uint64_t)(uintptr_t)module, p, size);
     }
     return r;
 }

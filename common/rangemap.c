@@ -61,6 +61,22 @@ int cr_rangemap_remove(cr_rangemap_t *m, uint64_t start, cr_range_t *out)
     return 1;
 }
 
+size_t cr_rangemap_remove_overlapping(cr_rangemap_t *m, uint64_t start, uint64_t size)
+{
+    uint64_t end = start + size < start ? UINT64_MAX : start + size;
+    size_t i = upper_bound(m, start), first, last;
+    /* the range before may reach into [start, end) */
+    first = i > 0 && m->ranges[i - 1].start + m->ranges[i - 1].size > start ? i - 1 : i;
+    last = i;
+    while (last < m->count && m->ranges[last].start < end)
+        last++;
+    for (size_t j = first; j < last; j++)
+        m->total -= m->ranges[j].size;
+    memmove(&m->ranges[first], &m->ranges[last], (m->count - last) * sizeof *m->ranges);
+    m->count -= last - first;
+    return last - first;
+}
+
 const cr_range_t *cr_rangemap_find(const cr_rangemap_t *m, uint64_t addr)
 {
     size_t i = upper_bound(m, addr);

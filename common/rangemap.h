@@ -28,6 +28,8 @@ typedef struct {
 int cr_rangemap_add(cr_rangemap_t *m, uint64_t start, uint64_t size, uint64_t value);
 /* Removes the range that starts exactly at `start`; copies it to *out if out. 1 if found. */
 int cr_rangemap_remove(cr_rangemap_t *m, uint64_t start, cr_range_t *out);
+/* Removes every range that overlaps [start, start + size); returns how many. */
+size_t cr_rangemap_remove_overlapping(cr_rangemap_t *m, uint64_t start, uint64_t size);
 /* The range containing addr, or NULL. The pointer is valid until the map changes. */
 const cr_range_t *cr_rangemap_find(const cr_rangemap_t *m, uint64_t addr);
 /* 1 when [addr, addr + len) lies inside one range (len 0 counts as inside when addr does). */

@@ -1,11 +1,100 @@
 /* Loading code: the image arrives as the request's bulk bytes. Before the backend sees it,
  * its own size fields must fit inside what was received, because the driver API reads an
  * image without being told its size. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cr_server_hand.h"
 #include "dispatch.h"
 #include "fatbin.h"
+#include "log.h"
+
+/* Images larger than this are not read for their globals (cuBLAS-sized fatbins would cost
+ * seconds of decompression per load); their globals keep their values over a reset. */
+#define GLOBALS_IMAGE_MAX ((size_t)64 << 20)
+
+typedef struct {
+    char *name;
+    uint64_t size;
+    uint8_t *init; /* NULL: zeros */
+} global_t;
+
+struct cr_code_globals_s {
+    uint32_t count;
+    global_t globals[];
+};
+
+void cr_code_globals_free(struct cr_code_globals_s *g)
+{
+    if (!g)
+        return;
+    for (uint32_t i = 0; i < g->count; i++) {
+        free(g->globals[i].name);
+        free(g->globals[i].init);
+    }
+    free(g);
+}
+
+/* The globals of an image and their initial bytes; NULL when it has none or cannot say. */
+static struct cr_code_globals_s *read_globals(const void *image, size_t size)
+{
+    cr_image_t *img;
+    if (size > GLOBALS_IMAGE_MAX || cr_image_parse(image, size, &img) != 0)
+        return NULL;
+    struct cr_code_globals_s *g = NULL;
+    if (img->global_count)
+        g = calloc(1, sizeof *g + img->global_count * sizeof g->globals[0]);
+    for (uint32_t i = 0; g && i < img->global_count; i++) {
+        const cr_global_info_t *src = &img->globals[i];
+        global_t *dst = &g->globals[g->count];
+        dst->name = strdup(src->name);
+        dst->size = src->size;
+        dst->init = src->init ? malloc(src->size ? src->size : 1) : NULL;
+        if (!dst->name || (src->init && !dst->init)) {
+            free(dst->name);
+            free(dst->init);
+            cr_code_globals_free(g);
+            g = NULL;
+            break;
+        }
+        if (src->init)
+            memcpy(dst->init, src->init, src->size);
+        g->count++;
+    }
+    cr_image_free(img);
+    return g;
+}
+
+void cr_code_reinit_globals(cr_session_t *s)
+{
+    /* executor only: no other thread adds or removes code handles meanwhile */
+    const cr_driver_t *d = &s->backend->d;
+    size_t pos = 0;
+    uint64_t id, v;
+    for (;;) {
+        pthread_mutex_lock(&s->lock);
+        int more = cr_idmap_next(&s->handles, &pos, &id, &v);
+        pthread_mutex_unlock(&s->lock);
+        if (!more)
+            break;
+        cr_handle_t *h = (cr_handle_t *)(uintptr_t)v;
+        for (uint32_t i = 0; h->globals && i < h->globals->count; i++) {
+            const global_t *gl = &h->globals->globals[i];
+            CUdeviceptr addr = 0;
+            size_t size = 0;
+            CUresult r = h->type == CR_HT_CUlib
+                             ? d->cuLibraryGetGlobal(&addr, &size, h->obj, gl->name)
+                             : d->cuModuleGetGlobal_v2(&addr, &size, h->obj, gl->name);
+            /* on the session's own stream: never behind other tenants' work */
+            if (r == CUDA_SUCCESS && size == gl->size)
+                r = gl->init ? d->cuMemcpyHtoDAsync_v2(addr, gl->init, size, s->legacy.obj)
+                             : d->cuMemsetD8Async(addr, 0, size, s->legacy.obj);
+            if (r != CUDA_SUCCESS)
+                CR_DEBUG("session %llu: cannot reset global %s: %s", (unsigned long long)s->id,
+                         gl->name, cr_cuda_error_name(r));
+        }
+    }
+}
 
 /* 1 when the image's self-declared extent lies within the n received bytes. */
 static int image_fits(const uint8_t *p, size_t n)
@@ -43,6 +132,17 @@ static void load(cr_request_t *req, int library)
     if (r != CUDA_SUCCESS) {
         cr_request_finish(req, r);
         return;
+    }
+    struct cr_code_globals_s *globals = read_globals(req->bulk, req->hdr.bulk_len);
+    if (globals) {
+        pthread_mutex_lock(&s->lock);
+        uint64_t v;
+        if (cr_idmap_get(&s->handles, id, &v) && !((cr_handle_t *)(uintptr_t)v)->globals) {
+            ((cr_handle_t *)(uintptr_t)v)->globals = globals;
+            globals = NULL;
+        }
+        pthread_mutex_unlock(&s->lock);
+        cr_code_globals_free(globals);
     }
     cr_reply_t reply;
     if (cr_reply_begin(req, &reply, r, 1) == 0) {

@@ -208,6 +208,7 @@ void cr_srv_cuDevicePrimaryCtxReset_v2(cr_request_t *req)
      * (libraries, modules) survives, as it does in CUDA. */
     cr_session_t *s = req->session;
     cr_session_release_resources(s, 1);
+    cr_code_reinit_globals(s);
     s->legacy_gen = 0;
     s->legacy.dirty = 0;
     CR_DEBUG("session %llu: primary context reset", (unsigned long long)s->id);

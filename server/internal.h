@@ -77,6 +77,8 @@ typedef struct {
     int dirty;               /* has work the legacy stream has not waited for */
     uint64_t synced_gen;     /* legacy work generation this stream last waited for */
     CUevent marker;
+    /* libraries and modules: their globals' initial contents (handlers_code.c) */
+    struct cr_code_globals_s *globals;
 } cr_handle_t;
 
 struct cr_session_s {
@@ -157,6 +159,13 @@ void cr_session_defer_error(cr_session_t *s, CUresult r);
 /* Allocation bookkeeping. */
 void cr_session_track_alloc(cr_session_t *s, CUdeviceptr p, size_t size);
 int cr_session_untrack_alloc(cr_session_t *s, CUdeviceptr p);
+
+/* --- handlers_code.c ---------------------------------------------------------------------- */
+
+/* Gives every global of the session's libraries and modules its initial contents again:
+ * a primary-context reset on a GPU reloads code into a fresh context. */
+void cr_code_reinit_globals(cr_session_t *s);
+void cr_code_globals_free(struct cr_code_globals_s *g);
 
 /* --- server.c --------------------------------------------------------------------------- */
 

@@ -26,8 +26,10 @@ static void session_free(cr_session_t *s)
 {
     size_t pos = 0;
     uint64_t id, v;
-    while (cr_idmap_next(&s->handles, &pos, &id, &v))
+    while (cr_idmap_next(&s->handles, &pos, &id, &v)) {
+        cr_code_globals_free(((cr_handle_t *)(uintptr_t)v)->globals);
         free((cr_handle_t *)(uintptr_t)v);
+    }
     cr_idmap_free(&s->handles);
     cr_idmap_free(&s->by_object);
     cr_idmap_free(&s->host_func_acks);
@@ -149,6 +151,8 @@ void cr_session_remove_handle(cr_session_t *s, uint64_t id)
     pthread_mutex_unlock(&s->lock);
     if (h && h->marker)
         s->backend->d.cuEventDestroy_v2(h->marker);
+    if (h)
+        cr_code_globals_free(h->globals);
     free(h);
 }
 
@@ -359,8 +363,10 @@ void cr_session_release_resources(cr_session_t *s, int keep_code)
         pthread_mutex_lock(&s->lock);
         size_t pos = 0;
         uint64_t id, v;
-        while (cr_idmap_next(&s->handles, &pos, &id, &v))
+        while (cr_idmap_next(&s->handles, &pos, &id, &v)) {
+            cr_code_globals_free(((cr_handle_t *)(uintptr_t)v)->globals);
             free((cr_handle_t *)(uintptr_t)v);
+        }
         cr_idmap_free(&s->handles);
         cr_idmap_free(&s->by_object);
         pthread_mutex_unlock(&s->lock);

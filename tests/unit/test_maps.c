@@ -85,6 +85,22 @@ static void test_rangemap(void)
     CHECK(cr_rangemap_find(&m, 1050) == NULL);
     CHECK_EQ_U64(m.total, 550);
 
+    /* removing what overlaps a span: touching ranges stay */
+    cr_rangemap_t o = CR_RANGEMAP_INIT;
+    cr_rangemap_add(&o, 100, 10, 1);  /* [100,110) */
+    cr_rangemap_add(&o, 110, 10, 2);  /* [110,120) */
+    cr_rangemap_add(&o, 130, 10, 3);  /* [130,140) */
+    cr_rangemap_add(&o, 140, 10, 4);  /* [140,150) */
+    CHECK_EQ_INT(cr_rangemap_remove_overlapping(&o, 115, 20), 2); /* [115,135) */
+    CHECK_EQ_INT(o.count, 2);
+    CHECK(cr_rangemap_find(&o, 105) && cr_rangemap_find(&o, 145));
+    CHECK(!cr_rangemap_find(&o, 112) && !cr_rangemap_find(&o, 131));
+    CHECK_EQ_U64(o.total, 20);
+    CHECK_EQ_INT(cr_rangemap_remove_overlapping(&o, 110, 30), 0); /* [110,140): only touches */
+    CHECK_EQ_INT(cr_rangemap_remove_overlapping(&o, 0, UINT64_MAX), 2);
+    CHECK_EQ_INT(o.count, 0);
+    cr_rangemap_free(&o);
+
     /* many ranges in random order: every lookup agrees with a linear scan */
     cr_rangemap_t big = CR_RANGEMAP_INIT;
     unsigned seed = 7;
