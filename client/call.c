@@ -142,6 +142,7 @@ static int unpack_output(const cr_fn_desc_t *d, cr_arg_t *a, int i, const msgpac
         if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
             return CR_EPROTO;
         *(void **)dst = (void *)(uintptr_t)o->via.u64;
+        cr_handles_add(o->via.u64, pd->handle_type);
         return 0;
     case CR_P_INOUT:
         if (o->type != MSGPACK_OBJECT_BIN || o->via.bin.size != pd->size)
@@ -192,6 +193,13 @@ CUresult cr_remote_call(const cr_fn_desc_t *d, cr_arg_t *a)
             return r;
     }
 
+    /* an asynchronous call cannot report a bad handle later without confusing the caller */
+    if (d->flags & CR_FN_ASYNC)
+        for (int i = 0; i < d->param_count; i++)
+            if (d->params[i].kind == CR_P_HANDLE &&
+                !cr_handles_valid(a[i].u, d->params[i].handle_type))
+                return CUDA_ERROR_INVALID_HANDLE;
+
     cr_msg_t m;
     int err = cr_msg_begin(cl->conn, &m, d->opcode);
     if (err)
@@ -211,6 +219,9 @@ CUresult cr_remote_call(const cr_fn_desc_t *d, cr_arg_t *a)
     msgpack_unpacked u;
     CUresult r = cr_call(&m, &p, &u);
     if (r == CUDA_SUCCESS) {
+        for (int i = 0; i < d->param_count; i++) /* handles the call destroyed */
+            if (d->params[i].kind == CR_P_HANDLE && (d->params[i].flags & CR_PF_DESTROY))
+                cr_handles_remove(a[i].u);
         const msgpack_object_array *reply = &u.data.via.array;
         uint32_t next = 1;
         for (int i = 0; i < d->param_count; i++) {

@@ -352,7 +352,13 @@ CUresult cr_stream_wire_id(CUstream s, uint64_t *id)
     uintptr_t v = (uintptr_t)s;
     int per_thread = v == (uintptr_t)CU_STREAM_PER_THREAD || (v == 0 && tls_ptds);
     if (!per_thread) {
-        *id = v == (uintptr_t)CU_STREAM_LEGACY ? 0 : v;
+        if (v == 0 || v == (uintptr_t)CU_STREAM_LEGACY) {
+            *id = 0;
+            return CUDA_SUCCESS;
+        }
+        if (!cr_handles_valid(v, CR_HT_CUstream))
+            return CUDA_ERROR_INVALID_HANDLE;
+        *id = v;
         return CUDA_SUCCESS;
     }
     if (tls_stream_id && tls_stream_generation == stream_generation) {

@@ -212,6 +212,8 @@ CUresult cr_hand_cuDevicePrimaryCtxReset_v2(CUdevice dev)
     if (r == CUDA_SUCCESS) {
         cr_memory_forget_device_allocations();
         cr_client_reset_streams();
+        cr_handles_forget_type(CR_HT_CUstream); /* the server destroyed them */
+        cr_handles_forget_type(CR_HT_CUevent);
         pthread_mutex_lock(&ctx_lock);
         c->retain_count = 0;
         c->flags = 0;

@@ -56,6 +56,15 @@ int cr_ptds_active(void);
 /* Forgets every per-thread stream (the primary context was reset). */
 void cr_client_reset_streams(void);
 
+/* --- handles.c: the handle ids this client holds ------------------------------------------- */
+
+void cr_handles_add(uint64_t id, unsigned type);
+void cr_handles_remove(uint64_t id);
+/* 1 when id is a live handle of that type (a kernel counts as a function). */
+int cr_handles_valid(uint64_t id, unsigned type);
+/* Forgets every handle of a type (the primary-context reset destroyed them). */
+void cr_handles_forget_type(unsigned type);
+
 /* --- context.c -------------------------------------------------------------------------- */
 
 /* The current context of the calling thread, binding nothing (NULL if none). */
@@ -84,6 +93,8 @@ enum { CR_MEM_DEVICE = 1, CR_MEM_HOST_PINNED = 2, CR_MEM_HOST_REGISTERED = 3 };
  * and pointer attributes are answered locally. */
 void cr_devmap_add(CUdeviceptr p, size_t size);
 void cr_devmap_remove(CUdeviceptr p);
+/* Removes the range starting at p; returns its size (0 if there was none). */
+size_t cr_devmap_take(CUdeviceptr p);
 /* Forgets every device allocation (the primary context was reset). */
 void cr_memory_forget_device_allocations(void);
 /* 1 when [p, p + len) lies inside one known device allocation or global. */

@@ -129,7 +129,7 @@ static CUresult launch(uint16_t opcode, CUfunction f, const dims_t *d, CUstream 
     CUresult r = cr_ctx_require();
     if (r != CUDA_SUCCESS)
         return r;
-    if (!f)
+    if (!f || !cr_handles_valid((uint64_t)(uintptr_t)f, CR_HT_CUfunc))
         return CUDA_ERROR_INVALID_HANDLE;
     if ((r = check_dims(d)) != CUDA_SUCCESS)
         return r;

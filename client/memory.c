@@ -57,9 +57,16 @@ void cr_devmap_add(CUdeviceptr p, size_t size)
 
 void cr_devmap_remove(CUdeviceptr p)
 {
+    cr_devmap_take(p);
+}
+
+size_t cr_devmap_take(CUdeviceptr p)
+{
+    cr_range_t r = {0, 0, 0};
     pthread_mutex_lock(&map_lock);
-    cr_rangemap_remove(&device_ranges, p, NULL);
+    cr_rangemap_remove(&device_ranges, p, &r);
     pthread_mutex_unlock(&map_lock);
+    return (size_t)r.size;
 }
 
 void cr_memory_forget_device_allocations(void)
@@ -139,11 +146,13 @@ CUresult cr_hand_cuMemFree_v2(CUdeviceptr dptr)
     CUresult r = cr_ctx_require();
     if (r != CUDA_SUCCESS)
         return r;
-    if (!dptr)
-        return CUDA_ERROR_INVALID_VALUE;
+    if (!dptr) /* cudart hands cudaFree(NULL) down as is, and it must succeed */
+        return CUDA_SUCCESS;
+    /* forget it first: once freed, another thread may be handed the same range at once */
+    size_t size = cr_devmap_take(dptr);
     r = cr_remote_cuMemFree_v2(dptr);
-    if (r == CUDA_SUCCESS)
-        cr_devmap_remove(dptr);
+    if (r != CUDA_SUCCESS && size)
+        cr_devmap_add(dptr, size);
     return r;
 }
 
@@ -173,10 +182,11 @@ CUresult cr_hand_cuMemFreeAsync(CUdeviceptr dptr, CUstream stream)
     if (!dptr)
         return CUDA_ERROR_INVALID_VALUE;
     /* the address stays valid on the device until the stream reaches the free; the client
-     * need not know it any longer */
+     * forgets it first, since another thread may be handed the same range next */
+    size_t size = cr_devmap_take(dptr);
     CUresult r = cr_remote_cuMemFreeAsync(dptr, stream);
-    if (r == CUDA_SUCCESS)
-        cr_devmap_remove(dptr);
+    if (r != CUDA_SUCCESS && size)
+        cr_devmap_add(dptr, size);
     return r;
 }
 

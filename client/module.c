@@ -126,6 +126,7 @@ static CUresult load_image(uint16_t opcode, uint64_t *handle, const void *code)
         code_free(c);
         return r;
     }
+    cr_handles_add(*handle, opcode == CR_OP_cuLibraryLoadData ? CR_HT_CUlib : CR_HT_CUmod);
     pthread_mutex_lock(&code_lock);
     err = cr_idmap_put(&code_by_handle, *handle, (uint64_t)(uintptr_t)c);
     pthread_mutex_unlock(&code_lock);

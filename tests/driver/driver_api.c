@@ -340,12 +340,27 @@ static void test_host_functions(void)
     CK(cuStreamDestroy(s));
 }
 
-static void test_deferred_errors(void)
+static void test_deferred_errors(const char *ptx_path)
 {
-    /* an asynchronous call with a bad handle returns at once; the next waiting call says so */
-    CK(cuStreamWaitEvent(NULL, (CUevent)(uintptr_t)0xdead0, 0));
-    EXPECT(cuCtxSynchronize(), CUDA_ERROR_INVALID_HANDLE);
+    /* a made-up handle is refused on the spot, even by an asynchronous call */
+    EXPECT(cuStreamWaitEvent(NULL, (CUevent)(uintptr_t)0xdead0, 0), CUDA_ERROR_INVALID_HANDLE);
+    /* what only the device can refuse (a block over the kernel's __launch_bounds__) comes
+     * back from the next call that waits, once */
+    size_t size;
+    char *ptx = read_file(ptx_path, &size);
+    CUmodule mod;
+    CUfunction f;
+    CUdeviceptr p;
+    CK(cuModuleLoadData(&mod, ptx));
+    CK(cuModuleGetFunction(&f, mod, "bounded"));
+    CK(cuMemAlloc(&p, 1024));
+    void *args[] = {&p};
+    CK(cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, NULL, args, NULL));
+    EXPECT(cuCtxSynchronize(), CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
     CK(cuCtxSynchronize()); /* reported once, not sticky */
+    CK(cuMemFree(p));
+    CK(cuModuleUnload(mod));
+    free(ptx);
     /* an unsupported function says so */
     CUgraph graph;
     EXPECT(cuGraphCreate(&graph, 0), CUDA_ERROR_NOT_SUPPORTED);
@@ -375,7 +390,7 @@ int main(int argc, char **argv)
     test_streams_events();
     test_code(argv[1], argv[2], argv[3]);
     test_host_functions();
-    test_deferred_errors();
+    test_deferred_errors(argv[1]);
     CK(cuDevicePrimaryCtxRelease(dev));
     printf("driver_api: all checks passed\n");
     return 0;

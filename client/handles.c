@@ -1,0 +1,51 @@
+/* The handle ids the server gave this client, with their types. Asynchronous calls are
+ * sent without waiting, so a stale or made-up handle must be caught here to fail at once,
+ * as it does on a GPU, instead of at some unrelated later call. */
+#include "internal.h"
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static cr_idmap_t live = CR_IDMAP_INIT; /* id -> type */
+
+void cr_handles_add(uint64_t id, unsigned type)
+{
+    if (!id)
+        return;
+    pthread_mutex_lock(&lock);
+    cr_idmap_put(&live, id, type);
+    pthread_mutex_unlock(&lock);
+}
+
+void cr_handles_remove(uint64_t id)
+{
+    pthread_mutex_lock(&lock);
+    cr_idmap_remove(&live, id, NULL);
+    pthread_mutex_unlock(&lock);
+}
+
+int cr_handles_valid(uint64_t id, unsigned type)
+{
+    uint64_t t = 0;
+    pthread_mutex_lock(&lock);
+    int found = cr_idmap_get(&live, id, &t);
+    pthread_mutex_unlock(&lock);
+    /* cudart passes a CUkernel wherever a CUfunction goes */
+    return found && (t == type || (type == CR_HT_CUfunc && t == CR_HT_CUkern));
+}
+
+void cr_handles_forget_type(unsigned type)
+{
+    pthread_mutex_lock(&lock);
+    for (;;) { /* removal leaves other slots in place, but restart to stay simple */
+        size_t pos = 0;
+        uint64_t id, t;
+        int removed = 0;
+        while (cr_idmap_next(&live, &pos, &id, &t))
+            if (t == type) {
+                cr_idmap_remove(&live, id, NULL);
+                removed = 1;
+            }
+        if (!removed)
+            break;
+    }
+    pthread_mutex_unlock(&lock);
+}

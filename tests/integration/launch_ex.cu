@@ -1,0 +1,152 @@
+// launch_ex: the launch entry points of cudart with grids, blocks and dynamic shared memory
+// checked in the trace: cudaLaunchKernelEx (C and C++ forms) with a stream and the priority
+// and cluster-dimension attributes, cudaLaunchKernel (void **args), <<<>>> with dynamic
+// shared memory, and more than 48 KiB of dynamic shared memory (refused until
+// cudaFuncAttributeMaxDynamicSharedMemorySize allows it), and cudaGetFuncBySymbol afterwards.
+// Results are checked when kernels run.
+#include "cr_test.h"
+
+#include <vector>
+
+__global__ void ex_kernel(float *out, int n, float scale)
+{
+    extern __shared__ float smem[];
+    unsigned tpb = blockDim.x * blockDim.y * blockDim.z;
+    unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    unsigned b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    smem[t] = t * scale;
+    __syncthreads();
+    unsigned i = b * tpb + t;
+    if (i < (unsigned)n)
+        out[i] = smem[tpb - 1 - t] + b;
+}
+
+static unsigned char expected_params[16];
+
+static void announce(float *out, int n, float scale, dim3 grid, dim3 block, unsigned shared)
+{
+    memset(expected_params, 0, sizeof expected_params);
+    memcpy(expected_params + 0, &out, 8);
+    memcpy(expected_params + 8, &n, 4);
+    memcpy(expected_params + 12, &scale, 4);
+    expect_launch("ex_kernel", grid, block, shared, expected_params, 16);
+}
+
+static void check_results(bool run, float *d_out, int n, float scale, dim3 grid, dim3 block)
+{
+    CHECK_CUDA(cudaDeviceSynchronize());
+    if (!run)
+        return;
+    std::vector<float> o(n);
+    CHECK_CUDA(cudaMemcpy(o.data(), d_out, n * sizeof(float), cudaMemcpyDeviceToHost));
+    unsigned tpb = block.x * block.y * block.z, blocks = grid.x * grid.y * grid.z;
+    for (unsigned b = 0; b < blocks; b++)
+        for (unsigned t = 0; t < tpb; t++) {
+            unsigned i = b * tpb + t;
+            if (i >= (unsigned)n)
+                continue;
+            float want = (tpb - 1 - t) * scale + b;
+            CHECK(o[i] == want, "out[%u] = %f, expected %f", i, o[i], want);
+        }
+}
+
+int main()
+{
+    bool run = kernels_execute();
+    const int n = 4096;
+    float *d_out;
+    CHECK_CUDA(cudaMalloc(&d_out, n * sizeof(float)));
+    int least, greatest;
+    CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    cudaStream_t s;
+    CHECK_CUDA(cudaStreamCreate(&s));
+
+    // cudaLaunchKernelEx, C form, with attributes
+    {
+        dim3 grid(3, 2, 2), block(8, 4, 2);
+        unsigned shared = 64 * sizeof(float) + 100;
+        cudaLaunchAttribute attrs[2];
+        attrs[0].id = cudaLaunchAttributePriority;
+        attrs[0].val.priority = greatest;
+        attrs[1].id = cudaLaunchAttributeClusterDimension;
+        attrs[1].val.clusterDim.x = 1;
+        attrs[1].val.clusterDim.y = 1;
+        attrs[1].val.clusterDim.z = 1;
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = grid;
+        cfg.blockDim = block;
+        cfg.dynamicSmemBytes = shared;
+        cfg.stream = s;
+        cfg.attrs = attrs;
+        cfg.numAttrs = 2;
+        float *out = d_out;
+        int nn = n;
+        float scale = 0.5f;
+        void *args[] = {&out, &nn, &scale};
+        CHECK_CUDA(cudaMemset(d_out, 0, n * sizeof(float)));
+        CHECK_CUDA(cudaLaunchKernelExC(&cfg, (const void *)ex_kernel, args));
+        announce(out, nn, scale, grid, block, shared);
+        check_results(run, d_out, n, scale, grid, block);
+
+        // the C++ template form, no attributes, on the NULL stream
+        cfg.attrs = nullptr;
+        cfg.numAttrs = 0;
+        cfg.stream = 0;
+        cfg.gridDim = dim3(16);
+        cfg.blockDim = dim3(256);
+        cfg.dynamicSmemBytes = 256 * sizeof(float);
+        CHECK_CUDA(cudaLaunchKernelEx(&cfg, ex_kernel, d_out, n, 2.0f));
+        announce(d_out, n, 2.0f, dim3(16), dim3(256), 256 * sizeof(float));
+        check_results(run, d_out, n, 2.0f, dim3(16), dim3(256));
+    }
+
+    // cudaLaunchKernel with void **args
+    {
+        dim3 grid(5, 3), block(32, 8);
+        float *out = d_out;
+        int nn = 3000;
+        float scale = -1.25f;
+        void *args[] = {&out, &nn, &scale};
+        CHECK_CUDA(cudaLaunchKernel((const void *)ex_kernel, grid, block, args,
+                                   256 * sizeof(float) + 4, s));
+        announce(out, nn, scale, grid, block, 256 * sizeof(float) + 4);
+        check_results(run, d_out, nn, scale, grid, block);
+    }
+
+    // <<<>>> with dynamic shared memory, on a stream
+    {
+        dim3 grid(7), block(128);
+        ex_kernel<<<grid, block, 128 * sizeof(float), s>>>(d_out, 896, 3.0f);
+        CHECK_CUDA(cudaGetLastError());
+        announce(d_out, 896, 3.0f, grid, block, 128 * sizeof(float));
+        check_results(run, d_out, 896, 3.0f, grid, block);
+    }
+
+    // more than 48 KiB of dynamic shared memory needs the function attribute
+    {
+        const unsigned big = 100 * 1024;
+        ex_kernel<<<2, 64, big>>>(d_out, 128, 1.0f);
+        EXPECT_CUDA_ERROR(cudaGetLastError(), cudaErrorInvalidValue);
+        CHECK_CUDA(cudaFuncSetAttribute(ex_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        big));
+        cudaFuncAttributes fa;
+        CHECK_CUDA(cudaFuncGetAttributes(&fa, ex_kernel));
+        CHECK(fa.maxDynamicSharedSizeBytes == (int)big, "maxDynamicSharedSizeBytes = %d",
+              fa.maxDynamicSharedSizeBytes);
+        ex_kernel<<<2, 64, big>>>(d_out, 128, 1.0f);
+        CHECK_CUDA(cudaGetLastError());
+        announce(d_out, 128, 1.0f, dim3(2), dim3(64), big);
+        check_results(run, d_out, 128, 1.0f, dim3(2), dim3(64));
+    }
+
+    // the driver function behind the kernel, after launches and attribute calls
+    cudaFunction_t f = nullptr;
+    CHECK_CUDA(cudaGetFuncBySymbol(&f, (const void *)ex_kernel));
+    CHECK(f != nullptr, "cudaGetFuncBySymbol gave NULL");
+
+    CHECK_CUDA(cudaStreamDestroy(s));
+    CHECK_CUDA(cudaFree(d_out));
+    CHECK_CUDA(cudaGetLastError());
+    printf("launch_ex: all checks passed\n");
+    return 0;
+}
