@@ -9,6 +9,7 @@
 #include "frame.h"
 #include "internal.h"
 #include "log.h"
+#include "mpcheck.h"
 
 /* Lets the server refuse to load this stub as its "real" driver. */
 __attribute__((visibility("default"))) const char cr_remote_stub_version[] = "cuda-remote 0.1.0";
@@ -67,7 +68,8 @@ CUresult cr_call(cr_msg_t *m, cr_pending_t *p, msgpack_unpacked *u)
     if (err)
         return cr_transport_error(err);
     size_t off = 0;
-    if (msgpack_unpack_next(u, (const char *)p->body.data, p->body.len, &off) !=
+    if (cr_mpcheck(p->body.data, p->body.len) != 0 ||
+        msgpack_unpack_next(u, (const char *)p->body.data, p->body.len, &off) !=
             MSGPACK_UNPACK_SUCCESS ||
         u->data.type != MSGPACK_OBJECT_ARRAY || u->data.via.array.size < 1 ||
         (u->data.via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER)) {

@@ -70,6 +70,8 @@ size_t cr_rangemap_remove_overlapping(cr_rangemap_t *m, uint64_t start, uint64_t
     last = i;
     while (last < m->count && m->ranges[last].start < end)
         last++;
+    if (first == last)
+        return 0;
     for (size_t j = first; j < last; j++)
         m->total -= m->ranges[j].size;
     memmove(&m->ranges[first], &m->ranges[last], (m->count - last) * sizeof *m->ranges);

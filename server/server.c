@@ -12,6 +12,7 @@
 #include "dispatch.h"
 #include "error.h"
 #include "log.h"
+#include "mpcheck.h"
 #include "protocol.h"
 
 #define READ_BUFFER (64u << 10)
@@ -211,7 +212,7 @@ static int complete(conn_t *c)
     c->bulk_got = 0;
     msgpack_unpacked_init(&req->unpacked);
     size_t off = 0;
-    if (req->hdr.body_len == 0 ||
+    if (req->hdr.body_len == 0 || cr_mpcheck(req->body, req->hdr.body_len) != 0 ||
         msgpack_unpack_next(&req->unpacked, (const char *)req->body, req->hdr.body_len, &off) !=
             MSGPACK_UNPACK_SUCCESS ||
         off != req->hdr.body_len) {

@@ -83,8 +83,27 @@ class Server:
             return [json.loads(line) for line in f if line.strip()]
 
 
+def sanitizer_runtime(stub):
+    """The sanitizer runtime a sanitized stub needs preloaded into programs built without
+    one, or None."""
+    try:
+        out = subprocess.check_output(['ldd', os.path.join(stub, 'libcuda.so.1')], text=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    for line in out.splitlines():
+        if 'libasan' in line or 'libtsan' in line:
+            parts = line.split('=>')
+            if len(parts) == 2:
+                return parts[1].split()[0]
+    return None
+
+
 def client_env(stub, address, extra=None):
     env = dict(os.environ)
+    runtime = sanitizer_runtime(stub)
+    if runtime:
+        env['LD_PRELOAD'] = runtime
+        env.setdefault('ASAN_OPTIONS', 'detect_leaks=0')  # cudart keeps memory until exit
     env['LD_LIBRARY_PATH'] = stub + (':' + env['LD_LIBRARY_PATH']
                                      if env.get('LD_LIBRARY_PATH') else '')
     env['CUDA_REMOTE_ADDR'] = address
