@@ -40,14 +40,12 @@ typedef struct {
 
 static void copy_exec(const copy_t *c)
 {
-    if (c->height == 1 && c->depth == 1) {
-        memmove(c->dst.ptr, c->src.ptr, c->width);
-        return;
-    }
+    CR__DEVICE_ACCESS_BEGIN();
     for (size_t z = 0; z < c->depth; z++)
         for (size_t y = 0; y < c->height; y++)
             memmove(c->dst.ptr + z * c->dst.slice + y * c->dst.pitch,
                     c->src.ptr + z * c->src.slice + y * c->src.pitch, c->width);
+    CR__DEVICE_ACCESS_END();
 }
 
 static CUresult copy_run(cr__op_t *op, cr__stream_t *s)
@@ -313,6 +311,7 @@ static CUresult memset_run(cr__op_t *op, cr__stream_t *s)
 {
     memset_op_t *m = (memset_op_t *)op;
     (void)s;
+    CR__DEVICE_ACCESS_BEGIN();
     for (size_t y = 0; y < m->height; y++) {
         uint8_t *row = m->dst + y * m->pitch;
         if (m->elem == 1) {
@@ -327,6 +326,7 @@ static CUresult memset_run(cr__op_t *op, cr__stream_t *s)
                 p[i] = m->value;
         }
     }
+    CR__DEVICE_ACCESS_END();
     return CUDA_SUCCESS;
 }
 

@@ -83,6 +83,23 @@ CR_EMU_FUNCTIONS(CR__EMU_DECLARE)
 
 /* ---- the emulated device's fixed properties ---- */
 
+/* Device memory follows GPU rules: streams may touch the same bytes unordered, and what
+ * results is the program's business. ThreadSanitizer is told to ignore the emulated
+ * device's own accesses to it (copies, memsets), not its bookkeeping. */
+#if defined(__SANITIZE_THREAD__)
+void AnnotateIgnoreReadsBegin(const char *file, int line);
+void AnnotateIgnoreReadsEnd(const char *file, int line);
+void AnnotateIgnoreWritesBegin(const char *file, int line);
+void AnnotateIgnoreWritesEnd(const char *file, int line);
+#define CR__DEVICE_ACCESS_BEGIN()                                                              \
+    (AnnotateIgnoreReadsBegin(__FILE__, __LINE__), AnnotateIgnoreWritesBegin(__FILE__, __LINE__))
+#define CR__DEVICE_ACCESS_END()                                                                \
+    (AnnotateIgnoreWritesEnd(__FILE__, __LINE__), AnnotateIgnoreReadsEnd(__FILE__, __LINE__))
+#else
+#define CR__DEVICE_ACCESS_BEGIN() ((void)0)
+#define CR__DEVICE_ACCESS_END() ((void)0)
+#endif
+
 #define CR__SM_COUNT 132
 #define CR__WARP 32
 #define CR__MAX_THREADS_PER_BLOCK 1024
