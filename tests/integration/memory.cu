@@ -311,7 +311,10 @@ static void three_d()
     cudaPitchedPtr ep;
     CHECK_CUDA(cudaMalloc3D(&ep, make_cudaExtent(W, H, D)));
     const size_t eslice = ep.pitch * H;
-    CHECK_CUDA(cudaMemset(ep.ptr, 0xff, eslice * D));
+    cudaStream_t s;
+    CHECK_CUDA(cudaStreamCreate(&s));
+    // on s too: with a per-thread default stream nothing orders it before the copy on s
+    CHECK_CUDA(cudaMemsetAsync(ep.ptr, 0xff, eslice * D, s));
     std::vector<unsigned char> edev(eslice * D, 0xff), egot(eslice * D);
     cudaMemcpy3DParms r = {};
     r.srcPtr = dp;
@@ -320,8 +323,6 @@ static void three_d()
     r.dstPos = make_cudaPos(0, 0, 2);
     r.extent = make_cudaExtent(105, 16, 4);
     r.kind = cudaMemcpyDefault;
-    cudaStream_t s;
-    CHECK_CUDA(cudaStreamCreate(&s));
     CHECK_CUDA(cudaMemcpy3DAsync(&r, s));
     CHECK_CUDA(cudaStreamSynchronize(s));
     CHECK_CUDA(cudaStreamDestroy(s));

@@ -133,6 +133,8 @@ int main()
         CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
         fill_ints(h_in[0], n, 777);
         CHECK_CUDA(cudaMemset(d_buf[1], 0, n * sizeof(int)));
+        // nb is non-blocking: nothing orders the memset before its copy but this
+        CHECK_CUDA(cudaDeviceSynchronize());
         CHECK_CUDA(cudaLaunchHostFunc(lo, sleep_host_fn, &delay));
         CHECK_CUDA(cudaMemcpyAsync(d_buf[0], h_in[0], n * sizeof(int), cudaMemcpyHostToDevice,
                                    lo));
@@ -153,6 +155,7 @@ int main()
     int *d_out;
     CHECK_CUDA(cudaMalloc(&d_out, (ns + 1) * 64 * sizeof(int)));
     CHECK_CUDA(cudaMemset(d_out, 0, (ns + 1) * 64 * sizeof(int)));
+    CHECK_CUDA(cudaDeviceSynchronize()); // before launches on non-blocking streams
     for (int i = 0; i < ns; i++) {
         launch_on(streams[i], d_out + 64 * i, 100 * (i + 1), 32 + i);
         CHECK_CUDA(cudaStreamSynchronize(streams[i]));
