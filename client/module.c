@@ -202,20 +202,26 @@ static void *read_file(const char *path, CUresult *r)
     return buf;
 }
 
+/* Loads the image in a file (cuLibraryLoadFromFile, cuModuleLoad). */
+static CUresult load_file(uint16_t opcode, uint64_t *handle, const char *path)
+{
+    if (!path)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
+    void *data = read_file(path, &r);
+    if (!data)
+        return r;
+    r = load_image(opcode, handle, data);
+    free(data);
+    return r;
+}
+
 CUresult cr_hand_cuLibraryLoadFromFile(CUlibrary *library, const char *file,
                                        CUjit_option *jit_options, void **jit_values,
                                        unsigned int jit_count, CUlibraryOption *options,
                                        void **values, unsigned int count)
 {
-    if (!file)
-        return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = CUDA_SUCCESS;
-    void *data = read_file(file, &r);
-    if (!data)
-        return r;
-    r = load_image(CR_OP_cuLibraryLoadData, (uint64_t *)library, data);
-    free(data);
-    return r;
+    return load_file(CR_OP_cuLibraryLoadData, (uint64_t *)library, file);
 }
 
 CUresult cr_hand_cuLibraryUnload(CUlibrary library)
@@ -249,17 +255,26 @@ CUresult cr_hand_cuLibraryGetModule(CUmodule *module, CUlibrary library)
     return CUDA_SUCCESS;
 }
 
-/* A global's device range: known to the map of device memory until its code is unloaded. */
-static void record_global(uint64_t owner, CUdeviceptr p, size_t size)
+/* Hands a global's address and size to the caller, and records its device range until
+ * its code is unloaded. */
+static CUresult global_found(CUresult r, uint64_t owner, CUdeviceptr p, size_t size,
+                             CUdeviceptr *dptr, size_t *bytes)
 {
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (dptr)
+        *dptr = p;
+    if (bytes)
+        *bytes = size;
     if (!p || !size)
-        return;
+        return r;
     cr_devmap_add(p, size);
     pthread_mutex_lock(&code_lock);
     code_t *c = code_of(owner);
     if (c && !cr_rangemap_find(&c->globals, p))
         cr_rangemap_add(&c->globals, p, size, 0);
     pthread_mutex_unlock(&code_lock);
+    return r;
 }
 
 CUresult cr_hand_cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
@@ -268,14 +283,7 @@ CUresult cr_hand_cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary 
     CUdeviceptr p = 0;
     size_t size = 0;
     CUresult r = cr_remote_cuLibraryGetGlobal(&p, &size, library, name);
-    if (r == CUDA_SUCCESS) {
-        if (dptr)
-            *dptr = p;
-        if (bytes)
-            *bytes = size;
-        record_global((uint64_t)(uintptr_t)library, p, size);
-    }
-    return r;
+    return global_found(r, (uint64_t)(uintptr_t)library, p, size, dptr, bytes);
 }
 
 CUresult cr_hand_cuKernelGetFunction(CUfunction *func, CUkernel kernel)
@@ -334,15 +342,7 @@ CUresult cr_hand_cuModuleLoadFatBinary(CUmodule *module, const void *fatbin)
 
 CUresult cr_hand_cuModuleLoad(CUmodule *module, const char *fname)
 {
-    if (!fname)
-        return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = CUDA_SUCCESS;
-    void *data = read_file(fname, &r);
-    if (!data)
-        return r;
-    r = load_image(CR_OP_cuModuleLoadData, (uint64_t *)module, data);
-    free(data);
-    return r;
+    return load_file(CR_OP_cuModuleLoadData, (uint64_t *)module, fname);
 }
 
 CUresult cr_hand_cuModuleUnload(CUmodule module)
@@ -367,14 +367,7 @@ CUresult cr_hand_cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule
     CUdeviceptr p = 0;
     size_t size = 0;
     CUresult r = cr_remote_cuModuleGetGlobal_v2(&p, &size, module, name);
-    if (r == CUDA_SUCCESS) {
-        if (dptr)
-            *dptr = p;
-        if (bytes)
-            *bytes = size;
-        record_global((uint64_t)(uintptr_t)module, p, size);
-    }
-    return r;
+    return global_found(r, (uint64_t)(uintptr_t)module, p, size, dptr, bytes);
 }
 
 /* --- attributes the client enforces at launch ---------------------------------------------- */
