@@ -95,6 +95,9 @@ struct cr_session_s {
     pthread_mutex_t lock;    /* everything below */
     pthread_cond_t cond;
     cr_request_t *inbox_head, *inbox_tail;
+    size_t inbox_bytes;      /* received, not yet run: the loop stops reading above a mark */
+    int reading_paused;      /* the loop stopped reading this connection */
+    int resume_reading;      /* the executor caught up: the loop may read again */
     int closing;             /* the connection is gone: finish and clean up */
     int refs;                /* executor, connection, queued output, tasks */
     int tasks;               /* waiter tasks and host functions still using the backend */
@@ -118,11 +121,16 @@ struct cr_session_s {
     uint64_t stat_requests;
 };
 
+/* How much received, unrun input a session may hold before its connection is paused
+ * (--max-queued); call before serving. */
+void cr_session_set_input_limit(size_t bytes);
 /* Creates a session for a new connection and starts its executor. */
 cr_session_t *cr_session_new(cr_server_t *server, const cr_backend_t *b, uint64_t id,
                              const char *peer);
-/* Hands a complete request to the session's executor (loop thread). */
-void cr_session_submit(cr_session_t *s, cr_request_t *req);
+/* Hands a complete request to the session's executor (loop thread). Returns 1 when the
+ * session holds so much unrun input that the loop should stop reading it for now; the
+ * executor asks for reading to resume (resume_reading) once it has caught up. */
+int cr_session_submit(cr_session_t *s, cr_request_t *req);
 /* The connection closed or failed: the executor cleans up and drops its reference. */
 void cr_session_close(cr_session_t *s, const char *why);
 /* A host function's completion arrived (loop thread). */
@@ -182,6 +190,8 @@ typedef struct cr_outmsg_s {
 
 /* Queues a message for the client (any thread). Takes ownership of m. */
 void cr_server_send(cr_session_t *s, cr_outmsg_t *m);
+/* Wakes the loop to look at the session (output, close and resume requests). */
+void cr_server_wake(cr_session_t *s);
 /* Closes the session's connection once its queued output is written (any thread). */
 void cr_server_close_connection(cr_session_t *s);
 /* Listens on every address and serves until SIGINT/SIGTERM. Returns the exit status. */

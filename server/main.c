@@ -27,6 +27,8 @@ static void usage(FILE *out)
             "  --emu-memory SIZE  emulated device memory, e.g. 4GiB (default 16GiB)\n"
             "  --emu-trace FILE   record emulated launches there (default:\n"
             "                     $CUDA_REMOTE_EMU_TRACE)\n"
+            "  --max-queued SIZE  input a client may have waiting to run before the server\n"
+            "                     stops reading its connection (default 256MiB)\n"
             "  --log LEVEL        debug, info (default), warn or error\n",
             CR_DEFAULT_PORT, CR_DEFAULT_ADDR);
 }
@@ -59,7 +61,15 @@ static int parse_size(const char *text, uint64_t *out)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_BACKEND = 256, OPT_DEVICE, OPT_DRIVER, OPT_EMU_MEMORY, OPT_EMU_TRACE, OPT_LOG };
+    enum {
+        OPT_BACKEND = 256,
+        OPT_DEVICE,
+        OPT_DRIVER,
+        OPT_EMU_MEMORY,
+        OPT_EMU_TRACE,
+        OPT_LOG,
+        OPT_MAX_QUEUED
+    };
     static const struct option options[] = {
         {"listen", required_argument, NULL, 'l'},
         {"backend", required_argument, NULL, OPT_BACKEND},
@@ -68,6 +78,7 @@ int main(int argc, char **argv)
         {"emu-memory", required_argument, NULL, OPT_EMU_MEMORY},
         {"emu-trace", required_argument, NULL, OPT_EMU_TRACE},
         {"log", required_argument, NULL, OPT_LOG},
+        {"max-queued", required_argument, NULL, OPT_MAX_QUEUED},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -106,6 +117,15 @@ int main(int argc, char **argv)
         case OPT_LOG:
             log_level = optarg;
             break;
+        case OPT_MAX_QUEUED: {
+            uint64_t bytes;
+            if (parse_size(optarg, &bytes) != 0) {
+                fprintf(stderr, "cuda-remoted: --max-queued %s: not a size\n", optarg);
+                return 2;
+            }
+            cr_session_set_input_limit((size_t)bytes);
+            break;
+        }
         case 'h':
             usage(stdout);
             return 0;

@@ -90,15 +90,23 @@ void cr_server_send(cr_session_t *s, cr_outmsg_t *m)
     uv_async_send(&srv->wakeup);
 }
 
+void cr_server_wake(cr_session_t *s)
+{
+    cr_outmsg_t *none = calloc(1, sizeof *none); /* an empty message wakes the loop */
+    if (none)
+        cr_server_send(s, none);
+}
+
 void cr_server_close_connection(cr_session_t *s)
 {
     pthread_mutex_lock(&s->lock);
     s->close_requested = 1;
     pthread_mutex_unlock(&s->lock);
-    cr_outmsg_t *none = calloc(1, sizeof *none); /* an empty message wakes the loop */
-    if (none)
-        cr_server_send(s, none);
+    cr_server_wake(s);
 }
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
 
 static void on_write(uv_write_t *w, int status)
 {
@@ -122,7 +130,12 @@ static void drain_session(cr_session_t *s)
     uv_stream_t *stream = s->stream;
     int close_now = s->close_requested;
     s->close_requested = 0;
+    int resume = s->resume_reading && s->reading_paused;
+    if (resume)
+        s->reading_paused = s->resume_reading = 0;
     pthread_mutex_unlock(&s->lock);
+    if (resume && stream && !((conn_t *)stream->data)->closing)
+        uv_read_start(stream, on_alloc, on_read);
     while (m) {
         cr_outmsg_t *next = m->next;
         if (!stream || m->head.len == 0) {
@@ -236,7 +249,10 @@ static int complete(conn_t *c)
         cr_request_free(req);
         return 0;
     }
-    cr_session_submit(c->session, req);
+    if (cr_session_submit(c->session, req)) { /* the executor is behind: the client waits */
+        CR_DEBUG("session %llu: input paused", (unsigned long long)c->session->id);
+        uv_read_stop(&c->h.stream);
+    }
     return 0;
 }
 

@@ -13,6 +13,19 @@
 #include "log.h"
 
 #define FIRST_HANDLE_ID 0x10000 /* well above NULL, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD */
+/* Unrun input a session may hold before the loop stops reading its connection (reading
+ * resumes at a quarter of it): a client cannot make the server buffer without bound. */
+static size_t inbox_high = (size_t)256 << 20;
+
+void cr_session_set_input_limit(size_t bytes)
+{
+    inbox_high = bytes ? bytes : 1;
+}
+
+static size_t request_bytes(const cr_request_t *req)
+{
+    return sizeof *req + req->hdr.body_len + (size_t)req->hdr.bulk_len;
+}
 #define HANDLE_ID_STEP 0x10
 
 void cr_session_ref(cr_session_t *s)
@@ -504,7 +517,13 @@ static void *executor_main(void *arg)
         s->inbox_head = req->next;
         if (!s->inbox_head)
             s->inbox_tail = NULL;
+        s->inbox_bytes -= request_bytes(req);
+        int resume = s->reading_paused && !s->resume_reading && s->inbox_bytes < inbox_high / 4;
+        if (resume)
+            s->resume_reading = 1;
         pthread_mutex_unlock(&s->lock);
+        if (resume)
+            cr_server_wake(s);
         s->stat_requests++;
 
         if (!s->hello_done) {
@@ -566,7 +585,7 @@ cr_session_t *cr_session_new(cr_server_t *server, const cr_backend_t *b, uint64_
     return s;
 }
 
-void cr_session_submit(cr_session_t *s, cr_request_t *req)
+int cr_session_submit(cr_session_t *s, cr_request_t *req)
 {
     req->session = s;
     req->next = NULL;
@@ -576,8 +595,15 @@ void cr_session_submit(cr_session_t *s, cr_request_t *req)
     else
         s->inbox_head = req;
     s->inbox_tail = req;
+    s->inbox_bytes += request_bytes(req);
+    int pause = s->inbox_bytes > inbox_high && !s->reading_paused;
+    if (pause) {
+        s->reading_paused = 1;
+        s->resume_reading = 0;
+    }
     pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->lock);
+    return pause;
 }
 
 void cr_session_close(cr_session_t *s, const char *why)

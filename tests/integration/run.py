@@ -29,6 +29,7 @@ class Failure(Exception):
 
 class Server:
     def __init__(self, binary, workdir, transport, backend='emu', driver=None, extra=()):
+        extra = list(extra) + list(os.environ.get('CR_SERVER_ARGS', '').split())
         self.log_path = os.path.join(workdir, 'server.log')
         self.trace_path = os.path.join(workdir, 'trace.jsonl')
         listen = ('unix:' + os.path.join(workdir, 'server.sock')) if transport == 'unix' \
