@@ -263,6 +263,7 @@ def main():
     ap.add_argument('--timeout', type=float, default=60)
     ap.add_argument('--backend', default='emu')
     ap.add_argument('--driver', help='driver library for --backend cuda')
+    ap.add_argument('--expect-log', help='a regular expression the server log must match')
     ap.add_argument('program', nargs=argparse.REMAINDER)
     args = ap.parse_args()
     if not args.program:
@@ -282,6 +283,8 @@ def main():
              'malformed': scenario_malformed}[args.scenario](args, server)
             if server.proc.poll() is not None:
                 raise Failure('the server died:\n' + server.log_text())
+            if args.expect_log and not re.search(args.expect_log, server.log_text()):
+                raise Failure('the server log does not match %r' % args.expect_log)
             for bad in ('AddressSanitizer', 'runtime error:', 'ThreadSanitizer'):
                 if bad in server.log_text():
                     raise Failure('server reported %s:\n%s' % (bad, server.log_text()))
