@@ -151,6 +151,16 @@ def scenario_plain(args, server):
     sys.stderr.write(p.stderr)
     if p.returncode != 0:
         raise Failure('%s exited with %d' % (args.program[0], p.returncode))
+    for pattern in getattr(args, 'expect_stdout', None) or []:
+        if not re.search(pattern, p.stdout, re.M):
+            raise Failure('stdout of %s does not match %r' % (args.program[0], pattern))
+    then = getattr(args, 'then', None)
+    if then:  # the same server serves the next client
+        q = run_program(then.split(), client_env(args.stub, server.address), args.timeout)
+        sys.stdout.write(q.stdout)
+        sys.stderr.write(q.stderr)
+        if q.returncode != 0:
+            raise Failure('the next client, %s, exited with %d' % (then, q.returncode))
     if not os.path.exists(server.trace_path) and args.backend != 'emu':
         print('run.py: %s passed (no launch trace on a real driver: the program checked '
               'its kernels\' results)' % os.path.basename(args.program[0]))
@@ -264,6 +274,11 @@ def main():
     ap.add_argument('--backend', default='emu')
     ap.add_argument('--driver', help='driver library for --backend cuda')
     ap.add_argument('--expect-log', help='a regular expression the server log must match')
+    ap.add_argument('--expect-stdout', action='append',
+                    help='a regular expression (multi-line) the program\'s stdout must match; '
+                         'repeatable')
+    ap.add_argument('--then', help='another program (with its arguments, space-separated) to '
+                                   'run against the same server afterwards')
     ap.add_argument('program', nargs=argparse.REMAINDER)
     args = ap.parse_args()
     if not args.program:
