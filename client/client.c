@@ -34,6 +34,9 @@ CUresult cr_transport_error(int err)
         return CUDA_SUCCESS;
     case CR_ENOMEM:
         return CUDA_ERROR_OUT_OF_MEMORY;
+    case CR_EBROKEN: /* a kernel fault: every call now fails with what broke the context */
+        return client_ready ? (CUresult)cr_conn_context_error(client_ready->conn)
+                            : CUDA_ERROR_LAUNCH_FAILED;
     default:
         /* the server is gone: the device is as unreachable as a lost GPU */
         return CUDA_ERROR_DEVICE_UNAVAILABLE;

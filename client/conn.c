@@ -13,11 +13,14 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <cuda.h>
+
 #include "cr_opcodes.h"
 #include "error.h"
 #include "frame.h"
 #include "idmap.h"
 #include "log.h"
+#include "mpcheck.h"
 
 #ifndef IOV_MAX
 #define IOV_MAX 1024 /* Linux's UIO_MAXIOV */
@@ -63,6 +66,7 @@ struct cr_conn_s {
     cr_pending_t *pending;
     cr_idmap_t async_regs; /* call id -> async_reg_t * */
     int dead;
+    int context_error; /* CUresult the server said broke the context, 0 if none */
 
     uint8_t *rbuf;
     size_t rpos, rlen;
@@ -146,6 +150,10 @@ int cr_msg_begin(cr_conn_t *c, cr_msg_t *m, uint16_t opcode)
     if (cr_conn_dead(c)) {
         pthread_mutex_unlock(&c->send_lock);
         return CR_ECLOSED;
+    }
+    if (__atomic_load_n(&c->context_error, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_unlock(&c->send_lock);
+        return CR_EBROKEN;
     }
     m->conn = c;
     m->opcode = opcode;
@@ -312,6 +320,11 @@ int cr_conn_expect_host_func(cr_conn_t *c, uint64_t call_id, void (*fn)(void *),
     if (err)
         free(r);
     return err;
+}
+
+int cr_conn_context_error(cr_conn_t *c)
+{
+    return __atomic_load_n(&c->context_error, __ATOMIC_ACQUIRE);
 }
 
 int cr_conn_dead(cr_conn_t *c)
@@ -531,6 +544,46 @@ static int handle_async(cr_conn_t *c, const cr_frame_header_t *h)
     return err;
 }
 
+static int handle_context_error(cr_conn_t *c, const cr_frame_header_t *h, const cr_buf_t *body)
+{
+    msgpack_unpacked u;
+    size_t off = 0;
+    int r = CUDA_ERROR_LAUNCH_FAILED; /* should the body not say */
+    msgpack_unpacked_init(&u);
+    if (body->len && cr_mpcheck(body->data, body->len) == 0 &&
+        msgpack_unpack_next(&u, (const char *)body->data, body->len, &off) ==
+            MSGPACK_UNPACK_SUCCESS &&
+        u.data.type == MSGPACK_OBJECT_ARRAY && u.data.via.array.size == 1 &&
+        u.data.via.array.ptr[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+        u.data.via.array.ptr[0].via.u64 != 0)
+        r = (int)u.data.via.array.ptr[0].via.u64;
+    msgpack_unpacked_destroy(&u);
+    __atomic_store_n(&c->context_error, r, __ATOMIC_RELEASE);
+    return read_exact(c, NULL, h->bulk_len);
+}
+
+/* Device printf text: to this process's stdout, before whatever follows it on the wire. */
+static int handle_device_output(cr_conn_t *c, const cr_frame_header_t *h)
+{
+    char chunk[4096];
+    uint64_t left = h->bulk_len;
+    while (left > 0) {
+        size_t n = left < sizeof chunk ? (size_t)left : sizeof chunk;
+        int err = read_exact(c, chunk, n);
+        if (err)
+            return err;
+        fflush(stdout); /* the program's own buffered output first */
+        for (size_t done = 0; done < n;) {
+            ssize_t w = write(STDOUT_FILENO, chunk + done, n - done);
+            if (w <= 0)
+                break;
+            done += (size_t)w;
+        }
+        left -= n;
+    }
+    return 0;
+}
+
 static void *reader_main(void *arg)
 {
     cr_conn_t *c = arg;
@@ -558,6 +611,10 @@ static void *reader_main(void *arg)
             err = handle_reply(c, &h, &body);
         else if (h.opcode == CR_OP_D2H_DATA || h.opcode == CR_OP_HOST_FUNC)
             err = handle_async(c, &h);
+        else if (h.opcode == CR_OP_CONTEXT_ERROR)
+            err = handle_context_error(c, &h, &body);
+        else if (h.opcode == CR_OP_DEVICE_OUTPUT)
+            err = handle_device_output(c, &h);
         else {
             why = "unexpected message from the server";
             break;

@@ -84,6 +84,9 @@ int cr_conn_expect_data(cr_conn_t *c, uint64_t call_id, const cr_sink_t *sink);
 /* Registers a host function the server will ask to run for this call id. */
 int cr_conn_expect_host_func(cr_conn_t *c, uint64_t call_id, void (*fn)(void *), void *data);
 
+/* The CUresult the server said broke this client's context (a kernel fault), or 0. Calls
+ * that need the server fail with it (cr_msg_begin returns CR_EBROKEN). */
+int cr_conn_context_error(cr_conn_t *c);
 /* 1 once the connection has failed; the reason is kept for messages. */
 int cr_conn_dead(cr_conn_t *c);
 const char *cr_conn_address(cr_conn_t *c);

@@ -21,7 +21,8 @@
     X(VERSION, -11, "version mismatch")                                                          \
     X(EXISTS, -12, "already exists")                                                             \
     X(TIMEDOUT, -13, "timed out")                                                                \
-    X(BUSY, -14, "busy")
+    X(BUSY, -14, "busy")                                                                         \
+    X(BROKEN, -15, "the CUDA context is broken")
 
 enum {
 #define CR_ERROR_ENUM(name, value, msg) CR_E##name = value,

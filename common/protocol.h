@@ -14,6 +14,11 @@
  * @host_func_done      client -> server: it returned (call_id of the launch)
  * @d2h_data            server -> client: bulk bytes of the asynchronous device-to-host
  *                      copy with this call_id, in order; CR_FRAME_PARTIAL until the last
+ * @context_error       server -> client: body [CUresult]: a kernel fault broke the
+ *                      client's context; every later call fails with it, as on a GPU
+ * @device_output       server -> client: bulk: device printf text, to the client's stdout,
+ *                      sent before anything that reports the stream's work complete
+ * @goodbye             reserved, unused
  *
  * cuMemcpyHtoD_v2 (waits) / cuMemcpyHtoDAsync_v2 (async)
  *   body  [dst, bytes, stream]   bulk: the bytes. A large copy is several frames, each

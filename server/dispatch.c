@@ -45,6 +45,7 @@ void cr_message_finish(cr_outmsg_t *m, uint16_t opcode, uint64_t call_id, uint32
 
 int cr_reply_begin(cr_request_t *req, cr_reply_t *r, CUresult result, uint32_t extra)
 {
+    cr_session_note_result(req->session, result);
     r->msg = cr_message_new(req->hdr.opcode, req->hdr.call_id, CR_FRAME_REPLY, &r->pk);
     if (!r->msg)
         return CR_ENOMEM;
@@ -458,6 +459,16 @@ void cr_dispatch(cr_request_t *req)
         CR_WARN("session %llu: %s (opcode %u) is not served here", (unsigned long long)s->id,
                 cr_opcode_name(op), op);
         cr_request_finish(req, CUDA_ERROR_NOT_SUPPORTED);
+        return;
+    }
+    pthread_mutex_lock(&s->lock);
+    CUresult broken = s->context_error;
+    pthread_mutex_unlock(&s->lock);
+    if (broken != CUDA_SUCCESS) { /* as on a GPU: nothing runs any more */
+        if (cr_request_waits(req))
+            cr_request_finish(req, broken);
+        else
+            cr_request_free(req);
         return;
     }
     if (cr_request_waits(req)) {

@@ -107,6 +107,7 @@ struct cr_session_s {
     cr_rangemap_t allocations; /* device memory the session holds */
     cr_idmap_t host_func_acks; /* call ids acknowledged by the client */
     CUresult deferred_error; /* first failure of an asynchronous request, not yet reported */
+    CUresult context_error;  /* a kernel fault broke the client's context: every call fails */
 
     /* executor only */
     pthread_t executor;
@@ -163,6 +164,11 @@ CUresult cr_session_wait_events(cr_session_t *s, CUevent *events, unsigned count
 void cr_session_release_resources(cr_session_t *s, int keep_code);
 /* Records the first error of an asynchronous request. */
 void cr_session_defer_error(cr_session_t *s, CUresult r);
+/* A result on its way to the client: if it says the context is broken (a kernel fault),
+ * the session remembers it, tells the client once, and fails every later call with it. */
+void cr_session_note_result(cr_session_t *s, CUresult r);
+/* 1 for the errors after which a GPU context is unusable. */
+int cr_is_context_error(CUresult r);
 
 /* Allocation bookkeeping. */
 void cr_session_track_alloc(cr_session_t *s, CUdeviceptr p, size_t size);

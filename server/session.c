@@ -83,8 +83,51 @@ void cr_session_task_end(cr_session_t *s)
     cr_session_unref(s);
 }
 
+int cr_is_context_error(CUresult r)
+{
+    switch (r) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+void cr_session_note_result(cr_session_t *s, CUresult r)
+{
+    if (!cr_is_context_error(r))
+        return;
+    pthread_mutex_lock(&s->lock);
+    int first = s->context_error == CUDA_SUCCESS;
+    if (first)
+        s->context_error = r;
+    pthread_mutex_unlock(&s->lock);
+    if (!first)
+        return;
+    CR_INFO("session %llu: %s broke its context (%s): every later call fails with it",
+            (unsigned long long)s->id, s->who[0] ? s->who : s->peer, cr_cuda_error_name(r));
+    msgpack_packer pk;
+    cr_outmsg_t *m = cr_message_new(CR_OP_CONTEXT_ERROR, 0, 0, &pk);
+    if (m) {
+        msgpack_pack_array(&pk, 1);
+        msgpack_pack_int(&pk, (int)r);
+        cr_message_finish(m, CR_OP_CONTEXT_ERROR, 0, 0);
+        cr_server_send(s, m);
+    }
+}
+
 void cr_session_defer_error(cr_session_t *s, CUresult r)
 {
+    cr_session_note_result(s, r);
     pthread_mutex_lock(&s->lock);
     if (s->deferred_error == CUDA_SUCCESS)
         s->deferred_error = r;
