@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Runs the benchmarks: each remoting figure beside the machine's limit for the same
+transport, measured in the same run, as a ratio; median of several rounds with min-max.
+
+  bench/run.py --build DIR [--rounds N] [--transports tcp,unix] [--quick] [--output FILE]
+
+Every round measures the limits (bench/raw_limits.c) and then the remoting layer
+(bench/remote_bench.c through the stub, against a fresh cuda-remoted on the emulated
+device, where the device side costs nearly nothing), one transport after the other.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run_json_lines(cmd, env=None, timeout=900):
+    out = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, timeout=timeout)
+    if out.returncode != 0:
+        sys.exit('bench: %s failed (%d):\n%s' % (' '.join(cmd), out.returncode, out.stderr))
+    return [json.loads(l) for l in out.stdout.splitlines() if l.startswith('{')]
+
+
+def start_server(build, transport, workdir, extra):
+    listen = 'unix:' + os.path.join(workdir, 'bench.sock') if transport == 'unix' \
+        else '127.0.0.1:0'
+    log = open(os.path.join(workdir, 'server-%s.log' % transport), 'w+')
+    proc = subprocess.Popen([os.path.join(build, 'server', 'cuda-remoted'), '--backend', 'emu',
+                             '--emu-memory', '2GiB', '--listen', listen] + extra,
+                            stdout=log, stderr=subprocess.STDOUT,
+                            env=dict(os.environ, CUDA_REMOTE_LOG='info'))
+    deadline = time.time() + 15
+    while time.time() < deadline:
+        log.seek(0)
+        m = re.search(r'listening on (\S+)', log.read())
+        if m:
+            return proc, listen if transport == 'unix' else m.group(1)
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    log.seek(0)
+    sys.exit('bench: the server did not start:\n' + log.read())
+
+
+def key(r):
+    return (r.get('transport', ''), r['metric'], r.get('mode', ''), r.get('size', 0))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--build', default=os.path.join(HERE, '..', 'build'))
+    ap.add_argument('--rounds', type=int, default=5)
+    ap.add_argument('--transports', default='tcp,unix')
+    ap.add_argument('--quick', action='store_true', help='fewer iterations (a smoke run)')
+    ap.add_argument('--output', help='machine-readable results (JSON)')
+    ap.add_argument('--server-arg', action='append', default=[],
+                    help='an extra argument for cuda-remoted')
+    args = ap.parse_args()
+    build = os.path.abspath(args.build)
+    transports = args.transports.split(',')
+    samples = {}
+
+    def add(record, transport=None):
+        if transport:
+            record['transport'] = transport
+        samples.setdefault(key(record), []).append(record['value'])
+
+    for rnd in range(args.rounds):
+        print('round %d/%d' % (rnd + 1, args.rounds), file=sys.stderr)
+        for r in run_json_lines([os.path.join(build, 'bench', 'raw_limits'), 'memcpy']):
+            add(r)
+        for t in transports:
+            for r in run_json_lines([os.path.join(build, 'bench', 'raw_limits'), t]):
+                add(r)
+            with tempfile.TemporaryDirectory(prefix='cr-bench-') as workdir:
+                proc, address = start_server(build, t, workdir, args.server_arg)
+                try:
+                    env = dict(os.environ, CUDA_REMOTE_ADDR=address)
+                    cmd = [os.path.join(build, 'bench', 'remote_bench')]
+                    if args.quick:
+                        cmd.append('--quick')
+                    for r in run_json_lines(cmd, env=env):
+                        add(r, t)
+                finally:
+                    proc.terminate()
+                    proc.wait()
+
+    def stat(k):
+        v = samples.get(k)
+        if not v:
+            return None
+        return {'median': statistics.median(v), 'min': min(v), 'max': max(v), 'n': len(v)}
+
+    rows, results = [], []
+
+    def row(label, transport, fig_key, limit_key, invert=False):
+        fig, lim = stat(fig_key), stat(limit_key)
+        if not fig or not lim:
+            return
+        # latency: limit/figure would be < 1 for "slower"; report figure/limit for latency
+        ratio = (fig['median'] / lim['median']) if not invert else (lim['median'] /
+                                                                     fig['median'])
+        rows.append((transport, label, fig, lim, ratio, fig_key[1], limit_key[1]))
+        results.append({'transport': transport, 'figure': label, 'metric': fig_key[1],
+                        'mode': fig_key[2], 'size': fig_key[3], 'value': fig,
+                        'limit_metric': limit_key[1], 'limit': lim, 'ratio': ratio})
+
+    for t in transports:
+        row('sync call p50 (us) vs blocking round trip', t, (t, 'sync_call_us', 'p50', 0),
+            (t, 'rtt_blocking_us', '', 0), invert=False)
+        row('sync call p50 (us) vs spinning round trip', t, (t, 'sync_call_us', 'p50', 0),
+            (t, 'rtt_spin_us', '', 0), invert=False)
+        row('async launches/s vs coalesced messages/s', t,
+            (t, 'launch_rate_per_s', 'with_sync', 0), (t, 'msg_rate_per_s', '', 0))
+        for size in sorted({k[3] for k in samples if k[0] == t and k[3]}):
+            for metric in ('h2d_gbps', 'd2h_gbps'):
+                for mode in ('pageable', 'pinned'):
+                    row('%s %s %s (GB/s) vs raw 1 MiB stream' % (
+                        metric[:3].upper(), mode, human(size)), t, (t, metric, mode, size),
+                        (t, 'bulk_1m_gbps', '', 0))
+
+    print('\n%-5s %-56s %12s %12s %8s' % ('path', 'figure (median [min-max])', 'value',
+                                          'limit', 'ratio'))
+    for t, label, fig, lim, ratio, _, _ in rows:
+        print('%-5s %-56s %12s %12s %7.2fx' % (t, label, fmt(fig), fmt(lim), ratio))
+    print('\nmemcpy one core: 1 MiB %s GB/s, 64 MiB %s GB/s' % (
+        fmt(stat(('memcpy', 'memcpy_1m_gbps', '', 0))),
+        fmt(stat(('memcpy', 'memcpy_64m_gbps', '', 0)))))
+
+    if args.output:
+        doc = {'date': datetime.date.today().isoformat(), 'host': platform.node(),
+               'cpus': os.cpu_count(), 'rounds': args.rounds, 'quick': args.quick,
+               'results': results,
+               'samples': [{'key': list(k), 'values': v} for k, v in sorted(samples.items())]}
+        with open(args.output, 'w') as f:
+            json.dump(doc, f, indent=1)
+        print('\nwrote %s' % args.output)
+
+
+def human(size):
+    for unit in ('B', 'KiB', 'MiB', 'GiB'):
+        if size < 1024:
+            return '%d %s' % (size, unit)
+        size //= 1024
+    return '%d TiB' % size
+
+
+def fmt(s):
+    if not s:
+        return '-'
+    v = s['median']
+    return ('%.3g' % v) if v < 1000 else ('%.3e' % v)
+
+
+if __name__ == '__main__':
+    main()
