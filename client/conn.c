@@ -10,7 +10,10 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <limits.h>
+#include <sys/eventfd.h>
 #include <sys/uio.h>
+#include <poll.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cuda.h>
@@ -30,6 +33,9 @@
 #define COPY_BULK_MAX (8u << 10)    /* smaller bulk payloads are copied into the buffer */
 #define READ_BUFFER (256u << 10)
 #define DIRECT_READ_MIN (16u << 10) /* larger bulk reads bypass the read buffer */
+/* A waiting thread polls the socket this long before sleeping: a wake-up costs 25-35 us on
+ * a virtual machine, a reply from a near server comes sooner. CUDA_REMOTE_SPIN_US sets it. */
+#define DEFAULT_SPIN_US 50
 
 typedef struct {
     size_t at; /* offset in the send buffer where these bytes belong */
@@ -62,15 +68,24 @@ struct cr_conn_s {
     size_t ref_count, ref_cap;
     uint64_t next_call_id;
 
-    pthread_mutex_t lock; /* pending list, async registrations, dead */
+    pthread_mutex_t lock; /* pending list, async registrations, dead, the read role */
+    pthread_cond_t cond;  /* broadcast when a reply completes or the read role is free */
     cr_pending_t *pending;
     cr_idmap_t async_regs; /* call id -> async_reg_t * */
     int dead;
     int context_error; /* CUresult the server said broke the context, 0 if none */
 
+    /* Reading: one thread at a time holds the read role and reads whole frames. A thread
+     * waiting for its reply reads itself (spinning briefly first), so a round trip costs no
+     * thread hand-off; the background reader reads only while nobody waits, so that
+     * asynchronous data and host functions progress without a synchronizing call. */
+    int role;             /* ROLE_* */
+    int app_waiters;      /* threads waiting for a reply */
+    int wake_fd;          /* eventfd: asks the background reader to give up the role */
     uint8_t *rbuf;
     size_t rpos, rlen;
     pthread_t reader;
+    uint64_t spin_ns;     /* how long a waiting thread polls the socket before sleeping */
 
     pthread_mutex_t cb_lock;
     pthread_cond_t cb_cond;
@@ -79,9 +94,10 @@ struct cr_conn_s {
     int cb_started;
 };
 
-typedef struct {
-    pthread_cond_t cond;
-} waiter_t;
+enum { ROLE_NONE, ROLE_APP, ROLE_BACKGROUND };
+
+static int read_frame(cr_conn_t *c, int spin);
+static void mark_dead(cr_conn_t *c, const char *why);
 
 /* --- sending -------------------------------------------------------------------------- */
 
@@ -251,24 +267,47 @@ int cr_conn_flush(cr_conn_t *c)
 int cr_msg_call(cr_msg_t *m, cr_pending_t *p)
 {
     cr_conn_t *c = m->conn;
-    waiter_t w;
-    pthread_cond_init(&w.cond, NULL);
     p->call_id = m->call_id;
     p->done = p->failed = 0;
     p->body = (cr_buf_t)CR_BUF_INIT;
-    p->waiter = &w;
     p->sink.pos = 0;
 
     pthread_mutex_lock(&c->lock);
     p->next = c->pending;
     c->pending = p;
+    c->app_waiters++;
     pthread_mutex_unlock(&c->lock);
 
     int err = send_common(m, 0, 1);
 
     pthread_mutex_lock(&c->lock);
-    while (!p->done && !c->dead)
-        pthread_cond_wait(&w.cond, &c->lock);
+    while (!p->done && !c->dead) {
+        if (c->role == ROLE_NONE) {
+            /* read ourselves until our reply is in; other replies we meet are handed over */
+            c->role = ROLE_APP;
+            pthread_mutex_unlock(&c->lock);
+            int rerr = 0;
+            while (!__atomic_load_n(&p->done, __ATOMIC_ACQUIRE) && !rerr)
+                rerr = read_frame(c, 1);
+            pthread_mutex_lock(&c->lock);
+            c->role = ROLE_NONE;
+            pthread_cond_broadcast(&c->cond);
+            if (rerr) {
+                pthread_mutex_unlock(&c->lock);
+                mark_dead(c, rerr == CR_ECLOSED ? "connection closed by the server"
+                           : rerr == CR_EPROTO  ? "malformed frame from the server"
+                                                : "read failed");
+                pthread_mutex_lock(&c->lock);
+            }
+            continue;
+        }
+        if (c->role == ROLE_BACKGROUND) { /* ask it to hand the socket over */
+            uint64_t one = 1;
+            ssize_t w = write(c->wake_fd, &one, sizeof one);
+            (void)w;
+        }
+        pthread_cond_wait(&c->cond, &c->lock);
+    }
     if (!p->done) { /* the connection died: unlink ourselves */
         for (cr_pending_t **pp = &c->pending; *pp; pp = &(*pp)->next)
             if (*pp == p) {
@@ -277,8 +316,9 @@ int cr_msg_call(cr_msg_t *m, cr_pending_t *p)
             }
         p->failed = 1;
     }
+    if (--c->app_waiters == 0)
+        pthread_cond_broadcast(&c->cond); /* the background reader may read again */
     pthread_mutex_unlock(&c->lock);
-    pthread_cond_destroy(&w.cond);
     if (err == 0 && p->failed)
         err = CR_ECLOSED;
     if (err)
@@ -410,9 +450,38 @@ static void mark_dead(cr_conn_t *c, const char *why)
         c->dead = 1;
         CR_ERROR("connection to cuda-remoted at %s lost: %s", c->address, why);
     }
-    for (cr_pending_t *p = c->pending; p; p = p->next)
-        pthread_cond_signal(&((waiter_t *)p->waiter)->cond);
+    pthread_cond_broadcast(&c->cond);
     pthread_mutex_unlock(&c->lock);
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Refills the read buffer. With `spin`, polls the socket without sleeping for up to spin_ns
+ * first: a reply that comes within that time costs no wake-up. */
+static int fill(cr_conn_t *c, int spin)
+{
+    uint64_t deadline = spin && c->spin_ns ? now_ns() + c->spin_ns : 0;
+    for (;;) {
+        ssize_t r = recv(c->fd, c->rbuf, READ_BUFFER, deadline ? MSG_DONTWAIT : 0);
+        if (r > 0) {
+            c->rpos = 0;
+            c->rlen = (size_t)r;
+            return 0;
+        }
+        if (r == 0)
+            return CR_ECLOSED;
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return CR_EIO;
+        if (now_ns() >= deadline)
+            deadline = 0; /* from now on, sleep in recv */
+    }
 }
 
 /* Reads exactly n bytes (dst may be NULL to discard them). */
@@ -430,25 +499,20 @@ static int read_exact(cr_conn_t *c, void *dst, size_t n)
             n -= take;
             continue;
         }
-        ssize_t r;
-        if (d && n >= DIRECT_READ_MIN) {
-            r = recv(c->fd, d, n, 0);
+        if (d && n >= DIRECT_READ_MIN) { /* large bulk: straight to its destination */
+            ssize_t r = recv(c->fd, d, n, 0);
             if (r > 0) {
                 d += r;
                 n -= (size_t)r;
                 continue;
             }
-        } else {
-            r = recv(c->fd, c->rbuf, READ_BUFFER, 0);
-            if (r > 0) {
-                c->rpos = 0;
-                c->rlen = (size_t)r;
+            if (r < 0 && errno == EINTR)
                 continue;
-            }
+            return r == 0 ? CR_ECLOSED : CR_EIO;
         }
-        if (r < 0 && errno == EINTR)
-            continue;
-        return r == 0 ? CR_ECLOSED : CR_EIO;
+        int err = fill(c, 0);
+        if (err)
+            return err;
     }
     return 0;
 }
@@ -506,8 +570,8 @@ static int handle_reply(cr_conn_t *c, const cr_frame_header_t *h, cr_buf_t *body
         }
     p->body = *body; /* hand the body over; the reader starts a new one */
     *body = (cr_buf_t)CR_BUF_INIT;
-    p->done = 1;
-    pthread_cond_signal(&((waiter_t *)p->waiter)->cond);
+    __atomic_store_n(&p->done, 1, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&c->cond);
     pthread_mutex_unlock(&c->lock);
     return 0;
 }
@@ -584,49 +648,89 @@ static int handle_device_output(cr_conn_t *c, const cr_frame_header_t *h)
     return 0;
 }
 
+/* Reads and dispatches one whole frame. The caller holds the read role. */
+static int read_frame(cr_conn_t *c, int spin)
+{
+    uint8_t raw[CR_FRAME_HEADER_SIZE];
+    cr_frame_header_t h;
+    int err = 0;
+    if (c->rpos == c->rlen && (err = fill(c, spin)) != 0)
+        return err;
+    if ((err = read_exact(c, raw, sizeof raw)) != 0)
+        return err;
+    if (cr_frame_decode(raw, &h) != 0)
+        return CR_EPROTO;
+    cr_buf_t body = CR_BUF_INIT;
+    if (h.body_len && (!cr_buf_grow(&body, h.body_len) || (err = read_exact(c, body.data,
+                                                                              h.body_len)))) {
+        cr_buf_free(&body);
+        return err ? err : CR_ENOMEM;
+    }
+    if (h.flags & CR_FRAME_REPLY)
+        err = handle_reply(c, &h, &body);
+    else if (h.opcode == CR_OP_D2H_DATA || h.opcode == CR_OP_HOST_FUNC)
+        err = handle_async(c, &h);
+    else if (h.opcode == CR_OP_CONTEXT_ERROR)
+        err = handle_context_error(c, &h, &body);
+    else if (h.opcode == CR_OP_DEVICE_OUTPUT)
+        err = handle_device_output(c, &h);
+    else
+        err = CR_EPROTO;
+    cr_buf_free(&body); /* what handle_reply did not take */
+    return err;
+}
+
+/* The background reader: holds the read role only while no thread waits for a reply, and
+ * gives it up when one starts waiting (wake_fd). */
 static void *reader_main(void *arg)
 {
     cr_conn_t *c = arg;
-    cr_buf_t body = CR_BUF_INIT;
-    const char *why = "connection closed by the server";
     for (;;) {
-        uint8_t raw[CR_FRAME_HEADER_SIZE];
-        cr_frame_header_t h;
-        int err = read_exact(c, raw, sizeof raw);
+        pthread_mutex_lock(&c->lock);
+        while (!c->dead && (c->role != ROLE_NONE || c->app_waiters > 0))
+            pthread_cond_wait(&c->cond, &c->lock);
+        if (c->dead) {
+            pthread_mutex_unlock(&c->lock);
+            return NULL;
+        }
+        c->role = ROLE_BACKGROUND;
+        pthread_mutex_unlock(&c->lock);
+
+        int err = 0;
+        struct pollfd fds[2] = {{c->fd, POLLIN, 0}, {c->wake_fd, POLLIN, 0}};
+        if (c->rpos == c->rlen && poll(fds, 2, -1) < 0 && errno != EINTR)
+            err = CR_EIO;
+        if (fds[1].revents & POLLIN) {
+            uint64_t n;
+            ssize_t r = read(c->wake_fd, &n, sizeof n);
+            (void)r;
+        }
+        /* whatever is there now, frame by frame; a waiting thread takes over after */
+        while (!err && (c->rpos < c->rlen || (fds[0].revents & (POLLIN | POLLHUP | POLLERR)))) {
+            fds[0].revents = 0;
+            err = read_frame(c, 0);
+            if (!err && c->rpos == c->rlen) { /* more already on the socket? */
+                struct pollfd more = {c->fd, POLLIN, 0};
+                if (poll(&more, 1, 0) > 0)
+                    fds[0].revents = more.revents;
+            }
+            pthread_mutex_lock(&c->lock);
+            int yield = c->app_waiters > 0;
+            pthread_mutex_unlock(&c->lock);
+            if (yield)
+                break;
+        }
+        pthread_mutex_lock(&c->lock);
+        c->role = ROLE_NONE;
+        pthread_cond_broadcast(&c->cond);
+        pthread_mutex_unlock(&c->lock);
         if (err) {
-            why = err == CR_ECLOSED ? "connection closed by the server" : "read failed";
-            break;
-        }
-        if ((err = cr_frame_decode(raw, &h)) != 0) {
-            why = "malformed frame from the server";
-            break;
-        }
-        cr_buf_reset(&body);
-        if (h.body_len &&
-            (!cr_buf_grow(&body, h.body_len) || read_exact(c, body.data, h.body_len) != 0)) {
-            why = "read failed";
-            break;
-        }
-        if (h.flags & CR_FRAME_REPLY)
-            err = handle_reply(c, &h, &body);
-        else if (h.opcode == CR_OP_D2H_DATA || h.opcode == CR_OP_HOST_FUNC)
-            err = handle_async(c, &h);
-        else if (h.opcode == CR_OP_CONTEXT_ERROR)
-            err = handle_context_error(c, &h, &body);
-        else if (h.opcode == CR_OP_DEVICE_OUTPUT)
-            err = handle_device_output(c, &h);
-        else {
-            why = "unexpected message from the server";
-            break;
-        }
-        if (err) {
-            why = err == CR_ECLOSED ? "connection closed by the server" : "read failed";
-            break;
+            mark_dead(c, err == CR_ECLOSED ? "connection closed by the server"
+                         : err == CR_EPROTO ? "malformed frame from the server"
+                                            : "read failed");
+            return NULL;
         }
     }
-    cr_buf_free(&body);
-    mark_dead(c, why);
-    return NULL;
 }
 
 int cr_conn_open(const cr_address_t *addr, cr_conn_t **out, char *err, size_t err_len)
@@ -654,6 +758,10 @@ int cr_conn_open(const cr_address_t *addr, cr_conn_t **out, char *err, size_t er
         snprintf(c->address, sizeof c->address, "%s:%d", addr->host, addr->port);
     pthread_mutex_init(&c->send_lock, NULL);
     pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->cond, NULL);
+    c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    const char *spin = getenv("CUDA_REMOTE_SPIN_US");
+    c->spin_ns = (spin ? strtoull(spin, NULL, 10) : DEFAULT_SPIN_US) * 1000;
     pthread_mutex_init(&c->cb_lock, NULL);
     pthread_cond_init(&c->cb_cond, NULL);
     /* the reader must not take signals meant for the application's threads */

@@ -39,7 +39,6 @@ typedef struct cr_pending_s {
     int failed;         /* the connection died or the reply did not fit: no valid body */
     cr_sink_t sink;     /* zero-sized when the reply carries no bulk bytes */
     cr_buf_t body;      /* the reply's msgpack body */
-    void *waiter;       /* internal */
 } cr_pending_t;
 
 /* A message under construction: holds the connection's send lock from begin to send. */

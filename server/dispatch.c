@@ -7,16 +7,67 @@
 
 #include "error.h"
 #include "log.h"
+#include "mpcheck.h"
 
 /* --- requests and replies ----------------------------------------------------------------- */
+
+/* Bulk payloads up to this size share the request's allocation (launch parameters, small
+ * copies); larger ones get their own, read straight into by the loop. */
+#define INLINE_BULK_MAX (64u << 10)
+
+cr_request_t *cr_request_new(const cr_frame_header_t *h)
+{
+    int separate = h->bulk_len > INLINE_BULK_MAX;
+    size_t inline_bytes = h->body_len + (separate ? 0 : (size_t)h->bulk_len);
+    cr_request_t *req = malloc(sizeof *req + inline_bytes);
+    if (!req)
+        return NULL;
+    memset(req, 0, sizeof *req);
+    req->hdr = *h;
+    req->body = (uint8_t *)(req + 1);
+    if (h->bulk_len) {
+        req->bulk = separate ? malloc(h->bulk_len) : req->body + h->body_len;
+        req->bulk_separate = separate;
+        if (!req->bulk) {
+            free(req);
+            return NULL;
+        }
+    }
+    return req;
+}
+
+int cr_request_decode(cr_request_t *req, msgpack_zone *zone)
+{
+    size_t off = 0;
+    if (req->hdr.body_len == 0 || cr_mpcheck(req->body, req->hdr.body_len) != 0 ||
+        msgpack_unpack((const char *)req->body, req->hdr.body_len, &off, zone, &req->root) !=
+            MSGPACK_UNPACK_SUCCESS ||
+        off != req->hdr.body_len)
+        return CR_EPROTO;
+    if (req->root.type == MSGPACK_OBJECT_ARRAY) {
+        req->args = req->root.via.array.ptr;
+        req->argc = req->root.via.array.size;
+    } else if (req->hdr.opcode != CR_OP_HELLO) {
+        return CR_EPROTO;
+    }
+    return 0;
+}
+
+int cr_request_outlives_executor(const cr_request_t *req)
+{
+    unsigned op = req->hdr.opcode;
+    const cr_dispatch_entry_t *e = op < CR_OP_COUNT ? &cr_dispatch_table[op] : NULL;
+    return e && !e->hand && e->desc && (e->desc->flags & CR_FN_WAITS);
+}
 
 void cr_request_free(cr_request_t *req)
 {
     if (!req)
         return;
-    msgpack_unpacked_destroy(&req->unpacked);
-    free(req->body);
-    free(req->bulk);
+    if (req->zone)
+        msgpack_zone_free(req->zone);
+    if (req->bulk_separate)
+        free(req->bulk);
     free(req);
 }
 

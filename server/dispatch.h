@@ -16,12 +16,24 @@ struct cr_request_s {
     cr_request_t *next;
     cr_session_t *session;
     cr_frame_header_t hdr;
-    uint8_t *body;
-    uint8_t *bulk;            /* bulk_len bytes, or NULL */
-    msgpack_unpacked unpacked;
-    const msgpack_object *args;
+    uint8_t *body;            /* inside the request's own allocation */
+    uint8_t *bulk;            /* bulk_len bytes, or NULL; inside it too when small */
+    int bulk_separate;        /* bulk was allocated on its own */
+    msgpack_object root;      /* the decoded body (cr_request_decode) */
+    msgpack_zone *zone;       /* the request's own zone, when it outlives the executor's */
+    const msgpack_object *args; /* root's elements when it is an array */
     uint32_t argc;
 };
+
+/* Allocates a request for a frame with this header: one block for the request, its body
+ * and a small bulk payload. NULL when out of memory. */
+cr_request_t *cr_request_new(const cr_frame_header_t *h);
+/* Checks and decodes the body into zone (the executor's, reused request after request, or
+ * the request's own). 0 or CR_EPROTO. */
+int cr_request_decode(cr_request_t *req, msgpack_zone *zone);
+/* 1 when the request is answered off the executor (its decoded body must outlive the
+ * executor's zone). */
+int cr_request_outlives_executor(const cr_request_t *req);
 
 typedef void (*cr_hand_fn)(cr_request_t *req);
 typedef CUresult (*cr_call_fn)(const cr_driver_t *d, cr_arg_t *a);

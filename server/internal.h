@@ -114,7 +114,11 @@ struct cr_session_s {
     cr_handle_t legacy;      /* the session's own legacy default stream (id 0) */
     uint64_t legacy_gen;
 
-    /* outbox, drained by the loop */
+    /* output: written straight from the sending thread when nothing is queued before it
+     * (no hand-off to the loop on the way out), else queued for the loop */
+    int fd;                  /* the connection's socket, -1 once it closes */
+    int direct_busy;         /* a thread is writing straight to fd */
+    int writes_in_flight;    /* messages handed to libuv, not yet written */
     struct cr_outmsg_s *out_head, *out_tail;
     int out_queued;          /* on the server's list of sessions with output */
     int close_requested;     /* close the connection once the output is written */
@@ -188,6 +192,7 @@ typedef struct cr_outmsg_s {
     cr_buf_t head;           /* header and body */
     const void *bulk;
     size_t bulk_len;
+    size_t sent;             /* bytes of head + bulk already written */
     void (*release)(void *); /* called with release_arg once written (or dropped) */
     void *release_arg;
     uv_write_t write;

@@ -4,15 +4,17 @@
  * bounded body, and bulk bytes read straight into the request's own buffer) and handed to
  * the session's executor. Output queued by any thread is written here, woken by one
  * uv_async handle. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "dispatch.h"
 #include "error.h"
 #include "log.h"
-#include "mpcheck.h"
 #include "protocol.h"
 
 #define READ_BUFFER (64u << 10)
@@ -59,35 +61,101 @@ static void release_msg(cr_outmsg_t *m)
     free(m);
 }
 
-void cr_server_send(cr_session_t *s, cr_outmsg_t *m)
+/* Puts the session on the loop's list of sessions to look at. Caller holds s->lock. */
+static void enqueue_locked(cr_session_t *s, int *wake)
+{
+    if (!s->out_queued) {
+        s->out_queued = 1;
+        s->refs++; /* the server's list holds it */
+        *wake = 2;
+    } else if (!*wake) {
+        *wake = 1;
+    }
+}
+
+static void add_to_list(cr_session_t *s)
 {
     cr_server_t *srv = s->server;
+    pthread_mutex_lock(&srv->lock);
+    s->next_with_output = srv->output;
+    srv->output = s;
+    pthread_mutex_unlock(&srv->lock);
+}
+
+/* Writes what it can of m without blocking; returns 1 when all of it went out. */
+static int write_direct(int fd, cr_outmsg_t *m)
+{
+    struct iovec iov[2];
+    int n = 0;
+    size_t total = m->head.len + m->bulk_len;
+    while (m->sent < total) {
+        n = 0;
+        if (m->sent < m->head.len)
+            iov[n++] = (struct iovec){m->head.data + m->sent, m->head.len - m->sent};
+        if (m->bulk_len) {
+            size_t off = m->sent > m->head.len ? m->sent - m->head.len : 0;
+            iov[n++] = (struct iovec){(char *)m->bulk + off, m->bulk_len - off};
+        }
+        struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+        ssize_t w = sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return 0; /* EAGAIN (the loop takes over) or an error (the loop will see it) */
+        }
+        m->sent += (size_t)w;
+    }
+    return 1;
+}
+
+void cr_server_send(cr_session_t *s, cr_outmsg_t *m)
+{
     m->next = NULL;
     m->session = s;
+    m->sent = 0;
+    int wake = 0;
     pthread_mutex_lock(&s->lock);
     if (!s->stream && s->closing) { /* nobody to send it to */
         pthread_mutex_unlock(&s->lock);
         release_msg(m);
         return;
     }
+    if (m->head.len && s->fd >= 0 && !s->out_head && !s->writes_in_flight && !s->direct_busy) {
+        /* nothing before it: write it from this thread */
+        s->direct_busy = 1;
+        int fd = s->fd;
+        pthread_mutex_unlock(&s->lock);
+        int done = write_direct(fd, m);
+        pthread_mutex_lock(&s->lock);
+        s->direct_busy = 0;
+        pthread_cond_broadcast(&s->cond); /* a closing connection may wait for this */
+        if (done) {
+            if (s->out_head) /* others queued meanwhile: the loop writes them */
+                enqueue_locked(s, &wake);
+            pthread_mutex_unlock(&s->lock);
+            release_msg(m);
+            goto wake_loop;
+        }
+        m->next = s->out_head; /* the rest goes first, before what others queued */
+        s->out_head = m;
+        if (!s->out_tail)
+            s->out_tail = m;
+        enqueue_locked(s, &wake);
+        pthread_mutex_unlock(&s->lock);
+        goto wake_loop;
+    }
     if (s->out_tail)
         s->out_tail->next = m;
     else
         s->out_head = m;
     s->out_tail = m;
-    int enqueue = !s->out_queued;
-    if (enqueue) {
-        s->out_queued = 1;
-        s->refs++; /* the server's list holds it */
-    }
+    enqueue_locked(s, &wake);
     pthread_mutex_unlock(&s->lock);
-    if (enqueue) {
-        pthread_mutex_lock(&srv->lock);
-        s->next_with_output = srv->output;
-        srv->output = s;
-        pthread_mutex_unlock(&srv->lock);
-    }
-    uv_async_send(&srv->wakeup);
+wake_loop:
+    if (wake == 2)
+        add_to_list(s);
+    if (wake)
+        uv_async_send(&s->server->wakeup);
 }
 
 void cr_server_wake(cr_session_t *s)
@@ -111,6 +179,10 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
 static void on_write(uv_write_t *w, int status)
 {
     cr_outmsg_t *m = w->data;
+    cr_session_t *s = m->session;
+    pthread_mutex_lock(&s->lock);
+    s->writes_in_flight--;
+    pthread_mutex_unlock(&s->lock);
     release_msg(m);
 }
 
@@ -124,9 +196,14 @@ static void on_shutdown(uv_shutdown_t *req, int status)
 static void drain_session(cr_session_t *s)
 {
     pthread_mutex_lock(&s->lock);
-    cr_outmsg_t *m = s->out_head;
-    s->out_head = s->out_tail = NULL;
+    /* a direct write in progress goes first: its writer re-queues the session after it */
+    cr_outmsg_t *m = s->direct_busy ? NULL : s->out_head;
+    if (!s->direct_busy)
+        s->out_head = s->out_tail = NULL;
     s->out_queued = 0;
+    for (cr_outmsg_t *q = m; q; q = q->next)
+        if (q->head.len)
+            s->writes_in_flight++;
     uv_stream_t *stream = s->stream;
     int close_now = s->close_requested;
     s->close_requested = 0;
@@ -139,15 +216,26 @@ static void drain_session(cr_session_t *s)
     while (m) {
         cr_outmsg_t *next = m->next;
         if (!stream || m->head.len == 0) {
+            if (m->head.len) {
+                pthread_mutex_lock(&s->lock);
+                s->writes_in_flight--;
+                pthread_mutex_unlock(&s->lock);
+            }
             release_msg(m);
         } else {
-            uv_buf_t bufs[2] = {uv_buf_init((char *)m->head.data, (unsigned)m->head.len)};
-            unsigned n = 1;
-            if (m->bulk_len)
-                bufs[n++] = uv_buf_init((char *)m->bulk, (unsigned)m->bulk_len);
+            /* what a direct write already sent is skipped */
+            uv_buf_t bufs[2];
+            unsigned n = 0;
+            if (m->sent < m->head.len)
+                bufs[n++] = uv_buf_init((char *)m->head.data + m->sent,
+                                        (unsigned)(m->head.len - m->sent));
+            if (m->bulk_len) {
+                size_t off = m->sent > m->head.len ? m->sent - m->head.len : 0;
+                bufs[n++] = uv_buf_init((char *)m->bulk + off, (unsigned)(m->bulk_len - off));
+            }
             m->write.data = m;
             if (uv_write(&m->write, stream, bufs, n, on_write) != 0)
-                release_msg(m);
+                on_write(&m->write, -1);
         }
         m = next;
     }
@@ -216,30 +304,13 @@ static uint64_t bulk_limit(uint16_t opcode)
     }
 }
 
-/* A request is complete: decode its body and route it. Returns 0 or CR_EPROTO. */
+/* A request is complete: route it (the executor decodes it). Returns 0 or CR_EPROTO. */
 static int complete(conn_t *c)
 {
     cr_request_t *req = c->req;
     c->req = NULL;
     c->header_got = c->body_got = 0;
     c->bulk_got = 0;
-    msgpack_unpacked_init(&req->unpacked);
-    size_t off = 0;
-    if (req->hdr.body_len == 0 || cr_mpcheck(req->body, req->hdr.body_len) != 0 ||
-        msgpack_unpack_next(&req->unpacked, (const char *)req->body, req->hdr.body_len, &off) !=
-            MSGPACK_UNPACK_SUCCESS ||
-        off != req->hdr.body_len) {
-        cr_request_free(req);
-        return CR_EPROTO;
-    }
-    const msgpack_object *o = &req->unpacked.data;
-    if (o->type == MSGPACK_OBJECT_ARRAY) {
-        req->args = o->via.array.ptr;
-        req->argc = o->via.array.size;
-    } else if (req->hdr.opcode != CR_OP_HELLO) {
-        cr_request_free(req);
-        return CR_EPROTO;
-    }
     if (req->hdr.flags & (CR_FRAME_REPLY | CR_FRAME_PARTIAL)) {
         cr_request_free(req);
         return CR_EPROTO;
@@ -264,19 +335,8 @@ static int start_request(conn_t *c)
         return err;
     if (h.bulk_len > bulk_limit(h.opcode))
         return CR_ETOOBIG;
-    cr_request_t *req = calloc(1, sizeof *req);
-    if (!req)
+    if (!(c->req = cr_request_new(&h)))
         return CR_ENOMEM;
-    req->hdr = h;
-    req->body = malloc(h.body_len ? h.body_len : 1);
-    req->bulk = h.bulk_len ? malloc(h.bulk_len) : NULL;
-    if (!req->body || (h.bulk_len && !req->bulk)) {
-        free(req->body);
-        free(req->bulk);
-        free(req);
-        return CR_ENOMEM;
-    }
-    c->req = req;
     c->body_got = 0;
     c->bulk_got = 0;
     return 0;
@@ -420,7 +480,12 @@ static void on_connection(uv_stream_t *listener, int status)
         uv_close(&c->h.handle, on_closed);
         return;
     }
+    uv_os_fd_t fd = -1;
+    uv_fileno(&c->h.handle, &fd);
+    pthread_mutex_lock(&c->session->lock);
     c->session->stream = &c->h.stream;
+    c->session->fd = fd;
+    pthread_mutex_unlock(&c->session->lock);
     uv_read_start(&c->h.stream, on_alloc, on_read);
 }
 

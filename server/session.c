@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "cpu.h"
 #include "dispatch.h"
 #include "error.h"
 #include "log.h"
@@ -20,6 +22,21 @@ static size_t inbox_high = (size_t)256 << 20;
 void cr_session_set_input_limit(size_t bytes)
 {
     inbox_high = bytes ? bytes : 1;
+}
+
+/* How long an idle executor keeps looking for the next request before it sleeps. */
+static uint64_t executor_spin_ns = 20000;
+
+void cr_session_set_spin(uint64_t ns)
+{
+    executor_spin_ns = ns;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
 static size_t request_bytes(const cr_request_t *req)
@@ -465,9 +482,7 @@ static void copy_field(char *dst, size_t cap, const msgpack_object *map, const c
 
 static int handle_hello(cr_session_t *s, cr_request_t *req)
 {
-    const msgpack_object *info = req->unpacked.data.type == MSGPACK_OBJECT_MAP
-                                     ? &req->unpacked.data
-                                     : NULL;
+    const msgpack_object *info = req->root.type == MSGPACK_OBJECT_MAP ? &req->root : NULL;
     char protocol[16], pid[16], host[64], program[200], client[64];
     if (!info)
         return CR_EPROTO;
@@ -541,6 +556,8 @@ static void *executor_main(void *arg)
     cr_session_t *s = arg;
     const cr_driver_t *d = &s->backend->d;
     cr_backend_bind_thread(s->backend);
+    msgpack_zone exec_zone;
+    msgpack_zone_init(&exec_zone, 8192);
     CUresult r = d->cuStreamCreate((CUstream *)&s->legacy.obj, CU_STREAM_NON_BLOCKING);
     if (r != CUDA_SUCCESS) {
         CR_ERROR("session %llu: cannot create its stream: %s", (unsigned long long)s->id,
@@ -549,6 +566,12 @@ static void *executor_main(void *arg)
     }
     s->legacy.type = CR_HT_CUstream;
     for (;;) {
+        /* a client that just sent something often sends more at once: look for it a
+         * little while before sleeping, which would cost a wake-up per request */
+        uint64_t until = now_ns() + executor_spin_ns;
+        while (!__atomic_load_n(&s->inbox_head, __ATOMIC_ACQUIRE) &&
+               !__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE) && now_ns() < until)
+            cr_cpu_relax();
         pthread_mutex_lock(&s->lock);
         while (!s->inbox_head && !s->closing)
             pthread_cond_wait(&s->cond, &s->lock);
@@ -569,6 +592,21 @@ static void *executor_main(void *arg)
             cr_server_wake(s);
         s->stat_requests++;
 
+        /* decode into the executor's zone, reused request after request, unless the
+         * request is answered off the executor */
+        msgpack_zone *zone = &exec_zone;
+        if (cr_request_outlives_executor(req) && !(zone = req->zone = msgpack_zone_new(2048))) {
+            cr_request_finish(req, CUDA_ERROR_OUT_OF_MEMORY);
+            continue;
+        }
+        if (cr_request_decode(req, zone) != 0) {
+            CR_WARN("session %llu: malformed %s from %s; closing the connection",
+                    (unsigned long long)s->id, cr_opcode_name(req->hdr.opcode), s->peer);
+            cr_request_free(req);
+            msgpack_zone_clear(&exec_zone);
+            cr_server_close_connection(s);
+            continue;
+        }
         if (!s->hello_done) {
             int err = req->hdr.opcode == CR_OP_HELLO ? handle_hello(s, req) : CR_EPROTO;
             if (err) {
@@ -578,14 +616,16 @@ static void *executor_main(void *arg)
                 cr_server_close_connection(s);
             }
             cr_request_free(req);
+            msgpack_zone_clear(&exec_zone);
             continue;
         }
-        if (req->hdr.opcode == CR_OP_HELLO) {
+        if (req->hdr.opcode == CR_OP_HELLO)
             cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
-            continue;
-        }
-        cr_dispatch(req);
+        else
+            cr_dispatch(req);
+        msgpack_zone_clear(&exec_zone); /* nothing the executor decoded is used after this */
     }
+    msgpack_zone_destroy(&exec_zone);
 
     /* wait for the waiter threads and host functions still using the session */
     pthread_mutex_lock(&s->lock);
@@ -618,6 +658,7 @@ cr_session_t *cr_session_new(cr_server_t *server, const cr_backend_t *b, uint64_
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->cond, NULL);
     s->refs = 2; /* the executor's and the connection's */
+    s->fd = -1;
     if (pthread_create(&s->executor, NULL, executor_main, s) != 0) {
         pthread_mutex_destroy(&s->lock);
         pthread_cond_destroy(&s->cond);
@@ -655,6 +696,9 @@ void cr_session_close(cr_session_t *s, const char *why)
     int first = !s->closing;
     s->closing = 1;
     s->stream = NULL;
+    s->fd = -1; /* no direct writes any more: the loop closes the socket */
+    while (s->direct_busy) /* one in progress uses the old fd: it must not be reused yet */
+        pthread_cond_wait(&s->cond, &s->lock);
     pthread_cond_broadcast(&s->cond); /* the executor and blocked host functions */
     pthread_mutex_unlock(&s->lock);
     if (first)
