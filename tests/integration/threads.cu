@@ -34,6 +34,9 @@ static void worker(int id, std::atomic<int> *failures)
         CHECK_CUDA(cudaMalloc(&d1, n * sizeof(uint32_t)));
         CHECK_CUDA(cudaMalloc(&d2, n * sizeof(uint32_t)));
         CHECK_CUDA(cudaMemcpy(d1, in.data(), n * sizeof(uint32_t), cudaMemcpyHostToDevice));
+        // a synchronous copy from pageable memory may still be landing when it returns, and
+        // with a per-thread default stream nothing orders s after it: wait for it
+        CHECK_CUDA(cudaStreamSynchronize(cudaStreamPerThread));
         CHECK_CUDA(cudaMemcpyAsync(d2, d1, n * sizeof(uint32_t), cudaMemcpyDeviceToDevice, s));
         CHECK_CUDA(cudaMemsetAsync(d2, 0xff, 16, s));
         CHECK_CUDA(cudaMemcpyAsync(pinned, d2, n * sizeof(uint32_t), cudaMemcpyDeviceToHost, s));
