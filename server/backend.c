@@ -40,7 +40,7 @@ static void *open_driver(const char *path, char *resolved, size_t resolved_len, 
     if (dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && map->l_name[0])
         snprintf(resolved, resolved_len, "%s", map->l_name);
     if (dlsym(h, "cr_remote_stub_version")) {
-        snprintf(err, err_len, "%s is cuda-remote's own client stub, not NVIDIA's driver",
+        snprintf(err, err_len, "%.400s is cuda-remote's own client stub, not NVIDIA's driver",
                  resolved);
         dlclose(h);
         return NULL;

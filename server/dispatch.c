@@ -26,7 +26,7 @@ cr_request_t *cr_request_new(const cr_frame_header_t *h)
     req->hdr = *h;
     req->body = (uint8_t *)(req + 1);
     if (h->bulk_len) {
-        req->bulk = separate ? malloc(h->bulk_len) : req->body + h->body_len;
+        req->bulk = separate ? cr_bulk_get(h->bulk_len) : req->body + h->body_len;
         req->bulk_separate = separate;
         if (!req->bulk) {
             free(req);
@@ -67,7 +67,7 @@ void cr_request_free(cr_request_t *req)
     if (req->zone)
         msgpack_zone_free(req->zone);
     if (req->bulk_separate)
-        free(req->bulk);
+        cr_bulk_put(req->bulk, req->hdr.bulk_len);
     free(req);
 }
 

@@ -2,9 +2,9 @@
  *
  * Host-to-device bytes arrive as the request's bulk and are enqueued from there; the
  * backend consumes a pageable source before returning, so the request can be freed.
- * Device-to-host copies land in a page-locked staging buffer: a waiting copy replies from
- * a waiter thread once its event completed; an asynchronous one is pushed to the client
- * by a host function when the stream gets there. Large data leaves in CR_COPY_CHUNK
+ * Device-to-host copies land in a page-locked staging buffer (reused, buffers.c): a
+ * waiting copy replies from a waiter thread once its event completed; an asynchronous one
+ * is pushed to the client by a host function when the stream gets there. Large data leaves in CR_COPY_CHUNK
  * frames. */
 #include <stdlib.h>
 #include <string.h>
@@ -19,22 +19,15 @@ typedef struct {
     cr_session_t *session;
     cr_request_t *req; /* waiting copies: the request to answer */
     uint64_t call_id;  /* asynchronous copies: the call the data belongs to */
-    void *staging;
+    cr_staging_t staging;
     size_t size;
     CUevent done;
 } dtoh_t;
 
-static CUresult staging_alloc(cr_session_t *s, size_t size, void **out)
-{
-    const cr_driver_t *d = &s->backend->d;
-    /* page-locked, so that the device-to-host copy is asynchronous for the executor */
-    return d->cuMemAllocHost_v2(out, size ? size : 1);
-}
-
 static void staging_release(void *arg)
 {
     dtoh_t *t = arg;
-    t->session->backend->d.cuMemFreeHost(t->staging);
+    cr_staging_put(t->session->backend, &t->staging);
     cr_session_unref(t->session);
     free(t);
 }
@@ -60,7 +53,7 @@ static void send_staged(dtoh_t *t, cr_request_t *req, uint16_t opcode)
             msgpack_pack_array(&pk, 1);
             msgpack_pack_int(&pk, CUDA_SUCCESS);
         }
-        m->bulk = (uint8_t *)t->staging + off;
+        m->bulk = (uint8_t *)t->staging.ptr + off;
         m->bulk_len = len;
         if (last) {
             m->release = staging_release;
@@ -174,7 +167,7 @@ static dtoh_t *dtoh_new(cr_session_t *s, size_t size, CUresult *r)
     }
     t->session = s;
     t->size = size;
-    if ((*r = staging_alloc(s, size, &t->staging)) != CUDA_SUCCESS) {
+    if ((*r = cr_staging_get(s->backend, size ? size : 1, &t->staging)) != CUDA_SUCCESS) {
         free(t);
         return NULL;
     }
@@ -235,7 +228,7 @@ static void dtoh(cr_request_t *req)
         return;
     }
     cr_session_stream_prepare(s, stream);
-    r = s->backend->d.cuMemcpyDtoHAsync_v2(t->staging, src, bytes, stream->obj);
+    r = s->backend->d.cuMemcpyDtoHAsync_v2(t->staging.ptr, src, bytes, stream->obj);
     finish_dtoh(req, stream, t, r);
 }
 
@@ -340,7 +333,7 @@ static void copy_3d(cr_request_t *req)
         return;
     }
     p.dstMemoryType = CU_MEMORYTYPE_HOST;
-    p.dstHost = t->staging;
+    p.dstHost = t->staging.ptr;
     p.dstPitch = width;
     p.dstHeight = height;
     finish_dtoh(req, stream, t, d->cuMemcpy3DAsync_v2(&p, stream->obj));

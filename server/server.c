@@ -557,6 +557,7 @@ static void on_signal(uv_signal_t *sig, int signum)
 int cr_server_run(const cr_backend_t *b, const char *const *listen, int listen_count)
 {
     cr_server_t srv = {0};
+    cr_backend_bind_thread(b); /* the loop releases staging buffers once they are written */
     srv.loop = uv_default_loop();
     srv.backend = b;
     pthread_mutex_init(&srv.lock, NULL);
