@@ -9,6 +9,10 @@
  *   msg_rate_per_s      128-byte messages coalesced into 64 KiB writes, one ack at the end
  *   bulk_1m_gbps        one stream of 1 MiB writes (256 MiB in all), then an ack
  *   bulk_64m_gbps       the same with 64 MiB writes
+ *   transfer_gbps       (with "size") synchronous transfers of SIZE bytes, 4 KiB .. 256 MiB:
+ *                       from a SIZE-byte buffer into one on the other side (in writes of at
+ *                       most 8 MiB), each answered by a 16-byte ack; the limit of a
+ *                       synchronous copy of that size, cache misses of large buffers included
  *   memcpy_1m_gbps      memcpy of 1 MiB (cache-resident), one core
  *   memcpy_64m_gbps     memcpy of 64 MiB (memory), one core
  * For shm, the "transport" is a shared-memory ring between two processes: the round trips
@@ -46,11 +50,20 @@ static void die(const char *what)
     exit(1);
 }
 
+static void emit_sized(const char *transport, const char *metric, double value,
+                       const char *unit, size_t size)
+{
+    printf("{\"transport\":\"%s\",\"metric\":\"%s\",\"value\":%.6g,\"unit\":\"%s\"",
+           transport, metric, value, unit);
+    if (size)
+        printf(",\"size\":%zu", size);
+    printf("}\n");
+    fflush(stdout);
+}
+
 static void emit(const char *transport, const char *metric, double value, const char *unit)
 {
-    printf("{\"transport\":\"%s\",\"metric\":\"%s\",\"value\":%.6g,\"unit\":\"%s\"}\n",
-           transport, metric, value, unit);
-    fflush(stdout);
+    emit_sized(transport, metric, value, unit, 0);
 }
 
 /* --- sockets -------------------------------------------------------------------------------- */
@@ -125,6 +138,23 @@ static void socket_pair(const char *transport, int *client, int *server)
 
 enum { ROUND_TRIPS = 20000, MESSAGES = 2000000, BULK = 256 << 20 };
 
+#define TRANSFER_MIN ((size_t)4 << 10)
+#define TRANSFER_MAX ((size_t)256 << 20)
+#define TRANSFER_WRITE ((size_t)8 << 20) /* as the remoting layer's copy chunks */
+
+/* Repetitions of a SIZE-byte transfer: ~400 MB in all, as remote_bench copies. */
+static int transfer_reps(size_t size)
+{
+    size_t reps = ((size_t)400 << 20) / size;
+    return reps < 1 ? 1 : reps > 2000 ? 2000 : (int)reps;
+}
+
+static void write_in_pieces(int fd, const char *buf, size_t size)
+{
+    for (size_t off = 0; off < size; off += TRANSFER_WRITE)
+        full_write(fd, buf + off, size - off < TRANSFER_WRITE ? size - off : TRANSFER_WRITE);
+}
+
 /* The serving side of every socket measurement, in a child process. */
 static void serve(int fd)
 {
@@ -157,6 +187,16 @@ static void serve(int fd)
                 left -= (size_t)r;
             }
             full_write(fd, "k", 1);
+        } else if (cmd == 'x') { /* sized transfers */
+            uint64_t size;
+            full_read(fd, &size, sizeof size, 0);
+            char *dst = malloc(size), ack[16] = {0};
+            memset(dst, 0, size);
+            for (int i = transfer_reps(size); i > 0; i--) {
+                full_read(fd, dst, size, 0);
+                full_write(fd, ack, sizeof ack);
+            }
+            free(dst);
         }
     }
 }
@@ -204,6 +244,24 @@ static double bulk(int fd, size_t chunk)
     return gbps;
 }
 
+static double transfer(int fd, size_t size)
+{
+    uint64_t sz = size;
+    char *src = malloc(size), ack[16];
+    memset(src, 1, size);
+    full_write(fd, "x", 1);
+    full_write(fd, &sz, sizeof sz);
+    int reps = transfer_reps(size);
+    double t0 = now();
+    for (int i = 0; i < reps; i++) {
+        write_in_pieces(fd, src, size);
+        full_read(fd, ack, sizeof ack, 0);
+    }
+    double gbps = (double)size * reps / (now() - t0) / 1e9;
+    free(src);
+    return gbps;
+}
+
 static void sockets(const char *transport)
 {
     int c, s;
@@ -220,6 +278,8 @@ static void sockets(const char *transport)
     emit(transport, "msg_rate_per_s", message_rate(c), "1/s");
     emit(transport, "bulk_1m_gbps", bulk(c, 1 << 20), "GB/s");
     emit(transport, "bulk_64m_gbps", bulk(c, 64 << 20), "GB/s");
+    for (size_t size = TRANSFER_MIN; size <= TRANSFER_MAX; size *= 4)
+        emit_sized(transport, "transfer_gbps", transfer(c, size), "GB/s", size);
     close(c);
     waitpid(child, NULL, 0);
 }

@@ -125,9 +125,9 @@ def main():
         for size in sorted({k[3] for k in samples if k[0] == t and k[3]}):
             for metric in ('h2d_gbps', 'd2h_gbps'):
                 for mode in ('pageable', 'pinned'):
-                    row('%s %s %s (GB/s) vs raw 1 MiB stream' % (
+                    row('%s %s %s (GB/s) vs raw transfer of that size' % (
                         metric[:3].upper(), mode, human(size)), t, (t, metric, mode, size),
-                        (t, 'bulk_1m_gbps', '', 0))
+                        (t, 'transfer_gbps', '', size))
 
     print('\n%-5s %-56s %12s %12s %8s' % ('path', 'figure (median [min-max])', 'value',
                                           'limit', 'ratio'))
