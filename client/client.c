@@ -64,10 +64,9 @@ CUresult cr_unsupported(const char *name)
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-CUresult cr_call(cr_msg_t *m, cr_pending_t *p, msgpack_unpacked *u)
+/* The CUresult of a completed call whose transport result was err. */
+static CUresult reply_result(int err, cr_pending_t *p, msgpack_unpacked *u)
 {
-    msgpack_unpacked_init(u);
-    int err = cr_msg_call(m, p);
     if (err)
         return cr_transport_error(err);
     size_t off = 0;
@@ -82,6 +81,29 @@ CUresult cr_call(cr_msg_t *m, cr_pending_t *p, msgpack_unpacked *u)
     if (p->failed) /* the reply's bulk data did not fit where it was expected */
         return CUDA_ERROR_UNKNOWN;
     return (CUresult)u->data.via.array.ptr[0].via.u64;
+}
+
+CUresult cr_call(cr_msg_t *m, cr_pending_t *p, msgpack_unpacked *u)
+{
+    msgpack_unpacked_init(u);
+    return reply_result(cr_msg_call(m, p), p, u);
+}
+
+void cr_call_start(cr_msg_t *m, cr_pending_t *p)
+{
+    cr_msg_call_start(m, p);
+}
+
+CUresult cr_call_finish(cr_pending_t *p, msgpack_unpacked *u)
+{
+    msgpack_unpacked_init(u);
+    return reply_result(cr_pending_wait(p), p, u);
+}
+
+CUresult cr_call_fd(cr_msg_t *m, cr_pending_t *p, msgpack_unpacked *u, int fd)
+{
+    msgpack_unpacked_init(u);
+    return reply_result(cr_msg_call_fd(m, p, fd), p, u);
 }
 
 void cr_reply_done(cr_pending_t *p, msgpack_unpacked *u)
@@ -255,6 +277,7 @@ CUresult cr_hand_cuInit(unsigned int flags)
         if (r != CUDA_ERROR_NO_DEVICE)
             r = CUDA_ERROR_NO_DEVICE;
     } else {
+        cr_shm_start(client_state.conn, addr.is_unix);
         client_ready = &client_state;
     }
     init_result = r;

@@ -101,18 +101,34 @@ static void mark_dead(cr_conn_t *c, const char *why);
 
 /* --- sending -------------------------------------------------------------------------- */
 
-static int write_all_iov(int fd, struct iovec *iov, int n)
+/* Writes iov; pass_fd >= 0 travels (SCM_RIGHTS) with the first bytes. */
+static int write_all_iov(int fd, struct iovec *iov, int n, int pass_fd)
 {
+    union {
+        struct cmsghdr h;
+        char space[CMSG_SPACE(sizeof(int))];
+    } control;
     while (n > 0) {
         /* sendmsg, not writev: MSG_NOSIGNAL keeps a closed connection from raising SIGPIPE
          * in the application */
         struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)(n > IOV_MAX ? IOV_MAX : n)};
+        if (pass_fd >= 0) {
+            memset(&control, 0, sizeof control);
+            msg.msg_control = control.space;
+            msg.msg_controllen = sizeof control.space;
+            struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+            cm->cmsg_level = SOL_SOCKET;
+            cm->cmsg_type = SCM_RIGHTS;
+            cm->cmsg_len = CMSG_LEN(sizeof(int));
+            memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
+        }
         ssize_t w = sendmsg(fd, &msg, MSG_NOSIGNAL);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
             return CR_EIO;
         }
+        pass_fd = -1; /* sent with the first bytes */
         while (n > 0 && (size_t)w >= iov->iov_len) {
             w -= (ssize_t)iov->iov_len;
             iov++;
@@ -128,8 +144,9 @@ static int write_all_iov(int fd, struct iovec *iov, int n)
 
 static void mark_dead(cr_conn_t *c, const char *why);
 
-/* Writes the send buffer and the payloads it refers to. Caller holds send_lock. */
-static int flush_locked(cr_conn_t *c)
+/* Writes the send buffer and the payloads it refers to, with pass_fd (or -1) attached.
+ * Caller holds send_lock. */
+static int flush_locked(cr_conn_t *c, int pass_fd)
 {
     if (c->out.len == 0)
         return 0;
@@ -150,7 +167,7 @@ static int flush_locked(cr_conn_t *c)
     }
     if (c->out.len > pos)
         iov[n++] = (struct iovec){c->out.data + pos, c->out.len - pos};
-    int err = write_all_iov(c->fd, iov, n);
+    int err = write_all_iov(c->fd, iov, n, pass_fd);
     if (iov != stack_iov)
         free(iov);
     cr_buf_reset(&c->out);
@@ -230,7 +247,7 @@ void cr_msg_cancel(cr_msg_t *m)
     pthread_mutex_unlock(&c->send_lock);
 }
 
-static int send_common(cr_msg_t *m, uint32_t flags, int flush)
+static int send_common(cr_msg_t *m, uint32_t flags, int flush, int pass_fd)
 {
     cr_conn_t *c = m->conn;
     if (c->out.failed) {
@@ -240,33 +257,34 @@ static int send_common(cr_msg_t *m, uint32_t flags, int flush)
     finish_frame(m, flags);
     int err = 0;
     if (flush || c->ref_count || c->out.len >= FLUSH_THRESHOLD)
-        err = flush_locked(c);
+        err = flush_locked(c, pass_fd);
     pthread_mutex_unlock(&c->send_lock);
     return err;
 }
 
 int cr_msg_send(cr_msg_t *m)
 {
-    return send_common(m, CR_FRAME_ASYNC, 0);
+    return send_common(m, CR_FRAME_ASYNC, 0, -1);
 }
 
 /* An asynchronous message that must not wait in the buffer (acknowledgements). */
 static int cr_msg_send_now(cr_msg_t *m)
 {
-    return send_common(m, CR_FRAME_ASYNC, 1);
+    return send_common(m, CR_FRAME_ASYNC, 1, -1);
 }
 
 int cr_conn_flush(cr_conn_t *c)
 {
     pthread_mutex_lock(&c->send_lock);
-    int err = flush_locked(c);
+    int err = flush_locked(c, -1);
     pthread_mutex_unlock(&c->send_lock);
     return err;
 }
 
-int cr_msg_call(cr_msg_t *m, cr_pending_t *p)
+static int call_start(cr_msg_t *m, cr_pending_t *p, int pass_fd)
 {
     cr_conn_t *c = m->conn;
+    p->conn = c;
     p->call_id = m->call_id;
     p->done = p->failed = 0;
     p->body = (cr_buf_t)CR_BUF_INIT;
@@ -278,8 +296,25 @@ int cr_msg_call(cr_msg_t *m, cr_pending_t *p)
     c->app_waiters++;
     pthread_mutex_unlock(&c->lock);
 
-    int err = send_common(m, 0, 1);
+    p->send_err = send_common(m, 0, 1, pass_fd);
+    return p->send_err;
+}
 
+int cr_msg_call_start(cr_msg_t *m, cr_pending_t *p)
+{
+    return call_start(m, p, -1);
+}
+
+int cr_msg_call_fd(cr_msg_t *m, cr_pending_t *p, int fd)
+{
+    call_start(m, p, fd);
+    return cr_pending_wait(p);
+}
+
+int cr_pending_wait(cr_pending_t *p)
+{
+    cr_conn_t *c = p->conn;
+    int err = p->send_err;
     pthread_mutex_lock(&c->lock);
     while (!p->done && !c->dead) {
         if (c->role == ROLE_NONE) {
@@ -324,6 +359,12 @@ int cr_msg_call(cr_msg_t *m, cr_pending_t *p)
     if (err)
         cr_buf_free(&p->body);
     return err;
+}
+
+int cr_msg_call(cr_msg_t *m, cr_pending_t *p)
+{
+    call_start(m, p, -1);
+    return cr_pending_wait(p);
 }
 
 void cr_pending_release(cr_pending_t *p)

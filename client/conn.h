@@ -33,7 +33,9 @@ typedef struct {
 
 /* A request that waits for its reply. Lives on the caller's stack. */
 typedef struct cr_pending_s {
+    cr_conn_t *conn;
     uint64_t call_id;
+    int send_err;
     struct cr_pending_s *next;
     int done;
     int failed;         /* the connection died or the reply did not fit: no valid body */
@@ -71,6 +73,13 @@ int cr_msg_send(cr_msg_t *m);
  * (free it with cr_pending_release). CR_ECLOSED when the connection died. */
 int cr_msg_call(cr_msg_t *m, cr_pending_t *p);
 void cr_pending_release(cr_pending_t *p);
+/* cr_msg_call in two halves, so that one thread can keep several requests in flight:
+ * start sends, cr_pending_wait (always called once after start, even when start failed)
+ * waits for the reply and returns what cr_msg_call would. */
+int cr_msg_call_start(cr_msg_t *m, cr_pending_t *p);
+int cr_pending_wait(cr_pending_t *p);
+/* cr_msg_call with a file descriptor passed along (SCM_RIGHTS; Unix sockets only). */
+int cr_msg_call_fd(cr_msg_t *m, cr_pending_t *p, int fd);
 /* Abandons a message being built (an argument turned out invalid) and unlocks. */
 void cr_msg_cancel(cr_msg_t *m);
 

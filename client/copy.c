@@ -1,7 +1,10 @@
 /* Copies between this process and the device (wire formats in common/protocol.h).
  *
- * Host-to-device bytes go out as the bulk of request frames, written straight from the
- * caller's buffer; device-to-host bytes are read by the reader thread straight into the
+ * With shared memory (shm.c), a host side in shared page-locked memory is named by region
+ * and offset and no bytes travel; pageable memory passes through a staging area in
+ * chunks, several in flight, so that our memcpy of one chunk overlaps the server's copy of
+ * another. Otherwise host-to-device bytes go out as the bulk of request frames, written
+ * straight from the caller's buffer, and device-to-host bytes are read straight into the
  * caller's buffer. A copy CUDA makes asynchronous only for page-locked memory (device to
  * host) is asynchronous here only for page-locked memory too: into pageable memory it
  * returns once the bytes have landed, as CUDA's does. */
@@ -30,6 +33,120 @@ static CUresult wait_reply(cr_msg_t *m, cr_sink_t *sink)
     return r;
 }
 
+/* --- 1D through shared memory ----------------------------------------------------------------- */
+
+/* Smaller pageable copies go over the socket: one round trip with the bytes inline costs
+ * less than a staged copy's wait for the device copy. */
+#define STAGED_HTOD_MIN ((size_t)256 << 10)
+#define STAGED_DTOH_MIN ((size_t)16 << 10)
+#define STAGING_SLOTS (CR_SHM_STAGING_SIZE / CR_SHM_SLOT)
+
+static CUresult begin_shared(cr_msg_t *m, uint16_t opcode, CUdeviceptr dev, size_t len,
+                             uint64_t sid, uint64_t region, uint64_t offset)
+{
+    CUresult r = begin(m, opcode);
+    if (r != CUDA_SUCCESS)
+        return r;
+    msgpack_pack_array(&m->pk, 5);
+    msgpack_pack_uint64(&m->pk, dev);
+    msgpack_pack_uint64(&m->pk, len);
+    msgpack_pack_uint64(&m->pk, sid);
+    msgpack_pack_uint64(&m->pk, region);
+    msgpack_pack_uint64(&m->pk, offset);
+    return CUDA_SUCCESS;
+}
+
+/* The host side already lies in shared memory: one request, no bytes. */
+static CUresult copy_shared(int to_device, CUdeviceptr dev, size_t n, uint64_t sid,
+                            uint64_t region, uint64_t offset, int wait)
+{
+    uint16_t op = to_device ? (wait ? CR_OP_cuMemcpyHtoD_v2 : CR_OP_cuMemcpyHtoDAsync_v2)
+                            : (wait ? CR_OP_cuMemcpyDtoH_v2 : CR_OP_cuMemcpyDtoHAsync_v2);
+    cr_msg_t m;
+    CUresult r = begin_shared(&m, op, dev, n, sid, region, offset);
+    if (r != CUDA_SUCCESS)
+        return r;
+    return wait ? wait_reply(&m, NULL) : cr_transport_error(cr_msg_send(&m));
+}
+
+/* Pageable memory through a staging area, chunk by chunk, STAGING_SLOTS in flight: chunk k
+ * uses slot k % STAGING_SLOTS, reused once the server answered for the chunk before. */
+typedef struct {
+    int to_device;
+    uint8_t *host;
+    cr_shm_staging_t *st;
+    cr_pending_t pend[STAGING_SLOTS];
+    size_t at[STAGING_SLOTS], len[STAGING_SLOTS];
+    int busy[STAGING_SLOTS];
+    CUresult result; /* the first failure */
+} staged_t;
+
+/* Waits for the chunk in flight in a slot; device-to-host, its bytes go to their place. */
+static void staged_finish(staged_t *c, size_t slot)
+{
+    msgpack_unpacked u;
+    CUresult r = cr_call_finish(&c->pend[slot], &u);
+    cr_reply_done(&c->pend[slot], &u);
+    c->busy[slot] = 0;
+    if (r == CUDA_SUCCESS && !c->to_device)
+        memcpy(c->host + c->at[slot], c->st->base + slot * CR_SHM_SLOT, c->len[slot]);
+    if (c->result == CUDA_SUCCESS)
+        c->result = r;
+}
+
+static CUresult copy_staged(int to_device, CUdeviceptr dev, uint8_t *host, size_t n,
+                            uint64_t sid, cr_shm_staging_t *st)
+{
+    staged_t c = {.to_device = to_device, .host = host, .st = st};
+    size_t off = 0, k = 0;
+    for (; off < n; k++) {
+        size_t slot = k % STAGING_SLOTS;
+        if (c.busy[slot])
+            staged_finish(&c, slot);
+        if (c.result != CUDA_SUCCESS)
+            break;
+        size_t len = n - off < CR_SHM_SLOT ? n - off : CR_SHM_SLOT;
+        if (to_device)
+            memcpy(st->base + slot * CR_SHM_SLOT, host + off, len);
+        cr_msg_t m;
+        c.result = begin_shared(&m, to_device ? CR_OP_cuMemcpyHtoD_v2 : CR_OP_cuMemcpyDtoH_v2,
+                                dev + off, len, sid, st->region, slot * CR_SHM_SLOT);
+        if (c.result != CUDA_SUCCESS)
+            break;
+        c.pend[slot] = (cr_pending_t){0};
+        c.at[slot] = off;
+        c.len[slot] = len;
+        cr_call_start(&m, &c.pend[slot]);
+        c.busy[slot] = 1;
+        off += len;
+    }
+    for (size_t i = 0; i < STAGING_SLOTS; i++) /* the rest, oldest first */
+        if (c.busy[(k + i) % STAGING_SLOTS])
+            staged_finish(&c, (k + i) % STAGING_SLOTS);
+    return c.result;
+}
+
+/* Copies through shared memory when it can: 1 with *r set, 0 to use the socket. */
+static int try_shared(int to_device, CUdeviceptr dev, uint8_t *host, size_t n, uint64_t sid,
+                      int wait, CUresult *r)
+{
+    uint64_t region, offset;
+    if (n == 0 || !cr_shm_enabled())
+        return 0;
+    if (cr_shm_find(host, n, &region, &offset)) {
+        *r = copy_shared(to_device, dev, n, sid, region, offset, wait);
+        return 1;
+    }
+    if (n < (to_device ? STAGED_HTOD_MIN : STAGED_DTOH_MIN))
+        return 0;
+    cr_shm_staging_t *st = cr_shm_staging_take();
+    if (!st)
+        return 0; /* every area is in use: this copy takes the socket */
+    *r = copy_staged(to_device, dev, host, n, sid, st);
+    cr_shm_staging_give(st);
+    return 1;
+}
+
 /* --- 1D ------------------------------------------------------------------------------------- */
 
 static CUresult copy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream stream, int wait)
@@ -39,6 +156,8 @@ static CUresult copy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s
         return CUDA_ERROR_INVALID_VALUE;
     CUresult r = cr_stream_wire_id(stream, &sid);
     if (r != CUDA_SUCCESS)
+        return r;
+    if (try_shared(1, dst, (uint8_t *)src, n, sid, wait, &r))
         return r;
     size_t off = 0;
     do {
@@ -72,6 +191,8 @@ static CUresult copy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream stream,
         return r;
     if (async && !cr_host_mem_type(dst, NULL, NULL, NULL))
         async = 0; /* pageable destination: CUDA returns after the copy, so do we */
+    if (try_shared(0, src, dst, n, sid, !async, &r))
+        return r;
     cr_sink_t sink = {dst, n ? n : 1, n ? n : 1, 1, 0};
     cr_msg_t m;
     r = begin(&m, async ? CR_OP_cuMemcpyDtoHAsync_v2 : CR_OP_cuMemcpyDtoH_v2);

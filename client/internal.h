@@ -46,6 +46,12 @@ CUresult cr_transport_error(int err);
  * u->data (an array). The caller always ends with cr_reply_done(p, u). */
 CUresult cr_call(cr_msg_t *m, cr_pending_t *p, msgpack_unpacked *u);
 void cr_reply_done(cr_pending_t *p, msgpack_unpacked *u);
+/* cr_call in two halves, for several calls in flight from one thread: every start is
+ * followed by one finish, which returns what cr_call would. */
+void cr_call_start(cr_msg_t *m, cr_pending_t *p);
+CUresult cr_call_finish(cr_pending_t *p, msgpack_unpacked *u);
+/* cr_call with a file descriptor passed along (Unix sockets only). */
+CUresult cr_call_fd(cr_msg_t *m, cr_pending_t *p, msgpack_unpacked *u, int fd);
 
 /* The stream id sent for a CUstream: 0 is the legacy default stream; NULL means legacy,
  * or the calling thread's per-thread stream during a _ptds/_ptsz call or with
@@ -105,6 +111,34 @@ int cr_is_device_ptr(uint64_t p);
 int cr_host_mem_type(const void *p, uint64_t *base, uint64_t *size, unsigned *flags);
 /* Reserves a device address window in this process so host memory never lands there. */
 void cr_reserve_device_window(uint64_t base, uint64_t size);
+
+/* --- shm.c: memory shared with a server on the same host ------------------------------- */
+
+#define CR_SHM_STAGING_SIZE ((size_t)16 << 20) /* one staging area */
+#define CR_SHM_SLOT ((size_t)2 << 20)          /* a staged copy's chunk; areas hold several */
+
+/* Offers shared memory to the server when the address is a Unix socket (and
+ * CUDA_REMOTE_SHM is not 0): attaches the first staging area. Call once after hello. */
+void cr_shm_start(cr_conn_t *c, int is_unix);
+int cr_shm_enabled(void);
+/* Page-locked host memory the server maps too; NULL when there is none to be had (the
+ * caller falls back to memory of its own). */
+void *cr_shm_alloc(size_t size);
+/* Frees memory from cr_shm_alloc once the server let go of it; 0 if p is not such. */
+int cr_shm_free(void *p);
+/* 1 when [p, p + len) lies in one region shared with the server: its id and p's offset. */
+int cr_shm_find(const void *p, size_t len, uint64_t *region, uint64_t *offset);
+
+/* A staging area for copies of pageable memory, held by one copy at a time. */
+typedef struct {
+    uint64_t region;
+    uint8_t *base;
+    size_t size;
+    int busy;
+} cr_shm_staging_t;
+/* A free staging area (made on demand, a few at most), or NULL: use the socket. */
+cr_shm_staging_t *cr_shm_staging_take(void);
+void cr_shm_staging_give(cr_shm_staging_t *st);
 
 /* --- module.c ----------------------------------------------------------------------------- */
 

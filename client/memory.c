@@ -215,7 +215,11 @@ static CUresult host_alloc(void **pp, size_t size, unsigned flags)
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!pp || size == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    /* shared with a server on this host when possible: copies then need no bytes on the
+     * socket */
+    void *p = cr_shm_alloc(size);
+    if (!p)
+        p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&map_lock);
@@ -223,7 +227,8 @@ static CUresult host_alloc(void **pp, size_t size, unsigned flags)
                               (uint64_t)CR_MEM_HOST_PINNED << 32 | flags);
     pthread_mutex_unlock(&map_lock);
     if (err) {
-        munmap(p, size);
+        if (!cr_shm_free(p))
+            munmap(p, size);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     *pp = p;
@@ -256,7 +261,8 @@ CUresult cr_hand_cuMemFreeHost(void *p)
     pthread_mutex_unlock(&map_lock);
     if (!ok)
         return CUDA_ERROR_INVALID_VALUE;
-    munmap(p, r.size);
+    if (!cr_shm_free(p))
+        munmap(p, r.size);
     return CUDA_SUCCESS;
 }
 

@@ -19,6 +19,13 @@
  * @device_output       server -> client: bulk: device printf text, to the client's stdout,
  *                      sent before anything that reports the stream's work complete
  * @goodbye             reserved, unused
+ * @shm_attach          client -> server, waits; Unix sockets only. The frame carries a
+ *                      memfd (SCM_RIGHTS), sealed against shrinking, that the server maps
+ *   body  [region id (client-chosen, not 0), size]
+ *   reply [CUresult]     CUDA_ERROR_NOT_SUPPORTED: no shared memory here (--no-shm, TCP,
+ *                        no descriptor); the client then moves its bytes over the socket
+ * @shm_detach          client -> server, waits; body [region id]: once the session's
+ *                      streams are done with it, the server unmaps the region
  *
  * cuMemcpyHtoD_v2 (waits) / cuMemcpyHtoDAsync_v2 (async)
  *   body  [dst, bytes, stream]   bulk: the bytes. A large copy is several frames, each
@@ -28,6 +35,10 @@
  *         several reply frames marked CR_FRAME_PARTIAL before the last
  * cuMemcpyDtoHAsync_v2 (async, destination page-locked)
  *   body  [src, bytes, stream]   the data comes as @d2h_data frames for this call_id
+ * The same four with the host side in an attached region instead of on the wire:
+ *   body  [device address, bytes, stream, region id, offset]   no bulk either way; a
+ *         waiting request is answered once the copy completed on its stream, with
+ *         reply [CUresult]; an asynchronous one sends nothing more
  * cuMemcpy3D_v2 (waits) / cuMemcpy3DAsync_v2 (async; device-to-host only into
  * page-locked memory): every 2D and 3D copy
  *   body  [direction, stream, width_bytes, height, depth, src, dst]

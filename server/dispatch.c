@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "log.h"
@@ -23,6 +24,7 @@ cr_request_t *cr_request_new(const cr_frame_header_t *h)
     if (!req)
         return NULL;
     memset(req, 0, sizeof *req);
+    req->fd = -1;
     req->hdr = *h;
     req->body = (uint8_t *)(req + 1);
     if (h->bulk_len) {
@@ -66,6 +68,8 @@ void cr_request_free(cr_request_t *req)
         return;
     if (req->zone)
         msgpack_zone_free(req->zone);
+    if (req->fd >= 0)
+        close(req->fd);
     if (req->bulk_separate)
         cr_bulk_put(req->bulk, req->hdr.bulk_len);
     free(req);

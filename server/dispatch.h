@@ -23,6 +23,7 @@ struct cr_request_s {
     msgpack_zone *zone;       /* the request's own zone, when it outlives the executor's */
     const msgpack_object *args; /* root's elements when it is an array */
     uint32_t argc;
+    int fd;                   /* a descriptor that came with the frame (@shm_attach), or -1 */
 };
 
 /* Allocates a request for a frame with this header: one block for the request, its body

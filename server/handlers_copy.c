@@ -3,9 +3,10 @@
  * Host-to-device bytes arrive as the request's bulk and are enqueued from there; the
  * backend consumes a pageable source before returning, so the request can be freed.
  * Device-to-host copies land in a page-locked staging buffer (reused, buffers.c): a
- * waiting copy replies from a waiter thread once its event completed; an asynchronous one
- * is pushed to the client by a host function when the stream gets there. Large data leaves in CR_COPY_CHUNK
- * frames. */
+ * waiting copy is staged in CR_COPY_CHUNK pieces and answered from a waiter thread piece
+ * by piece as each completes; an asynchronous one is pushed to the client by a host
+ * function when the stream gets there. With shared memory (shm.c) the host side is a
+ * region of the client's and no bytes travel: the copy is enqueued on it directly. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,91 +16,150 @@
 #include "log.h"
 #include "protocol.h"
 
+/* A device-to-host copy staged for the socket. It is referenced by its owner (the code
+ * that enqueues and then answers or pushes it) and by every frame still to be written
+ * that points into the staging buffer; the last reference returns the buffer. */
 typedef struct {
     cr_session_t *session;
     cr_request_t *req; /* waiting copies: the request to answer */
     uint64_t call_id;  /* asynchronous copies: the call the data belongs to */
     cr_staging_t staging;
     size_t size;
-    CUevent done;
+    int refs;
+    CUevent *done;     /* waiting copies: piece k is staged once done[k] completed */
+    unsigned pieces;   /* events recorded */
+    CUresult error;    /* a piece could not be enqueued: answer with this after the rest */
+    int uncovered;     /* a copy into the buffer is enqueued that no recorded event covers */
 } dtoh_t;
 
-static void staging_release(void *arg)
+static void dtoh_unref(void *arg)
 {
     dtoh_t *t = arg;
+    if (__atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) != 0)
+        return;
     cr_staging_put(t->session->backend, &t->staging);
     cr_session_unref(t->session);
+    free(t->done);
     free(t);
 }
 
-/* Sends the staged bytes as `opcode` frames (replies or @d2h_data), the last one without
- * CR_FRAME_PARTIAL; the last frame's release frees the staging buffer. */
-static void send_staged(dtoh_t *t, cr_request_t *req, uint16_t opcode)
+/* Sends staged bytes [off, off + len) as one frame: a reply to req, or @d2h_data when req
+ * is NULL. Partial unless it ends the copy. 0 or CR_ENOMEM. */
+static int send_piece(dtoh_t *t, cr_request_t *req, size_t off, size_t len)
 {
-    size_t off = 0;
-    do {
-        size_t len = t->size - off < CR_COPY_CHUNK ? t->size - off : CR_COPY_CHUNK;
-        int last = off + len == t->size;
+    uint32_t flags = off + len == t->size ? 0 : CR_FRAME_PARTIAL;
+    cr_outmsg_t *m;
+    cr_reply_t r;
+    if (req) {
+        if (cr_reply_begin(req, &r, CUDA_SUCCESS, 0) != 0)
+            return CR_ENOMEM;
+        m = r.msg;
+    } else {
         msgpack_packer pk;
-        cr_outmsg_t *m = req ? NULL : cr_message_new(opcode, t->call_id, 0, &pk);
-        cr_reply_t r;
-        if (req) {
-            if (cr_reply_begin(req, &r, CUDA_SUCCESS, 0) != 0)
-                break;
-            m = r.msg;
-        } else {
-            if (!m)
-                break;
-            msgpack_pack_array(&pk, 1);
-            msgpack_pack_int(&pk, CUDA_SUCCESS);
-        }
-        m->bulk = (uint8_t *)t->staging.ptr + off;
-        m->bulk_len = len;
-        if (last) {
-            m->release = staging_release;
-            m->release_arg = t;
-        }
-        uint32_t flags = last ? 0 : CR_FRAME_PARTIAL;
-        if (req) {
-            r.msg = m;
-            cr_reply_send(req, &r, flags);
-        } else {
-            cr_message_finish(m, opcode, t->call_id, flags);
-            cr_server_send(t->session, m);
-        }
-        if (last)
-            return;
-        off += len;
-    } while (1);
-    staging_release(t); /* out of memory midway: the client sees the connection's end */
+        if (!(m = cr_message_new(CR_OP_D2H_DATA, t->call_id, 0, &pk)))
+            return CR_ENOMEM;
+        msgpack_pack_array(&pk, 1);
+        msgpack_pack_int(&pk, CUDA_SUCCESS);
+    }
+    m->bulk = (uint8_t *)t->staging.ptr + off;
+    m->bulk_len = len;
+    m->release = dtoh_unref;
+    m->release_arg = t;
+    __atomic_add_fetch(&t->refs, 1, __ATOMIC_ACQ_REL);
+    if (req) {
+        cr_reply_send(req, &r, flags);
+    } else {
+        cr_message_finish(m, CR_OP_D2H_DATA, t->call_id, flags);
+        cr_server_send(t->session, m);
+    }
+    return 0;
 }
 
-/* Waiter thread: answer a waiting device-to-host copy once its event completed. */
+/* Sends [from, to) in frames of at most CR_COPY_CHUNK. */
+static int send_range(dtoh_t *t, cr_request_t *req, size_t from, size_t to)
+{
+    do {
+        size_t len = to - from < CR_COPY_CHUNK ? to - from : CR_COPY_CHUNK;
+        int err = send_piece(t, req, from, len);
+        if (err) /* the client cannot get its bytes now: end the connection */
+            cr_server_close_connection(t->session);
+        if (err)
+            return err;
+        from += len;
+    } while (from < to);
+    return 0;
+}
+
+static void release_after_device(dtoh_t *t);
+
+/* Waiter thread: answer a waiting device-to-host copy piece by piece, each as soon as it
+ * is staged, so that the socket carries one piece while the device copies the next. */
 static void reply_when_done(void *arg)
 {
     dtoh_t *t = arg;
     cr_session_t *s = t->session;
     const cr_driver_t *d = &s->backend->d;
-    CUresult r = d->cuEventSynchronize(t->done);
-    d->cuEventDestroy_v2(t->done);
     cr_request_t *req = t->req;
-    cr_session_ref(s); /* t may be freed by send_staged */
-    if (r == CUDA_SUCCESS) {
-        send_staged(t, req, req->hdr.opcode);
-        cr_request_free(req);
-    } else {
-        cr_request_finish(req, r);
-        staging_release(t);
+    CUresult r = CUDA_SUCCESS;
+    size_t sent = 0;
+    for (unsigned k = 0; k < t->pieces; k++) {
+        CUresult e = d->cuEventSynchronize(t->done[k]);
+        d->cuEventDestroy_v2(t->done[k]);
+        if (r != CUDA_SUCCESS)
+            continue;
+        if (e != CUDA_SUCCESS) {
+            r = e;
+            continue;
+        }
+        if (t->error != CUDA_SUCCESS) /* a later piece was never enqueued */
+            continue;
+        size_t end = k + 1 == t->pieces ? t->size : (size_t)(k + 1) * CR_COPY_CHUNK;
+        if (send_range(t, req, sent, end) != 0)
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        sent = end;
     }
+    if (r == CUDA_SUCCESS)
+        r = t->error;
+    if (r == CUDA_SUCCESS) { /* the last piece was the final reply */
+        cr_request_free(req);
+    } else if (sent == 0) {
+        cr_request_finish(req, r);
+    } else { /* partial frames went out: the final one says the copy failed */
+        cr_reply_t rep;
+        if (cr_reply_begin(req, &rep, r, 0) == 0)
+            cr_reply_send(req, &rep, 0);
+        cr_request_free(req);
+    }
+    if (t->uncovered)
+        release_after_device(t);
+    else
+        dtoh_unref(t);
     cr_session_task_end(s);
-    cr_session_unref(s);
 }
 
 /* Host function, in stream order: push the data of an asynchronous copy. */
 static void push_when_done(void *arg)
 {
     dtoh_t *t = arg;
-    send_staged(t, NULL, CR_OP_D2H_DATA);
+    send_range(t, NULL, 0, t->size);
+    dtoh_unref(t);
+}
+
+/* Waiter thread: the device may still write into the staging buffer of a copy that could
+ * not be seen through; let it finish before the buffer is reused. */
+static void release_when_idle(void *arg)
+{
+    dtoh_t *t = arg;
+    t->session->backend->d.cuCtxSynchronize();
+    cr_session_task_end(t->session);
+    dtoh_unref(t);
+}
+
+static void release_after_device(dtoh_t *t)
+{
+    cr_session_task_begin(t->session);
+    if (cr_waiter_run(release_when_idle, t) != 0)
+        release_when_idle(t);
 }
 
 /* The copy of an asynchronous device-to-host request failed: tell the client no data is
@@ -124,50 +184,22 @@ static void fail_copy(cr_request_t *req, CUresult r, int expects_data)
     cr_request_finish(req, r);
 }
 
-/* Arranges for the bytes the copy stages to reach the client; owns req. */
-static void finish_dtoh(cr_request_t *req, cr_handle_t *stream, dtoh_t *t, CUresult r)
-{
-    cr_session_t *s = req->session;
-    const cr_driver_t *d = &s->backend->d;
-    if (r == CUDA_SUCCESS && !cr_request_waits(req)) {
-        t->call_id = req->hdr.call_id;
-        r = d->cuLaunchHostFunc(stream->obj, push_when_done, t);
-    }
-    if (r != CUDA_SUCCESS) {
-        if (!cr_request_waits(req))
-            end_expected_data(s, req->hdr.call_id);
-        cr_request_finish(req, r);
-        staging_release(t);
-        return;
-    }
-    if (!cr_request_waits(req)) {
-        cr_request_free(req);
-        return;
-    }
-    t->req = req;
-    if ((r = d->cuEventCreate(&t->done, CU_EVENT_DISABLE_TIMING)) == CUDA_SUCCESS &&
-        (r = d->cuEventRecord(t->done, stream->obj)) != CUDA_SUCCESS)
-        d->cuEventDestroy_v2(t->done);
-    if (r != CUDA_SUCCESS) {
-        cr_request_finish(req, r);
-        staging_release(t);
-        return;
-    }
-    cr_session_task_begin(s);
-    if (cr_waiter_run(reply_when_done, t) != 0)
-        reply_when_done(t); /* no thread to spare: wait here */
-}
-
-static dtoh_t *dtoh_new(cr_session_t *s, size_t size, CUresult *r)
+static dtoh_t *dtoh_new(cr_session_t *s, size_t size, unsigned pieces, CUresult *r)
 {
     dtoh_t *t = calloc(1, sizeof *t);
-    if (!t) {
+    CUevent *done = calloc(pieces, sizeof *done);
+    if (!t || !done) {
+        free(t);
+        free(done);
         *r = CUDA_ERROR_OUT_OF_MEMORY;
         return NULL;
     }
     t->session = s;
     t->size = size;
+    t->refs = 1;
+    t->done = done;
     if ((*r = cr_staging_get(s->backend, size ? size : 1, &t->staging)) != CUDA_SUCCESS) {
+        free(done);
         free(t);
         return NULL;
     }
@@ -175,33 +207,144 @@ static dtoh_t *dtoh_new(cr_session_t *s, size_t size, CUresult *r)
     return t;
 }
 
+/* Records the event that says piece t->pieces is staged. */
+static CUresult record_piece(dtoh_t *t, cr_handle_t *stream)
+{
+    const cr_driver_t *d = &t->session->backend->d;
+    CUevent e;
+    CUresult r = d->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING);
+    if (r == CUDA_SUCCESS && (r = d->cuEventRecord(e, stream->obj)) != CUDA_SUCCESS)
+        d->cuEventDestroy_v2(e);
+    if (r == CUDA_SUCCESS)
+        t->done[t->pieces++] = e;
+    return r;
+}
+
+/* Arranges for the bytes the copy stages to reach the client; owns req and t. r is the
+ * result of enqueuing; pieces already enqueued (t->pieces events) are waited for before a
+ * failure is answered. `uncovered`: a copy into the staging buffer is enqueued that no
+ * recorded event covers (the buffer is then reused only once the device is idle). */
+static void finish_dtoh(cr_request_t *req, cr_handle_t *stream, dtoh_t *t, CUresult r,
+                        int uncovered)
+{
+    cr_session_t *s = req->session;
+    const cr_driver_t *d = &s->backend->d;
+    if (!cr_request_waits(req)) {
+        if (r == CUDA_SUCCESS) {
+            t->call_id = req->hdr.call_id;
+            r = d->cuLaunchHostFunc(stream->obj, push_when_done, t);
+        }
+        if (r != CUDA_SUCCESS) {
+            end_expected_data(s, req->hdr.call_id);
+            if (uncovered)
+                release_after_device(t);
+            else
+                dtoh_unref(t);
+        }
+        cr_request_finish(req, r); /* defers a failure to the next waiting call */
+        return;
+    }
+    if (r != CUDA_SUCCESS && t->pieces == 0) {
+        cr_request_finish(req, r);
+        if (uncovered)
+            release_after_device(t);
+        else
+            dtoh_unref(t);
+        return;
+    }
+    t->error = r;
+    t->uncovered = uncovered;
+    t->req = req;
+    cr_session_task_begin(s);
+    if (cr_waiter_run(reply_when_done, t) != 0)
+        reply_when_done(t); /* no thread to spare: wait here */
+}
+
 /* --- 1D ---------------------------------------------------------------------------------------- */
 
-/* [address, bytes, stream] */
-static int copy_args(cr_request_t *req, uint64_t *addr, uint64_t *bytes, cr_handle_t **stream)
+/* [address, bytes, stream] or [address, bytes, stream, region, offset]: *host is the
+ * region's memory for the second form, NULL for the first. */
+static int copy_args(cr_request_t *req, uint64_t *addr, uint64_t *bytes, cr_handle_t **stream,
+                     void **host)
 {
-    uint64_t sid;
-    if (req->argc != 3 || cr_arg_u64(req, 0, addr) || cr_arg_u64(req, 1, bytes) ||
-        cr_arg_u64(req, 2, &sid))
+    uint64_t sid, region, offset;
+    *host = NULL;
+    if ((req->argc != 3 && req->argc != 5) || cr_arg_u64(req, 0, addr) ||
+        cr_arg_u64(req, 1, bytes) || cr_arg_u64(req, 2, &sid))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (req->argc == 5 &&
+        (cr_arg_u64(req, 3, &region) || cr_arg_u64(req, 4, &offset) ||
+         !(*host = cr_shm_host_ptr(req->session, region, offset, *bytes))))
         return CUDA_ERROR_INVALID_VALUE;
     if (!(*stream = cr_session_stream(req->session, sid)))
         return CUDA_ERROR_INVALID_HANDLE;
     return CUDA_SUCCESS;
 }
 
+typedef struct {
+    cr_request_t *req;
+    CUevent done;
+} stream_wait_t;
+
+/* Waiter thread: answer once the stream got past the event. */
+static void finish_when_done(void *arg)
+{
+    stream_wait_t *w = arg;
+    cr_session_t *s = w->req->session;
+    const cr_driver_t *d = &s->backend->d;
+    CUresult r = d->cuEventSynchronize(w->done);
+    d->cuEventDestroy_v2(w->done);
+    cr_request_finish(w->req, r);
+    cr_session_task_end(s);
+    free(w);
+}
+
+/* Ends a request whose work was just enqueued on stream with result r: a waiting one is
+ * answered once the work completed, as a copy between shared memory and the device must
+ * be before the client touches its memory. Owns req. */
+static void finish_after_stream(cr_request_t *req, cr_handle_t *stream, CUresult r)
+{
+    cr_session_t *s = req->session;
+    const cr_driver_t *d = &s->backend->d;
+    stream_wait_t *w = NULL;
+    if (r == CUDA_SUCCESS && cr_request_waits(req)) {
+        if (!(w = malloc(sizeof *w)))
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        else if ((r = d->cuEventCreate(&w->done, CU_EVENT_DISABLE_TIMING)) == CUDA_SUCCESS &&
+                 (r = d->cuEventRecord(w->done, stream->obj)) != CUDA_SUCCESS)
+            d->cuEventDestroy_v2(w->done);
+    }
+    if (r != CUDA_SUCCESS || !w) {
+        free(w);
+        cr_request_finish(req, r);
+        return;
+    }
+    w->req = req;
+    cr_session_task_begin(s);
+    if (cr_waiter_run(finish_when_done, w) != 0)
+        finish_when_done(w); /* no thread to spare: wait here */
+}
+
 static void htod(cr_request_t *req)
 {
     uint64_t dst, bytes;
     cr_handle_t *stream;
-    CUresult r = copy_args(req, &dst, &bytes, &stream);
-    if (r == CUDA_SUCCESS && bytes != req->hdr.bulk_len)
+    void *host;
+    CUresult r = copy_args(req, &dst, &bytes, &stream, &host);
+    if (r == CUDA_SUCCESS && (host ? req->hdr.bulk_len != 0 : bytes != req->hdr.bulk_len))
         r = CUDA_ERROR_INVALID_VALUE;
-    if (r == CUDA_SUCCESS) {
-        const cr_driver_t *d = &req->session->backend->d;
-        cr_session_stream_prepare(req->session, stream);
-        r = d->cuMemcpyHtoDAsync_v2(dst, req->bulk, bytes, stream->obj);
+    if (r != CUDA_SUCCESS) {
+        cr_request_finish(req, r);
+        return;
     }
-    cr_request_finish(req, r);
+    const cr_driver_t *d = &req->session->backend->d;
+    cr_session_stream_prepare(req->session, stream);
+    if (host) { /* page-locked shared memory: read when the stream gets there */
+        finish_after_stream(req, stream, d->cuMemcpyHtoDAsync_v2(dst, host, bytes, stream->obj));
+        return;
+    }
+    /* the bulk is pageable to the backend: consumed before the call returns */
+    cr_request_finish(req, d->cuMemcpyHtoDAsync_v2(dst, req->bulk, bytes, stream->obj));
 }
 
 void cr_srv_cuMemcpyHtoD_v2(cr_request_t *req)
@@ -219,17 +362,42 @@ static void dtoh(cr_request_t *req)
     cr_session_t *s = req->session;
     uint64_t src, bytes;
     cr_handle_t *stream;
-    CUresult r = copy_args(req, &src, &bytes, &stream);
+    void *host;
+    CUresult r = copy_args(req, &src, &bytes, &stream, &host);
     if (r == CUDA_SUCCESS && bytes > CR_FRAME_MAX_BULK)
         r = CUDA_ERROR_INVALID_VALUE;
-    dtoh_t *t = r == CUDA_SUCCESS ? dtoh_new(s, bytes, &r) : NULL;
+    if (r == CUDA_SUCCESS && host) { /* into shared memory: nothing to send */
+        cr_session_stream_prepare(s, stream);
+        finish_after_stream(req, stream,
+                            s->backend->d.cuMemcpyDtoHAsync_v2(host, src, bytes, stream->obj));
+        return;
+    }
+    int shared = req->argc == 5; /* a failed shared copy: the client expects no data */
+    /* a waiting copy is staged and sent piece by piece, the socket busy with one piece
+     * while the device copies the next */
+    int waits = cr_request_waits(req);
+    unsigned pieces = waits && bytes > CR_COPY_CHUNK
+                          ? (unsigned)((bytes + CR_COPY_CHUNK - 1) / CR_COPY_CHUNK) : 1;
+    dtoh_t *t = r == CUDA_SUCCESS ? dtoh_new(s, bytes, pieces, &r) : NULL;
     if (!t) {
-        fail_copy(req, r, 1);
+        fail_copy(req, r, !shared);
         return;
     }
     cr_session_stream_prepare(s, stream);
-    r = s->backend->d.cuMemcpyDtoHAsync_v2(t->staging.ptr, src, bytes, stream->obj);
-    finish_dtoh(req, stream, t, r);
+    int uncovered = 0;
+    for (unsigned k = 0; k < pieces && r == CUDA_SUCCESS; k++) {
+        size_t off = (size_t)k * CR_COPY_CHUNK;
+        size_t len = pieces == 1 ? bytes : bytes - off < CR_COPY_CHUNK ? bytes - off
+                                                                        : CR_COPY_CHUNK;
+        r = s->backend->d.cuMemcpyDtoHAsync_v2((uint8_t *)t->staging.ptr + off, src + off,
+                                               len, stream->obj);
+        if (r == CUDA_SUCCESS) {
+            uncovered = 1;
+            if (waits && (r = record_piece(t, stream)) == CUDA_SUCCESS)
+                uncovered = 0;
+        }
+    }
+    finish_dtoh(req, stream, t, r, uncovered);
 }
 
 void cr_srv_cuMemcpyDtoH_v2(cr_request_t *req)
@@ -327,7 +495,7 @@ static void copy_3d(cr_request_t *req)
         return;
     }
     CUresult r;
-    dtoh_t *t = dtoh_new(s, packed, &r);
+    dtoh_t *t = dtoh_new(s, packed, 1, &r);
     if (!t) {
         fail_copy(req, r, 1);
         return;
@@ -336,7 +504,11 @@ static void copy_3d(cr_request_t *req)
     p.dstHost = t->staging.ptr;
     p.dstPitch = width;
     p.dstHeight = height;
-    finish_dtoh(req, stream, t, d->cuMemcpy3DAsync_v2(&p, stream->obj));
+    r = d->cuMemcpy3DAsync_v2(&p, stream->obj);
+    int uncovered = r == CUDA_SUCCESS;
+    if (uncovered && cr_request_waits(req) && (r = record_piece(t, stream)) == CUDA_SUCCESS)
+        uncovered = 0;
+    finish_dtoh(req, stream, t, r, uncovered);
 }
 
 void cr_srv_cuMemcpy3D_v2(cr_request_t *req)

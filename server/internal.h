@@ -125,6 +125,8 @@ struct cr_session_s {
     cr_idmap_t host_func_acks; /* call ids acknowledged by the client */
     CUresult deferred_error; /* first failure of an asynchronous request, not yet reported */
     CUresult context_error;  /* a kernel fault broke the client's context: every call fails */
+    cr_idmap_t regions;      /* shared-memory regions: id -> shm.c's region */
+    int shm_announced;       /* logged that this session shares memory */
 
     /* executor only */
     pthread_t executor;
@@ -201,6 +203,20 @@ int cr_session_untrack_alloc(cr_session_t *s, CUdeviceptr p);
  * a primary-context reset on a GPU reloads code into a fresh context. */
 void cr_code_reinit_globals(cr_session_t *s);
 void cr_code_globals_free(struct cr_code_globals_s *g);
+
+/* --- shm.c: memory shared with clients on the same host ---------------------------------- */
+
+/* --no-shm: decline every region (clients then move their bytes over the socket). */
+void cr_shm_set_enabled(int on);
+/* @shm_attach and @shm_detach (executor). */
+void cr_shm_attach(cr_request_t *req);
+void cr_shm_detach(cr_request_t *req);
+/* The server's address of [offset, offset + bytes) in one of the session's regions, NULL
+ * when that is not inside a region. Valid until the region is detached, which waits for
+ * the session's streams (executor). */
+void *cr_shm_host_ptr(cr_session_t *s, uint64_t region, uint64_t offset, uint64_t bytes);
+/* Unmaps every region of the session (its work has finished). */
+void cr_shm_release_all(cr_session_t *s);
 
 /* --- server.c --------------------------------------------------------------------------- */
 

@@ -1,7 +1,7 @@
 /* cuda-remoted: serves one GPU (or the emulated device) to cuda-remote clients.
  *
  *   cuda-remoted [--listen ADDR]... [--backend auto|cuda|emu] [--device N]
- *                [--driver PATH] [--emu-memory SIZE] [--emu-trace FILE]
+ *                [--driver PATH] [--emu-memory SIZE] [--emu-trace FILE] [--no-shm]
  */
 #include <getopt.h>
 #include <signal.h>
@@ -29,6 +29,8 @@ static void usage(FILE *out)
             "                     $CUDA_REMOTE_EMU_TRACE)\n"
             "  --max-queued SIZE  input a client may have waiting to run before the server\n"
             "                     stops reading its connection (default 256MiB)\n"
+            "  --no-shm           decline shared memory from clients on Unix sockets\n"
+            "                     (their bytes then travel over the socket)\n"
             "  --log LEVEL        debug, info (default), warn or error\n",
             CR_DEFAULT_PORT, CR_DEFAULT_ADDR);
 }
@@ -68,7 +70,8 @@ int main(int argc, char **argv)
         OPT_EMU_MEMORY,
         OPT_EMU_TRACE,
         OPT_LOG,
-        OPT_MAX_QUEUED
+        OPT_MAX_QUEUED,
+        OPT_NO_SHM
     };
     static const struct option options[] = {
         {"listen", required_argument, NULL, 'l'},
@@ -79,6 +82,7 @@ int main(int argc, char **argv)
         {"emu-trace", required_argument, NULL, OPT_EMU_TRACE},
         {"log", required_argument, NULL, OPT_LOG},
         {"max-queued", required_argument, NULL, OPT_MAX_QUEUED},
+        {"no-shm", no_argument, NULL, OPT_NO_SHM},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -126,6 +130,9 @@ int main(int argc, char **argv)
             cr_session_set_input_limit((size_t)bytes);
             break;
         }
+        case OPT_NO_SHM:
+            cr_shm_set_enabled(0);
+            break;
         case 'h':
             usage(stdout);
             return 0;

@@ -5,6 +5,7 @@
  * the session's executor. Output queued by any thread is written here, woken by one
  * uv_async handle. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #define READ_BUFFER (64u << 10)
 #define DIRECT_READ_MIN (16u << 10)
 #define MAX_LAUNCH_PARAMS ((uint64_t)1 << 20)
+#define MAX_PASSED_FDS 8 /* descriptors received ahead of the frames they belong to */
 
 typedef struct conn_s {
     union {
@@ -304,6 +306,32 @@ static uint64_t bulk_limit(uint16_t opcode)
     }
 }
 
+static void free_handle(uv_handle_t *h)
+{
+    free(h);
+}
+
+/* The next descriptor the client passed (Unix sockets), or -1. Descriptors arrive with the
+ * first byte of the write that carried them, so by the time the frame they came with is
+ * complete, they are here; they are taken in the order sent. */
+static int take_passed_fd(conn_t *c)
+{
+    if (c->h.handle.type != UV_NAMED_PIPE || uv_pipe_pending_count(&c->h.pipe) == 0)
+        return -1;
+    uv_pipe_t *tmp = malloc(sizeof *tmp);
+    if (!tmp)
+        return -1;
+    /* libuv hands a passed descriptor over only as a handle; take a copy of it */
+    uv_pipe_init(c->h.handle.loop, tmp, 0);
+    uv_os_fd_t raw;
+    int fd = -1;
+    if (uv_accept(&c->h.stream, (uv_stream_t *)tmp) == 0 &&
+        uv_fileno((uv_handle_t *)tmp, &raw) == 0)
+        fd = fcntl(raw, F_DUPFD_CLOEXEC, 0);
+    uv_close((uv_handle_t *)tmp, free_handle);
+    return fd;
+}
+
 /* A request is complete: route it (the executor decodes it). Returns 0 or CR_EPROTO. */
 static int complete(conn_t *c)
 {
@@ -320,6 +348,8 @@ static int complete(conn_t *c)
         cr_request_free(req);
         return 0;
     }
+    if (req->hdr.opcode == CR_OP_SHM_ATTACH)
+        req->fd = take_passed_fd(c);
     if (cr_session_submit(c->session, req)) { /* the executor is behind: the client waits */
         CR_DEBUG("session %llu: input paused", (unsigned long long)c->session->id);
         uv_read_stop(&c->h.stream);
@@ -418,6 +448,11 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     } else {
         err = feed(c, (const uint8_t *)buf->base, (size_t)nread);
     }
+    /* descriptors nobody asked for pile up in the server: a client may have a few in
+     * flight, never more */
+    if (!err && c->h.handle.type == UV_NAMED_PIPE &&
+        uv_pipe_pending_count(&c->h.pipe) > MAX_PASSED_FDS)
+        err = CR_EPROTO;
     if (err) {
         char why[128];
         snprintf(why, sizeof why, "malformed frame (%s)", cr_strerror(err));
@@ -461,8 +496,8 @@ static void on_connection(uv_stream_t *listener, int status)
     if (!c)
         return;
     c->server = srv;
-    if (is_pipe)
-        uv_pipe_init(srv->loop, &c->h.pipe, 0);
+    if (is_pipe) /* ipc: the client may pass memfds (shared memory, shm.c) */
+        uv_pipe_init(srv->loop, &c->h.pipe, 1);
     else
         uv_tcp_init(srv->loop, &c->h.tcp);
     c->h.handle.data = c;

@@ -580,7 +580,7 @@ static void *executor_main(void *arg)
             break;
         }
         cr_request_t *req = s->inbox_head;
-        s->inbox_head = req->next;
+        __atomic_store_n(&s->inbox_head, req->next, __ATOMIC_RELEASE);
         if (!s->inbox_head)
             s->inbox_tail = NULL;
         s->inbox_bytes -= request_bytes(req);
@@ -621,6 +621,10 @@ static void *executor_main(void *arg)
         }
         if (req->hdr.opcode == CR_OP_HELLO)
             cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        else if (req->hdr.opcode == CR_OP_SHM_ATTACH)
+            cr_shm_attach(req);
+        else if (req->hdr.opcode == CR_OP_SHM_DETACH)
+            cr_shm_detach(req);
         else
             cr_dispatch(req);
         msgpack_zone_clear(&exec_zone); /* nothing the executor decoded is used after this */
@@ -638,6 +642,7 @@ static void *executor_main(void *arg)
         if (s->legacy.marker)
             d->cuEventDestroy_v2(s->legacy.marker);
     }
+    cr_shm_release_all(s); /* after the work that may still have used the regions */
     CR_INFO("session %llu: resources of %s released (%llu requests)", (unsigned long long)s->id,
             s->who[0] ? s->who : s->peer, (unsigned long long)s->stat_requests);
     cr_session_unref(s);
@@ -677,7 +682,7 @@ int cr_session_submit(cr_session_t *s, cr_request_t *req)
     if (s->inbox_tail)
         s->inbox_tail->next = req;
     else
-        s->inbox_head = req;
+        __atomic_store_n(&s->inbox_head, req, __ATOMIC_RELEASE); /* the executor peeks */
     s->inbox_tail = req;
     s->inbox_bytes += request_bytes(req);
     int pause = s->inbox_bytes > inbox_high && !s->reading_paused;
@@ -694,7 +699,7 @@ void cr_session_close(cr_session_t *s, const char *why)
 {
     pthread_mutex_lock(&s->lock);
     int first = !s->closing;
-    s->closing = 1;
+    __atomic_store_n(&s->closing, 1, __ATOMIC_RELEASE); /* the executor peeks */
     s->stream = NULL;
     s->fd = -1; /* no direct writes any more: the loop closes the socket */
     while (s->direct_busy) /* one in progress uses the old fd: it must not be reused yet */

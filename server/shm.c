@@ -1,0 +1,206 @@
+/* Memory shared with clients on the same host (wire formats in common/protocol.h).
+ *
+ * A client on a Unix socket passes memfds; each becomes a region of its session, mapped
+ * here and registered with the backend as page-locked, so that copies between it and the
+ * device run asynchronously in stream order with no bytes on the socket. A region is
+ * trusted for nothing: the memfd must be sealed against shrinking (a client that shrank
+ * it under our mapping would crash the server at its next access), large enough for the
+ * size claimed, and copies are checked to lie inside it. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cr_opcodes.h"
+#include "dispatch.h"
+#include "error.h"
+#include "log.h"
+
+#define MAX_REGIONS 65536 /* per session */
+
+typedef struct {
+    uint8_t *base;
+    size_t size;
+    int registered; /* with the backend (page-locked) */
+} region_t;
+
+static int enabled = 1;
+
+void cr_shm_set_enabled(int on)
+{
+    enabled = on;
+}
+
+static void region_free(const cr_backend_t *b, region_t *r)
+{
+    if (r->registered)
+        b->d.cuMemHostUnregister(r->base);
+    munmap(r->base, r->size);
+    free(r);
+}
+
+/* Maps a client's memfd after checking it; NULL with a reason. */
+static region_t *region_map(const cr_backend_t *b, int fd, uint64_t size, const char **why)
+{
+    struct stat st;
+    int seals = fcntl(fd, F_GET_SEALS);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        *why = "not a memory file";
+        return NULL;
+    }
+    if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
+        *why = "not sealed against shrinking";
+        return NULL;
+    }
+    if (size == 0 || size > (uint64_t)st.st_size || size > SIZE_MAX) {
+        *why = "size does not match the file";
+        return NULL;
+    }
+    region_t *r = calloc(1, sizeof *r);
+    void *p = r ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    if (p == MAP_FAILED) {
+        *why = r ? strerror(errno) : "out of memory";
+        free(r);
+        return NULL;
+    }
+    r->base = p;
+    r->size = size;
+    /* page-locked for the backend: copies from and to it are then asynchronous; without,
+     * they are still right, only synchronous */
+    CUresult rr = b->d.cuMemHostRegister_v2(p, size, CU_MEMHOSTREGISTER_PORTABLE);
+    r->registered = rr == CUDA_SUCCESS;
+    if (!r->registered)
+        CR_DEBUG("shared region of %llu bytes not registered: %s", (unsigned long long)size,
+                 cr_cuda_error_name(rr));
+    return r;
+}
+
+void cr_shm_attach(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    uint64_t id, size;
+    int fd = req->fd;
+    req->fd = -1;
+    CUresult result = CUDA_ERROR_INVALID_VALUE;
+    const char *why = "malformed request";
+    if (!enabled || fd < 0) {
+        result = CUDA_ERROR_NOT_SUPPORTED;
+        why = enabled ? "no descriptor came with it" : "disabled (--no-shm)";
+    } else if (req->argc == 2 && !cr_arg_u64(req, 0, &id) && !cr_arg_u64(req, 1, &size) &&
+               id != 0 && id != UINT64_MAX) {
+        uint64_t unused;
+        pthread_mutex_lock(&s->lock);
+        int taken = cr_idmap_get(&s->regions, id, &unused);
+        size_t count = s->regions.count;
+        pthread_mutex_unlock(&s->lock);
+        region_t *r = NULL;
+        if (taken)
+            why = "region id in use";
+        else if (count >= MAX_REGIONS)
+            why = "too many regions", result = CUDA_ERROR_OUT_OF_MEMORY;
+        else if ((r = region_map(s->backend, fd, size, &why)) != NULL) {
+            pthread_mutex_lock(&s->lock);
+            int err = cr_idmap_put(&s->regions, id, (uint64_t)(uintptr_t)r);
+            pthread_mutex_unlock(&s->lock);
+            if (err) {
+                region_free(s->backend, r);
+                why = "out of memory", result = CUDA_ERROR_OUT_OF_MEMORY;
+            } else {
+                result = CUDA_SUCCESS;
+                CR_DEBUG("session %llu: shared region %llu attached (%llu bytes%s)",
+                         (unsigned long long)s->id, (unsigned long long)id,
+                         (unsigned long long)size, r->registered ? ", page-locked" : "");
+                if (!s->shm_announced) {
+                    s->shm_announced = 1;
+                    CR_INFO("session %llu: shared memory with %s", (unsigned long long)s->id,
+                            s->who[0] ? s->who : s->peer);
+                }
+            }
+        }
+    }
+    if (fd >= 0)
+        close(fd); /* the mapping keeps the memory */
+    if (result != CUDA_SUCCESS)
+        CR_DEBUG("session %llu: shared memory declined: %s", (unsigned long long)s->id, why);
+    cr_request_finish(req, result);
+}
+
+typedef struct {
+    cr_request_t *req;
+    region_t *region;
+    CUevent *events;
+    unsigned count;
+} detach_t;
+
+/* Waiter thread: the session's streams are past every use of the region; unmap it. */
+static void detach_when_idle(void *arg)
+{
+    detach_t *t = arg;
+    cr_session_t *s = t->req->session;
+    CUresult r = cr_session_wait_events(s, t->events, t->count);
+    region_free(s->backend, t->region);
+    cr_request_finish(t->req, r == CUDA_SUCCESS || cr_is_context_error(r) ? CUDA_SUCCESS : r);
+    cr_session_task_end(s);
+    free(t);
+}
+
+void cr_shm_detach(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    uint64_t id, v;
+    if (req->argc != 1 || cr_arg_u64(req, 0, &id)) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    pthread_mutex_lock(&s->lock);
+    int found = cr_idmap_remove(&s->regions, id, &v);
+    pthread_mutex_unlock(&s->lock);
+    if (!found) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    /* later requests no longer find it; earlier ones may still be queued on streams */
+    detach_t *t = calloc(1, sizeof *t);
+    if (!t || cr_session_mark_streams(s, &t->events, &t->count) != CUDA_SUCCESS) {
+        free(t);
+        const cr_driver_t *d = &s->backend->d;
+        d->cuCtxSynchronize();
+        region_free(s->backend, (region_t *)(uintptr_t)v);
+        cr_request_finish(req, CUDA_SUCCESS);
+        return;
+    }
+    t->req = req;
+    t->region = (region_t *)(uintptr_t)v;
+    cr_session_task_begin(s);
+    if (cr_waiter_run(detach_when_idle, t) != 0)
+        detach_when_idle(t); /* no thread to spare: wait here */
+}
+
+void *cr_shm_host_ptr(cr_session_t *s, uint64_t id, uint64_t offset, uint64_t bytes)
+{
+    uint64_t v;
+    pthread_mutex_lock(&s->lock);
+    int found = cr_idmap_get(&s->regions, id, &v) == 1;
+    pthread_mutex_unlock(&s->lock);
+    region_t *r = found ? (region_t *)(uintptr_t)v : NULL;
+    if (!r || offset > r->size || bytes > r->size - offset)
+        return NULL;
+    return r->base + offset;
+}
+
+void cr_shm_release_all(cr_session_t *s)
+{
+    pthread_mutex_lock(&s->lock);
+    cr_idmap_t regions = s->regions;
+    s->regions = (cr_idmap_t)CR_IDMAP_INIT;
+    pthread_mutex_unlock(&s->lock);
+    size_t pos = 0;
+    uint64_t id, v;
+    while (cr_idmap_next(&regions, &pos, &id, &v))
+        region_free(s->backend, (region_t *)(uintptr_t)v);
+    cr_idmap_free(&regions);
+}
