@@ -31,3 +31,14 @@ cr_cuda_test(invalid_args)
 cr_cuda_program(memhold)
 cr_cuda_test(memhold SCENARIO sigkill)
 cr_cuda_test(malformed PROGRAM device_props SCENARIO malformed)
+# copies over every path: the socket (TCP; Unix without shared memory, refused by the
+# client or by the server) and shared memory
+cr_cuda_program(copies)
+cr_cuda_test(copies)
+cr_cuda_test(copies_shm PROGRAM copies TRANSPORT unix
+  RUN_ARGS --expect-log "shared memory with copies")
+cr_cuda_test(copies_unix_no_shm PROGRAM copies TRANSPORT unix
+  RUN_ARGS --env CUDA_REMOTE_SHM=0 --reject-log "shared memory with")
+cr_cuda_test(copies_server_no_shm PROGRAM copies TRANSPORT unix
+  RUN_ARGS --server-arg=--no-shm --server-arg=--log=debug
+           --expect-log "shared memory declined: disabled" --reject-log "shared memory with")

@@ -8,7 +8,8 @@ in that order, with exactly those fields (`kernel` matches a substring of the ma
 name; `params` is the hex of the parameter buffer). Scenarios cover what a program alone
 cannot check: an unreachable server, a client killed mid-run, a malformed frame.
 
-  run.py --server BIN --stub DIR [--transport tcp|unix] [--scenario NAME] PROGRAM [ARGS...]
+  run.py --server BIN --stub DIR [--transport tcp|unix] [--scenario NAME]
+         [--server-arg ARG]... [--env NAME=VALUE]... PROGRAM [ARGS...]
 """
 import argparse
 import json
@@ -145,8 +146,18 @@ def check_launches(stdout, trace):
     return len(expected)
 
 
+def program_env(args):
+    """The --env settings for the program under test."""
+    extra = {}
+    for item in getattr(args, 'env', None) or []:
+        name, _, value = item.partition('=')
+        extra[name] = value
+    return extra
+
+
 def scenario_plain(args, server):
-    p = run_program(args.program, client_env(args.stub, server.address), args.timeout)
+    p = run_program(args.program, client_env(args.stub, server.address, program_env(args)),
+                    args.timeout)
     sys.stdout.write(p.stdout)
     sys.stderr.write(p.stderr)
     if p.returncode != 0:
@@ -274,6 +285,11 @@ def main():
     ap.add_argument('--backend', default='emu')
     ap.add_argument('--driver', help='driver library for --backend cuda')
     ap.add_argument('--expect-log', help='a regular expression the server log must match')
+    ap.add_argument('--reject-log', help='a regular expression the server log must not match')
+    ap.add_argument('--server-arg', action='append', default=[],
+                    help='an extra argument for cuda-remoted; repeatable')
+    ap.add_argument('--env', action='append', default=[],
+                    help='NAME=VALUE in the program\'s environment; repeatable')
     ap.add_argument('--expect-stdout', action='append',
                     help='a regular expression (multi-line) the program\'s stdout must match; '
                          'repeatable')
@@ -293,13 +309,18 @@ def main():
             return 0
         server = None
         try:
-            server = Server(args.server, workdir, args.transport, args.backend, args.driver)
+            server = Server(args.server, workdir, args.transport, args.backend, args.driver,
+                            args.server_arg)
             {'plain': scenario_plain, 'sigkill': scenario_sigkill,
              'malformed': scenario_malformed}[args.scenario](args, server)
             if server.proc.poll() is not None:
                 raise Failure('the server died:\n' + server.log_text())
             if args.expect_log and not re.search(args.expect_log, server.log_text()):
-                raise Failure('the server log does not match %r' % args.expect_log)
+                raise Failure('the server log does not match %r:\n%s' % (args.expect_log,
+                                                                         server.log_text()))
+            if args.reject_log and re.search(args.reject_log, server.log_text()):
+                raise Failure('the server log matches %r:\n%s' % (args.reject_log,
+                                                                  server.log_text()))
             for bad in ('AddressSanitizer', 'runtime error:', 'ThreadSanitizer'):
                 if bad in server.log_text():
                     raise Failure('server reported %s:\n%s' % (bad, server.log_text()))

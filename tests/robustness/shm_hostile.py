@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""Shared memory against a hostile client: speaks the protocol by hand over a Unix socket
+and offers the server descriptors it must refuse (none, unsealed, not a memfd, smaller
+than claimed), then a good region it must use for copies in both directions, with copies
+outside it refused. A client that floods the server with descriptors loses its
+connection; the server keeps serving the others.
+
+  shm_hostile.py --server BIN --opcodes codegen/opcodes.txt
+"""
+import argparse
+import mmap
+import os
+import socket
+import struct
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'integration'))
+import run  # noqa: E402  (the integration harness: Server)
+
+HEADER = struct.Struct('<IHHIIQQ')
+MAGIC, VERSION = 0x544D5243, 1
+FRAME_REPLY, FRAME_ASYNC = 1, 2
+SUCCESS, INVALID_VALUE, NOT_SUPPORTED = 0, 1, 801
+
+
+# --- just enough msgpack ---------------------------------------------------------------------
+
+def pack(v):
+    if v is None:
+        return b'\xc0'
+    if v is True:
+        return b'\xc3'
+    if isinstance(v, int):
+        if 0 <= v < 128:
+            return bytes([v])
+        return b'\xcf' + struct.pack('>Q', v)
+    if isinstance(v, str):
+        b = v.encode()
+        return (bytes([0xa0 | len(b)]) if len(b) < 32 else b'\xd9' + bytes([len(b)])) + b
+    if isinstance(v, list):
+        return bytes([0x90 | len(v)]) + b''.join(pack(x) for x in v)
+    if isinstance(v, dict):
+        return bytes([0x80 | len(v)]) + b''.join(pack(k) + pack(x) for k, x in v.items())
+    raise TypeError(v)
+
+
+def unpack_first_int(body):
+    """The first element of a reply array: the CUresult (and the second, if an int)."""
+    assert body[0] & 0xf0 == 0x90 or body[0] in (0xdc, 0xdd), body[:8]
+    pos = 1 if body[0] & 0xf0 == 0x90 else (3 if body[0] == 0xdc else 5)
+    values = []
+    while pos < len(body) and len(values) < 2:
+        t = body[pos]
+        if t < 0x80:
+            values.append(t)
+            pos += 1
+        elif t in (0xcc, 0xcd, 0xce, 0xcf):
+            n = {0xcc: 1, 0xcd: 2, 0xce: 4, 0xcf: 8}[t]
+            values.append(int.from_bytes(body[pos + 1:pos + 1 + n], 'big'))
+            pos += 1 + n
+        else:
+            break
+    return values
+
+
+# --- the connection --------------------------------------------------------------------------
+
+class Client:
+    def __init__(self, path, opcodes):
+        self.op = opcodes
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.connect(path)
+        self.sock.settimeout(10)
+        self.call_id = 0
+        hello = {'protocol': '1', 'cuda_version': 13000, 'client': 'shm_hostile',
+                 'pid': str(os.getpid()), 'host': 'test', 'program': 'shm_hostile',
+                 'token': None}
+        result = self.call('@hello', hello)
+        assert result[0] == SUCCESS, result
+
+    def send(self, opcode, body, fds=(), flags=0):
+        self.call_id += 1
+        data = pack(body)
+        frame = HEADER.pack(MAGIC, VERSION, self.op[opcode], flags, len(data), self.call_id,
+                            0) + data
+        if fds:
+            socket.send_fds(self.sock, [frame], list(fds))
+        else:
+            self.sock.sendall(frame)
+        return self.call_id
+
+    def reply(self, call_id):
+        while True:
+            head = self._read(HEADER.size)
+            magic, _, _, flags, body_len, got_id, bulk_len = HEADER.unpack(head)
+            body = self._read(body_len)
+            self._read(bulk_len)
+            if flags & FRAME_REPLY and got_id == call_id:
+                return unpack_first_int(body)
+
+    def call(self, opcode, body, fds=()):
+        return self.reply(self.send(opcode, body, fds))
+
+    def _read(self, n):
+        data = b''
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            if not chunk:
+                raise ConnectionError('the server closed the connection')
+            data += chunk
+        return data
+
+
+def memfd(size, seal=True):
+    fd = os.memfd_create('shm-hostile', os.MFD_ALLOW_SEALING if seal else 0)
+    os.ftruncate(fd, size)
+    if seal:
+        import fcntl
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
+    return fd
+
+
+def expect(what, got, want):
+    if got != want:
+        raise run.Failure('%s: got %r, expected %r' % (what, got, want))
+    print('ok: %s' % what)
+
+
+def read_opcodes(path):
+    ops, n = {}, 0
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith('#'):
+                n += 1
+                ops[line] = n
+    return ops
+
+
+def hostile(server, opcodes):
+    path = server.address[len('unix:'):]
+    c = Client(path, opcodes)
+    expect('attach without a descriptor', c.call('@shm_attach', [1, 4096])[0], NOT_SUPPORTED)
+    fd = memfd(1 << 20, seal=False)
+    expect('attach of an unsealed memfd', c.call('@shm_attach', [1, 1 << 20], [fd])[0],
+           INVALID_VALUE)
+    os.close(fd)
+    with tempfile.TemporaryFile() as f:
+        f.truncate(1 << 20)
+        expect('attach of a plain file', c.call('@shm_attach', [1, 1 << 20], [f.fileno()])[0],
+               INVALID_VALUE)
+    fd = memfd(1 << 20)
+    expect('attach claiming more than the memfd holds',
+           c.call('@shm_attach', [1, 2 << 20], [fd])[0], INVALID_VALUE)
+    expect('attach of region id 0', c.call('@shm_attach', [0, 1 << 20], [fd])[0],
+           INVALID_VALUE)
+    expect('attach of a good region', c.call('@shm_attach', [7, 1 << 20], [fd])[0], SUCCESS)
+    expect('attach reusing its id', c.call('@shm_attach', [7, 1 << 20], [fd])[0],
+           INVALID_VALUE)
+    try:
+        os.ftruncate(fd, 4096)
+        raise run.Failure('the sealed memfd could be shrunk')
+    except PermissionError:
+        print('ok: the region cannot shrink under the server')
+    region = mmap.mmap(fd, 1 << 20)
+    os.close(fd)
+
+    result, dev = c.call('cuMemAlloc_v2', [True, 1 << 16])
+    expect('device allocation', result, SUCCESS)
+    pattern = bytes((i * 7 + 1) & 0xff for i in range(5000))
+    region[100:5100] = pattern
+    expect('copy from the region', c.call('cuMemcpyHtoD_v2', [dev + 3, 5000, 0, 7, 100])[0],
+           SUCCESS)
+    expect('copy into the region', c.call('cuMemcpyDtoH_v2', [dev + 3, 5000, 0, 7, 700000])[0],
+           SUCCESS)
+    expect('bytes that went around', region[700000:705000] == pattern, True)
+    expect('copy reaching past the region',
+           c.call('cuMemcpyDtoH_v2', [dev, 4096, 0, 7, (1 << 20) - 4095])[0], INVALID_VALUE)
+    expect('copy at an offset past the region',
+           c.call('cuMemcpyHtoD_v2', [dev, 1, 0, 7, 1 << 40])[0], INVALID_VALUE)
+    expect('copy with a huge length', c.call('cuMemcpyHtoD_v2', [dev, 1 << 63, 0, 7, 0])[0],
+           INVALID_VALUE)
+    expect('copy through an unknown region', c.call('cuMemcpyHtoD_v2', [dev, 16, 0, 8, 0])[0],
+           INVALID_VALUE)
+    expect('detach of an unknown region', c.call('@shm_detach', [8])[0], INVALID_VALUE)
+    expect('detach', c.call('@shm_detach', [7])[0], SUCCESS)
+    expect('copy through a detached region', c.call('cuMemcpyHtoD_v2', [dev, 16, 0, 7, 0])[0],
+           INVALID_VALUE)
+    region.close()
+
+    # descriptors with no frame to claim them: the connection ends, the server goes on
+    flood = Client(path, opcodes)
+    fds = [memfd(4096) for _ in range(12)]
+    try:
+        for fd in fds:
+            socket.send_fds(flood.sock, [b'\0'], [fd])
+        flood.sock.settimeout(10)
+        data = flood.sock.recv(1)
+        expect('a flood of descriptors ends the connection', data, b'')
+    except ConnectionResetError:
+        print('ok: a flood of descriptors ends the connection')
+    finally:
+        for fd in fds:
+            os.close(fd)
+    again = Client(path, opcodes)
+    expect('the server still serves', again.call('cuMemAlloc_v2', [True, 4096])[0], SUCCESS)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--server', required=True)
+    ap.add_argument('--opcodes', required=True)
+    args = ap.parse_args()
+    opcodes = read_opcodes(args.opcodes)
+    with tempfile.TemporaryDirectory(prefix='cr-test-') as workdir:
+        server = None
+        try:
+            server = run.Server(args.server, workdir, 'unix')
+            hostile(server, opcodes)
+            if server.proc.poll() is not None:
+                raise run.Failure('the server died')
+        except (run.Failure, AssertionError, ConnectionError, OSError) as e:
+            print('shm_hostile.py: FAILED: %r' % (e,), file=sys.stderr)
+            if server:
+                server.stop()
+                print('--- server log ---\n' + server.log_text(), file=sys.stderr)
+            return 1
+        server.stop()
+        for bad in ('AddressSanitizer', 'runtime error:', 'ThreadSanitizer'):
+            if bad in server.log_text():
+                print('server reported %s:\n%s' % (bad, server.log_text()), file=sys.stderr)
+                return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
