@@ -15,6 +15,8 @@
  *                       synchronous copy of that size, cache misses of large buffers included
  *   memcpy_1m_gbps      memcpy of 1 MiB (cache-resident), one core
  *   memcpy_64m_gbps     memcpy of 64 MiB (memory), one core
+ *   memcpy_gbps         (with "size") memcpy of SIZE bytes, 4 KiB .. 256 MiB, one core: the
+ *                       limit of the shared-memory path, which copies each byte once a side
  * For shm, the "transport" is a shared-memory ring between two processes: the round trips
  * spin or futex-wait on a flag, the stream moves bytes through a 4 MiB ring. */
 #define _GNU_SOURCE
@@ -429,6 +431,9 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[1], "memcpy")) {
         emit("memcpy", "memcpy_1m_gbps", memcpy_rate(1 << 20, 4000), "GB/s");
         emit("memcpy", "memcpy_64m_gbps", memcpy_rate(64 << 20, 40), "GB/s");
+        for (size_t size = TRANSFER_MIN; size <= TRANSFER_MAX; size *= 4)
+            emit_sized("memcpy", "memcpy_gbps", memcpy_rate(size, transfer_reps(size)), "GB/s",
+                       size);
     } else {
         fprintf(stderr, "raw_limits: unknown %s\n", argv[1]);
         return 2;

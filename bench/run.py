@@ -2,11 +2,17 @@
 """Runs the benchmarks: each remoting figure beside the machine's limit for the same
 transport, measured in the same run, as a ratio; median of several rounds with min-max.
 
-  bench/run.py --build DIR [--rounds N] [--transports tcp,unix] [--quick] [--output FILE]
+  bench/run.py --build DIR [--rounds N] [--transports tcp,unix,shm] [--quick]
+               [--output FILE]
 
 Every round measures the limits (bench/raw_limits.c) and then the remoting layer
 (bench/remote_bench.c through the stub, against a fresh cuda-remoted on the emulated
-device, where the device side costs nearly nothing), one transport after the other.
+device, where the device side costs nearly nothing), one transport after the other:
+  tcp   loopback TCP
+  unix  a Unix socket, shared memory off (CUDA_REMOTE_SHM=0): every byte on the socket
+  shm   a Unix socket with shared memory: messages on the socket, bytes in shared memory;
+        its copies are compared with memcpy of the same size, its calls with the Unix
+        socket's limits
 """
 import argparse
 import datetime
@@ -32,8 +38,8 @@ def run_json_lines(cmd, env=None, timeout=900):
 
 
 def start_server(build, transport, workdir, extra):
-    listen = 'unix:' + os.path.join(workdir, 'bench.sock') if transport == 'unix' \
-        else '127.0.0.1:0'
+    on_unix = transport in ('unix', 'shm')
+    listen = 'unix:' + os.path.join(workdir, 'bench.sock') if on_unix else '127.0.0.1:0'
     log = open(os.path.join(workdir, 'server-%s.log' % transport), 'w+')
     proc = subprocess.Popen([os.path.join(build, 'server', 'cuda-remoted'), '--backend', 'emu',
                              '--emu-memory', '2GiB', '--listen', listen] + extra,
@@ -44,7 +50,7 @@ def start_server(build, transport, workdir, extra):
         log.seek(0)
         m = re.search(r'listening on (\S+)', log.read())
         if m:
-            return proc, listen if transport == 'unix' else m.group(1)
+            return proc, listen if on_unix else m.group(1)
         if proc.poll() is not None:
             break
         time.sleep(0.05)
@@ -60,7 +66,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--build', default=os.path.join(HERE, '..', 'build'))
     ap.add_argument('--rounds', type=int, default=5)
-    ap.add_argument('--transports', default='tcp,unix')
+    ap.add_argument('--transports', default='tcp,unix,shm')
     ap.add_argument('--quick', action='store_true', help='fewer iterations (a smoke run)')
     ap.add_argument('--output', help='machine-readable results (JSON)')
     ap.add_argument('--server-arg', action='append', default=[],
@@ -79,13 +85,18 @@ def main():
         print('round %d/%d' % (rnd + 1, args.rounds), file=sys.stderr)
         for r in run_json_lines([os.path.join(build, 'bench', 'raw_limits'), 'memcpy']):
             add(r)
-        for t in transports:
+        raw = list(transports)
+        if 'shm' in raw and 'unix' not in raw:
+            raw.append('unix')  # the shared-memory path's messages use the Unix socket
+        for t in raw:
             for r in run_json_lines([os.path.join(build, 'bench', 'raw_limits'), t]):
                 add(r)
+        for t in transports:
             with tempfile.TemporaryDirectory(prefix='cr-bench-') as workdir:
                 proc, address = start_server(build, t, workdir, args.server_arg)
                 try:
-                    env = dict(os.environ, CUDA_REMOTE_ADDR=address)
+                    env = dict(os.environ, CUDA_REMOTE_ADDR=address,
+                               CUDA_REMOTE_SHM='1' if t == 'shm' else '0')
                     cmd = [os.path.join(build, 'bench', 'remote_bench')]
                     if args.quick:
                         cmd.append('--quick')
@@ -116,18 +127,24 @@ def main():
                         'limit_metric': limit_key[1], 'limit': lim, 'ratio': ratio})
 
     for t in transports:
+        # shared memory: messages still go over the Unix socket, bytes are memcpy'd
+        msg = 'unix' if t == 'shm' else t
         row('sync call p50 (us) vs blocking round trip', t, (t, 'sync_call_us', 'p50', 0),
-            (t, 'rtt_blocking_us', '', 0), invert=False)
+            (msg, 'rtt_blocking_us', '', 0), invert=False)
         row('sync call p50 (us) vs spinning round trip', t, (t, 'sync_call_us', 'p50', 0),
-            (t, 'rtt_spin_us', '', 0), invert=False)
+            (msg, 'rtt_spin_us', '', 0), invert=False)
         row('async launches/s vs coalesced messages/s', t,
-            (t, 'launch_rate_per_s', 'with_sync', 0), (t, 'msg_rate_per_s', '', 0))
+            (t, 'launch_rate_per_s', 'with_sync', 0), (msg, 'msg_rate_per_s', '', 0))
         for size in sorted({k[3] for k in samples if k[0] == t and k[3]}):
             for metric in ('h2d_gbps', 'd2h_gbps'):
                 for mode in ('pageable', 'pinned'):
-                    row('%s %s %s (GB/s) vs raw transfer of that size' % (
-                        metric[:3].upper(), mode, human(size)), t, (t, metric, mode, size),
-                        (t, 'transfer_gbps', '', size))
+                    if t == 'shm':
+                        label, limit = 'memcpy', ('memcpy', 'memcpy_gbps', '', size)
+                    else:
+                        label, limit = 'raw transfer', (t, 'transfer_gbps', '', size)
+                    row('%s %s %s (GB/s) vs %s of that size' % (
+                        metric[:3].upper(), mode, human(size), label), t,
+                        (t, metric, mode, size), limit)
 
     print('\n%-5s %-56s %12s %12s %8s' % ('path', 'figure (median [min-max])', 'value',
                                           'limit', 'ratio'))
@@ -136,6 +153,16 @@ def main():
     print('\nmemcpy one core: 1 MiB %s GB/s, 64 MiB %s GB/s' % (
         fmt(stat(('memcpy', 'memcpy_1m_gbps', '', 0))),
         fmt(stat(('memcpy', 'memcpy_64m_gbps', '', 0)))))
+    for t in transports:
+        if t != 'shm':
+            print('%s stream: 1 MiB writes %s GB/s, 64 MiB writes %s GB/s' % (
+                t, fmt(stat((t, 'bulk_1m_gbps', '', 0))), fmt(stat((t, 'bulk_64m_gbps', '', 0)))))
+    if 'shm' in transports:
+        print('shared-memory ring between processes: round trip %s us spinning, %s us '
+              'futex; 1 MiB stream %s GB/s' % (
+                  fmt(stat(('shm', 'rtt_spin_us', '', 0))),
+                  fmt(stat(('shm', 'rtt_blocking_us', '', 0))),
+                  fmt(stat(('shm', 'bulk_1m_gbps', '', 0)))))
 
     if args.output:
         doc = {'date': datetime.date.today().isoformat(), 'host': platform.node(),
