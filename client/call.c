@@ -53,8 +53,17 @@ static CUresult pack_param(msgpack_packer *pk, const cr_fn_desc_t *d, cr_arg_t *
     case CR_P_STREAM:
         msgpack_pack_uint64(pk, stream_ids[i]);
         return CUDA_SUCCESS;
-    case CR_P_OUT:
     case CR_P_OUT_HANDLE:
+        if (d->flags & CR_FN_ASYNC) { /* created without waiting: we choose its id */
+            if (!arg->p)
+                return CUDA_ERROR_INVALID_VALUE;
+            uint64_t id = cr_handles_new_id();
+            *(void **)arg->p = (void *)(uintptr_t)id;
+            msgpack_pack_uint64(pk, id);
+            return CUDA_SUCCESS;
+        }
+        /* fall through */
+    case CR_P_OUT:
         if (arg->p)
             msgpack_pack_true(pk);
         else
@@ -212,8 +221,13 @@ CUresult cr_remote_call(const cr_fn_desc_t *d, cr_arg_t *a)
             return r;
         }
     }
-    if (d->flags & CR_FN_ASYNC)
-        return cr_transport_error(cr_msg_send(&m));
+    if (d->flags & CR_FN_ASYNC) {
+        CUresult r = cr_transport_error(cr_msg_send(&m));
+        for (int i = 0; i < d->param_count && r == CUDA_SUCCESS; i++)
+            if (d->params[i].kind == CR_P_OUT_HANDLE) /* the id we chose */
+                cr_handles_add((uint64_t)(uintptr_t)*(void **)a[i].p, d->params[i].handle_type);
+        return r;
+    }
 
     cr_pending_t p = {0};
     msgpack_unpacked u;

@@ -2,9 +2,16 @@
  * sent without waiting, so a stale or made-up handle must be caught here to fail at once,
  * as it does on a GPU, instead of at some unrelated later call. */
 #include "internal.h"
+#include "protocol.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static cr_idmap_t live = CR_IDMAP_INIT; /* id -> type */
+static uint64_t next_client_id = CR_CLIENT_ID_BASE;
+
+uint64_t cr_handles_new_id(void)
+{
+    return __atomic_add_fetch(&next_client_id, 0x10, __ATOMIC_RELAXED);
+}
 
 void cr_handles_add(uint64_t id, unsigned type)
 {

@@ -65,6 +65,8 @@ void cr_client_reset_streams(void);
 /* --- handles.c: the handle ids this client holds ------------------------------------------- */
 
 void cr_handles_add(uint64_t id, unsigned type);
+/* An id for a handle an asynchronous call creates (the server registers it under it). */
+uint64_t cr_handles_new_id(void);
 void cr_handles_remove(uint64_t id);
 /* 1 when id is a live handle of that type (a kernel counts as a function). */
 int cr_handles_valid(uint64_t id, unsigned type);

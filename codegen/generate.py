@@ -353,6 +353,13 @@ def gen_api_desc(funcs, opcodes, handle_types):
         rows = []
         for p in fn.wire_params:
             kind, flags, ht, count, size = classify(fn, p, handle_types)
+            # an asynchronous call has no reply: its only output can be a new handle
+            # whose id the client chooses
+            if 'async' in fn.attrs and kind in ('CR_P_OUT', 'CR_P_OUT_ARRAY', 'CR_P_OUT_STR',
+                                                'CR_P_INOUT'):
+                fail('%s.%s: an async call cannot return values' % (fn.name, p['name']))
+            if 'async' in fn.attrs and kind == 'CR_P_OUT_HANDLE' and 'CR_PF_CREATE' not in flags:
+                fail('%s.%s: an async call can only return a new handle' % (fn.name, p['name']))
             rows.append('    {%s, %s, %s, %d, %d}, /* %s */\n' % (
                 kind, ' | '.join(flags) or '0', ht or 'CR_HT_NONE', count, size, p['name']))
         flags = []

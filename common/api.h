@@ -9,7 +9,7 @@
  *   VAL, DPTR            integer                 FLOAT   float/double
  *   HANDLE               integer id (0 = NULL)    STREAM  integer id (0 = legacy stream)
  *   OUT, OUT_STR,        nil if the caller passed NULL, else true / the capacity
- *   OUT_ARRAY
+ *   OUT_ARRAY            (an OUT_HANDLE of an async call: the id the client chose for it)
  *   IN, IN_ARRAY, STR    nil or bin / str
  *   INOUT                nil or bin (the value going in)
  *   IGNORED              nil

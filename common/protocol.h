@@ -87,6 +87,10 @@ static inline int cr_mempool_attr_is_64(int attr)
            attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH;
 }
 
+/* Handle ids from here up are chosen by the client, for handles that asynchronous calls
+ * create (common/api.h: an OUT_HANDLE of an async call); the server's own ids stay below. */
+#define CR_CLIENT_ID_BASE ((uint64_t)1 << 62)
+
 /* Copies larger than this travel as several frames so that no frame needs a huge buffer
  * and the server can start copying before the last byte arrives. */
 #define CR_COPY_CHUNK ((size_t)8 << 20)

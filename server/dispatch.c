@@ -9,6 +9,7 @@
 #include "error.h"
 #include "log.h"
 #include "mpcheck.h"
+#include "protocol.h"
 
 /* --- requests and replies ----------------------------------------------------------------- */
 
@@ -288,16 +289,27 @@ static uint64_t count_value(const cr_fn_desc_t *d, const cr_arg_t *a, int idx)
     return a[idx].u;
 }
 
-/* Second pass: buffers, bounded before they are allocated. */
+/* Second pass: buffers, bounded before they are allocated. client_id[i] gets the id an
+ * asynchronous call's client chose for the handle parameter i creates. */
 static int unpack_pointers(cr_request_t *req, const cr_fn_desc_t *d, cr_arg_t *a,
-                           scratch_t *scratch)
+                           scratch_t *scratch, uint64_t *client_id)
 {
     for (int i = 0; i < d->param_count; i++) {
         const cr_param_desc_t *pd = &d->params[i];
         const msgpack_object *o = &req->args[i];
         switch (pd->kind) {
-        case CR_P_OUT:
         case CR_P_OUT_HANDLE:
+            if (!cr_request_waits(req)) { /* created without a reply: under the client's id */
+                if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+                    o->via.u64 < CR_CLIENT_ID_BASE || o->via.u64 == UINT64_MAX)
+                    return -1;
+                client_id[i] = o->via.u64;
+                if (!(a[i].p = scratch_alloc(scratch, 8)))
+                    return CUDA_ERROR_OUT_OF_MEMORY;
+                break;
+            }
+            /* fall through */
+        case CR_P_OUT:
             if (is_nil(o)) {
                 a[i].p = NULL;
             } else if (o->type == MSGPACK_OBJECT_BOOLEAN) {
@@ -438,6 +450,7 @@ static void generic_exec(void *arg)
     const cr_fn_desc_t *d = call->desc;
     const cr_generic_hooks_t *hooks = call->hooks;
     cr_arg_t a[CR_MAX_PARAMS];
+    uint64_t client_id[CR_MAX_PARAMS] = {0};
     scratch_t scratch = {{0}, 0};
     int r;
     memset(a, 0, sizeof a);
@@ -445,7 +458,7 @@ static void generic_exec(void *arg)
     if (req->argc != d->param_count) {
         r = -1;
     } else if ((r = unpack_values(req, d, a)) == CUDA_SUCCESS &&
-               (r = unpack_pointers(req, d, a, &scratch)) == CUDA_SUCCESS &&
+               (r = unpack_pointers(req, d, a, &scratch, client_id)) == CUDA_SUCCESS &&
                (!hooks || !hooks->before || (r = hooks->before(req, a)) == CUDA_SUCCESS)) {
         r = call->call(&s->backend->d, a);
         if (hooks && hooks->after)
@@ -459,6 +472,16 @@ static void generic_exec(void *arg)
         for (int i = 0; i < d->param_count; i++)
             if (d->params[i].kind == CR_P_HANDLE && (d->params[i].flags & CR_PF_DESTROY))
                 cr_session_remove_handle(s, req->args[i].via.u64);
+    }
+    for (int i = 0; r == CUDA_SUCCESS && i < d->param_count; i++) {
+        if (!client_id[i]) /* handles created under the client's ids */
+            continue;
+        const cr_param_desc_t *pd = &d->params[i];
+        void *obj = *(void **)a[i].p;
+        if (cr_session_add_handle_as(s, pd->handle_type, obj, client_id[i]) != 0) {
+            cr_handle_destroy(&s->backend->d, pd->handle_type, obj);
+            r = CUDA_ERROR_INVALID_VALUE; /* an id in use: the client's fault */
+        }
     }
     if (!cr_request_waits(req)) {
         if (r != CUDA_SUCCESS)

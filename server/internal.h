@@ -169,6 +169,9 @@ void cr_session_task_end(cr_session_t *s);
 /* Handles: ids on the wire, backend objects inside. Callers hold no lock. An object seen
  * before keeps its id. */
 int cr_session_add_handle(cr_session_t *s, uint8_t type, void *obj, int owned, uint64_t *id);
+/* Registers an object the session owns under an id its client chose (CR_CLIENT_ID_BASE and
+ * up). 0, or CR_EEXISTS when the id or the object is taken. */
+int cr_session_add_handle_as(cr_session_t *s, uint8_t type, void *obj, uint64_t id);
 /* The object behind an id of the given type; `function` ids also accept kernel ids (cudart
  * passes a CUkernel as a CUfunction). NULL for id 0 or a foreign/unknown id. */
 void *cr_session_handle(cr_session_t *s, uint8_t type, uint64_t id);

@@ -162,19 +162,26 @@ static void init_stream(cr_session_t *s, cr_handle_t *h)
     h->synced_gen = UINT64_MAX; /* its first work waits for earlier legacy-stream work */
 }
 
-int cr_session_add_handle(cr_session_t *s, uint8_t type, void *obj, int owned, uint64_t *id)
+/* Registers obj under `want` (a client's id), or under the next id of ours when want is
+ * 0, unless it is known already (then *id is its id, or CR_EEXISTS when want differs). */
+static int add_handle(cr_session_t *s, uint8_t type, void *obj, int owned, uint64_t want,
+                      uint64_t *id)
 {
     uint64_t existing;
     pthread_mutex_lock(&s->lock);
     if (cr_idmap_get(&s->by_object, (uint64_t)(uintptr_t)obj, &existing)) {
         pthread_mutex_unlock(&s->lock);
         *id = existing;
-        return 0;
+        return want && want != existing ? CR_EEXISTS : 0;
+    }
+    if (want && cr_idmap_get(&s->handles, want, NULL)) {
+        pthread_mutex_unlock(&s->lock);
+        return CR_EEXISTS;
     }
     cr_handle_t *h = calloc(1, sizeof *h);
     int err = CR_ENOMEM;
     if (h) {
-        h->id = s->next_handle;
+        h->id = want ? want : s->next_handle;
         h->type = type;
         h->obj = obj;
         h->owned = owned != 0;
@@ -183,7 +190,8 @@ int cr_session_add_handle(cr_session_t *s, uint8_t type, void *obj, int owned, u
             cr_idmap_remove(&s->handles, h->id, NULL);
     }
     if (!err) {
-        s->next_handle += HANDLE_ID_STEP;
+        if (!want)
+            s->next_handle += HANDLE_ID_STEP;
         *id = h->id;
     }
     pthread_mutex_unlock(&s->lock);
@@ -194,6 +202,17 @@ int cr_session_add_handle(cr_session_t *s, uint8_t type, void *obj, int owned, u
     if (type == CR_HT_CUstream)
         init_stream(s, h);
     return 0;
+}
+
+int cr_session_add_handle(cr_session_t *s, uint8_t type, void *obj, int owned, uint64_t *id)
+{
+    return add_handle(s, type, obj, owned, 0, id);
+}
+
+int cr_session_add_handle_as(cr_session_t *s, uint8_t type, void *obj, uint64_t id)
+{
+    uint64_t got;
+    return add_handle(s, type, obj, 1, id, &got);
 }
 
 static cr_handle_t *lookup(cr_session_t *s, uint64_t id)
