@@ -11,105 +11,14 @@ import argparse
 import mmap
 import os
 import socket
-import struct
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'integration'))
 import run  # noqa: E402  (the integration harness: Server)
 
-HEADER = struct.Struct('<IHHIIQQ')
-MAGIC, VERSION = 0x544D5243, 1
-FRAME_REPLY, FRAME_ASYNC = 1, 2
-SUCCESS, INVALID_VALUE, NOT_SUPPORTED = 0, 1, 801
-
-
-# --- just enough msgpack ---------------------------------------------------------------------
-
-def pack(v):
-    if v is None:
-        return b'\xc0'
-    if v is True:
-        return b'\xc3'
-    if isinstance(v, int):
-        if 0 <= v < 128:
-            return bytes([v])
-        return b'\xcf' + struct.pack('>Q', v)
-    if isinstance(v, str):
-        b = v.encode()
-        return (bytes([0xa0 | len(b)]) if len(b) < 32 else b'\xd9' + bytes([len(b)])) + b
-    if isinstance(v, list):
-        return bytes([0x90 | len(v)]) + b''.join(pack(x) for x in v)
-    if isinstance(v, dict):
-        return bytes([0x80 | len(v)]) + b''.join(pack(k) + pack(x) for k, x in v.items())
-    raise TypeError(v)
-
-
-def unpack_first_int(body):
-    """The first element of a reply array: the CUresult (and the second, if an int)."""
-    assert body[0] & 0xf0 == 0x90 or body[0] in (0xdc, 0xdd), body[:8]
-    pos = 1 if body[0] & 0xf0 == 0x90 else (3 if body[0] == 0xdc else 5)
-    values = []
-    while pos < len(body) and len(values) < 2:
-        t = body[pos]
-        if t < 0x80:
-            values.append(t)
-            pos += 1
-        elif t in (0xcc, 0xcd, 0xce, 0xcf):
-            n = {0xcc: 1, 0xcd: 2, 0xce: 4, 0xcf: 8}[t]
-            values.append(int.from_bytes(body[pos + 1:pos + 1 + n], 'big'))
-            pos += 1 + n
-        else:
-            break
-    return values
-
-
-# --- the connection --------------------------------------------------------------------------
-
-class Client:
-    def __init__(self, path, opcodes):
-        self.op = opcodes
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.connect(path)
-        self.sock.settimeout(10)
-        self.call_id = 0
-        hello = {'protocol': '1', 'cuda_version': 13000, 'client': 'shm_hostile',
-                 'pid': str(os.getpid()), 'host': 'test', 'program': 'shm_hostile',
-                 'token': None}
-        result = self.call('@hello', hello)
-        assert result[0] == SUCCESS, result
-
-    def send(self, opcode, body, fds=(), flags=0):
-        self.call_id += 1
-        data = pack(body)
-        frame = HEADER.pack(MAGIC, VERSION, self.op[opcode], flags, len(data), self.call_id,
-                            0) + data
-        if fds:
-            socket.send_fds(self.sock, [frame], list(fds))
-        else:
-            self.sock.sendall(frame)
-        return self.call_id
-
-    def reply(self, call_id):
-        while True:
-            head = self._read(HEADER.size)
-            magic, _, _, flags, body_len, got_id, bulk_len = HEADER.unpack(head)
-            body = self._read(body_len)
-            self._read(bulk_len)
-            if flags & FRAME_REPLY and got_id == call_id:
-                return unpack_first_int(body)
-
-    def call(self, opcode, body, fds=()):
-        return self.reply(self.send(opcode, body, fds))
-
-    def _read(self, n):
-        data = b''
-        while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
-            if not chunk:
-                raise ConnectionError('the server closed the connection')
-            data += chunk
-        return data
+from wire import (Client, Failure, INVALID_VALUE, NOT_SUPPORTED, SUCCESS,  # noqa: E402
+                  expect, read_opcodes)
 
 
 def memfd(size, seal=True):
@@ -119,23 +28,6 @@ def memfd(size, seal=True):
         import fcntl
         fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
     return fd
-
-
-def expect(what, got, want):
-    if got != want:
-        raise run.Failure('%s: got %r, expected %r' % (what, got, want))
-    print('ok: %s' % what)
-
-
-def read_opcodes(path):
-    ops, n = {}, 0
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line and not line.startswith('#'):
-                n += 1
-                ops[line] = n
-    return ops
 
 
 def hostile(server, opcodes):
@@ -160,7 +52,7 @@ def hostile(server, opcodes):
            INVALID_VALUE)
     try:
         os.ftruncate(fd, 4096)
-        raise run.Failure('the sealed memfd could be shrunk')
+        raise Failure('the sealed memfd could be shrunk')
     except PermissionError:
         print('ok: the region cannot shrink under the server')
     region = mmap.mmap(fd, 1 << 20)
@@ -198,7 +90,7 @@ def hostile(server, opcodes):
         flood.sock.settimeout(10)
         data = flood.sock.recv(1)
         expect('a flood of descriptors ends the connection', data, b'')
-    except ConnectionResetError:
+    except (BrokenPipeError, ConnectionResetError):  # ended while we were still sending
         print('ok: a flood of descriptors ends the connection')
     finally:
         for fd in fds:
@@ -219,8 +111,8 @@ def main():
             server = run.Server(args.server, workdir, 'unix')
             hostile(server, opcodes)
             if server.proc.poll() is not None:
-                raise run.Failure('the server died')
-        except (run.Failure, AssertionError, ConnectionError, OSError) as e:
+                raise Failure('the server died')
+        except (run.Failure, Failure, AssertionError, ConnectionError, OSError) as e:
             print('shm_hostile.py: FAILED: %r' % (e,), file=sys.stderr)
             if server:
                 server.stop()

@@ -1,0 +1,120 @@
+"""The wire protocol spoken by hand, for tests that play a hostile or unusual client:
+frames, just enough msgpack, a connection that says hello and makes calls."""
+import os
+import socket
+import struct
+
+HEADER = struct.Struct('<IHHIIQQ')
+MAGIC, VERSION = 0x544D5243, 1
+FRAME_REPLY, FRAME_ASYNC = 1, 2
+SUCCESS, INVALID_VALUE, INVALID_HANDLE, NOT_SUPPORTED = 0, 1, 400, 801
+CLIENT_ID_BASE = 1 << 62
+
+
+class Failure(Exception):
+    pass
+
+
+def pack(v):
+    if v is None:
+        return b'\xc0'
+    if v is True:
+        return b'\xc3'
+    if isinstance(v, int):
+        if 0 <= v < 128:
+            return bytes([v])
+        return b'\xcf' + struct.pack('>Q', v)
+    if isinstance(v, str):
+        b = v.encode()
+        return (bytes([0xa0 | len(b)]) if len(b) < 32 else b'\xd9' + bytes([len(b)])) + b
+    if isinstance(v, list):
+        return bytes([0x90 | len(v)]) + b''.join(pack(x) for x in v)
+    if isinstance(v, dict):
+        return bytes([0x80 | len(v)]) + b''.join(pack(k) + pack(x) for k, x in v.items())
+    raise TypeError(v)
+
+
+def reply_ints(body):
+    """The leading integers of a reply array: the CUresult, then an integer output."""
+    assert body[0] & 0xf0 == 0x90 or body[0] in (0xdc, 0xdd), body[:8]
+    pos = 1 if body[0] & 0xf0 == 0x90 else (3 if body[0] == 0xdc else 5)
+    values = []
+    while pos < len(body) and len(values) < 2:
+        t = body[pos]
+        if t < 0x80:
+            values.append(t)
+            pos += 1
+        elif t in (0xcc, 0xcd, 0xce, 0xcf):
+            n = {0xcc: 1, 0xcd: 2, 0xce: 4, 0xcf: 8}[t]
+            values.append(int.from_bytes(body[pos + 1:pos + 1 + n], 'big'))
+            pos += 1 + n
+        else:
+            break
+    return values
+
+
+def read_opcodes(path):
+    """Opcode numbers from codegen/opcodes.txt: line numbers among the entries."""
+    ops, n = {}, 0
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith('#'):
+                n += 1
+                ops[line] = n
+    return ops
+
+
+def expect(what, got, want):
+    if got != want:
+        raise Failure('%s: got %r, expected %r' % (what, got, want))
+    print('ok: %s' % what)
+
+
+class Client:
+    def __init__(self, path, opcodes):
+        self.op = opcodes
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.connect(path)
+        self.sock.settimeout(10)
+        self.call_id = 0
+        hello = {'protocol': '1', 'cuda_version': 13000, 'client': 'wire.py',
+                 'pid': str(os.getpid()), 'host': 'test', 'program': 'wire.py',
+                 'token': None}
+        result = self.call('@hello', hello)
+        assert result[0] == SUCCESS, result
+
+    def send(self, opcode, body, fds=(), flags=0):
+        self.call_id += 1
+        data = pack(body)
+        frame = HEADER.pack(MAGIC, VERSION, self.op[opcode], flags, len(data), self.call_id,
+                            0) + data
+        if fds:
+            socket.send_fds(self.sock, [frame], list(fds))
+        else:
+            self.sock.sendall(frame)
+        return self.call_id
+
+    def send_async(self, opcode, body):
+        self.send(opcode, body, flags=FRAME_ASYNC)
+
+    def reply(self, call_id):
+        while True:
+            head = self._read(HEADER.size)
+            magic, _, _, flags, body_len, got_id, bulk_len = HEADER.unpack(head)
+            body = self._read(body_len)
+            self._read(bulk_len)
+            if flags & FRAME_REPLY and got_id == call_id:
+                return reply_ints(body)
+
+    def call(self, opcode, body, fds=()):
+        return self.reply(self.send(opcode, body, fds))
+
+    def _read(self, n):
+        data = b''
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            if not chunk:
+                raise ConnectionError('the server closed the connection')
+            data += chunk
+        return data
