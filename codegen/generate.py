@@ -76,7 +76,8 @@ class Function:
 
     @property
     def server_hand(self):
-        return self.mode == 'hand' and ('custom' in self.attrs or 'server=hand' in self.attrs)
+        return (self.mode == 'hand' and 'custom' in self.attrs) or (
+            self.mode in ('hand', 'remote') and 'server=hand' in self.attrs)
 
 
 def decl(ctype, name):

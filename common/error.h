@@ -22,7 +22,8 @@
     X(EXISTS, -12, "already exists")                                                             \
     X(TIMEDOUT, -13, "timed out")                                                                \
     X(BUSY, -14, "busy")                                                                         \
-    X(BROKEN, -15, "the CUDA context is broken")
+    X(BROKEN, -15, "the CUDA context is broken")                                                 \
+    X(PERM, -16, "not permitted")
 
 enum {
 #define CR_ERROR_ENUM(name, value, msg) CR_E##name = value,

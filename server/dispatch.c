@@ -442,6 +442,63 @@ static void pack_output(cr_session_t *s, msgpack_packer *pk, const cr_fn_desc_t 
     }
 }
 
+/* How many device bytes a described call touches from its device-pointer parameter i
+ * (0 on overflow, which no allocation can hold): the extent the call's other parameters
+ * give, or its first byte for calls not listed here. */
+static uint64_t dptr_extent(const cr_fn_desc_t *d, const cr_arg_t *a)
+{
+    uint64_t n, elem = 1, len;
+    switch (d->opcode) {
+    case CR_OP_cuMemcpyDtoD_v2:
+    case CR_OP_cuMemcpyDtoDAsync_v2:
+    case CR_OP_cuMemsetD8_v2:
+    case CR_OP_cuMemsetD8Async:
+        return a[2].u ? a[2].u : 1;
+    case CR_OP_cuMemsetD32_v2:
+    case CR_OP_cuMemsetD32Async:
+        elem = 2;
+        /* fall through */
+    case CR_OP_cuMemsetD16_v2:
+    case CR_OP_cuMemsetD16Async:
+        elem *= 2;
+        n = a[2].u;
+        return n == 0 ? 1 : __builtin_mul_overflow(n, elem, &len) ? 0 : len;
+    case CR_OP_cuMemsetD2D32_v2:
+    case CR_OP_cuMemsetD2D32Async:
+        elem = 2;
+        /* fall through */
+    case CR_OP_cuMemsetD2D16_v2:
+    case CR_OP_cuMemsetD2D16Async:
+        elem *= 2;
+        /* fall through */
+    case CR_OP_cuMemsetD2D8_v2:
+    case CR_OP_cuMemsetD2D8Async: { /* (dst, pitch, value, width, height) */
+        uint64_t width, rows;
+        if (a[3].u == 0 || a[4].u == 0)
+            return 1;
+        if (__builtin_mul_overflow(a[3].u, elem, &width) ||
+            __builtin_mul_overflow(a[1].u, a[4].u - 1, &rows) ||
+            __builtin_add_overflow(rows, width, &len))
+            return 0;
+        return len;
+    }
+    default:
+        return 1;
+    }
+}
+
+/* Device addresses a client passes must lie in its own memory: another tenant's are
+ * refused as if they did not exist. */
+static CUresult check_device_pointers(cr_session_t *s, const cr_fn_desc_t *d,
+                                      const cr_arg_t *a)
+{
+    uint64_t len = dptr_extent(d, a);
+    for (int i = 0; i < d->param_count; i++)
+        if (d->params[i].kind == CR_P_DPTR && (!len || !cr_session_owns(s, a[i].u, len)))
+            return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
 static void generic_exec(void *arg)
 {
     generic_call_t *call = arg;
@@ -458,11 +515,12 @@ static void generic_exec(void *arg)
     if (req->argc != d->param_count) {
         r = -1;
     } else if ((r = unpack_values(req, d, a)) == CUDA_SUCCESS &&
+               (r = check_device_pointers(s, d, a)) == CUDA_SUCCESS &&
                (r = unpack_pointers(req, d, a, &scratch, client_id)) == CUDA_SUCCESS &&
                (!hooks || !hooks->before || (r = hooks->before(req, a)) == CUDA_SUCCESS)) {
         r = call->call(&s->backend->d, a);
         if (hooks && hooks->after)
-            hooks->after(req, a, (CUresult)r);
+            r = hooks->after(req, a, (CUresult)r);
     }
     if (r < 0) {
         CR_WARN("session %llu: malformed arguments for %s", (unsigned long long)s->id, d->name);

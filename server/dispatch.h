@@ -52,10 +52,10 @@ void cr_dispatch(cr_request_t *req);
 
 /* Hooks around the backend call of a generically marshalled request, for hand handlers
  * that add bookkeeping: `before` may refuse the call with a CUresult; `after` sees the
- * arguments (outputs filled in) and the result. */
+ * arguments (outputs filled in) and the result, and returns the result to answer with. */
 typedef struct {
     CUresult (*before)(cr_request_t *req, cr_arg_t *a);
-    void (*after)(cr_request_t *req, cr_arg_t *a, CUresult r);
+    CUresult (*after)(cr_request_t *req, cr_arg_t *a, CUresult r);
 } cr_generic_hooks_t;
 
 /* Unpacks, calls and replies with the generic marshaller (owns req). */

@@ -133,17 +133,32 @@ static void load(cr_request_t *req, int library)
         cr_request_finish(req, r);
         return;
     }
+    /* its globals are device memory of the tenant's */
     struct cr_code_globals_s *globals = read_globals(req->bulk, req->hdr.bulk_len);
-    if (globals) {
-        pthread_mutex_lock(&s->lock);
-        uint64_t v;
-        if (cr_idmap_get(&s->handles, id, &v) && !((cr_handle_t *)(uintptr_t)v)->globals) {
-            ((cr_handle_t *)(uintptr_t)v)->globals = globals;
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; globals && i < globals->count; i++)
+        bytes += globals->globals[i].size;
+    if ((r = cr_session_charge(s, bytes)) != CUDA_SUCCESS) {
+        cr_code_globals_free(globals);
+        cr_session_remove_handle(s, id);
+        cr_handle_destroy(d, type, handle);
+        cr_request_finish(req, r);
+        return;
+    }
+    pthread_mutex_lock(&s->lock);
+    uint64_t v;
+    if (cr_idmap_get(&s->handles, id, &v)) {
+        cr_handle_t *h = (cr_handle_t *)(uintptr_t)v;
+        h->charged = bytes;
+        bytes = 0;
+        if (!h->globals) {
+            h->globals = globals;
             globals = NULL;
         }
-        pthread_mutex_unlock(&s->lock);
-        cr_code_globals_free(globals);
     }
+    pthread_mutex_unlock(&s->lock);
+    cr_session_uncharge(s, bytes); /* the handle went meanwhile (cannot happen) */
+    cr_code_globals_free(globals);
     cr_reply_t reply;
     if (cr_reply_begin(req, &reply, r, 1) == 0) {
         msgpack_pack_uint64(&reply.pk, id);
@@ -160,4 +175,27 @@ void cr_srv_cuLibraryLoadData(cr_request_t *req)
 void cr_srv_cuModuleLoadData(cr_request_t *req)
 {
     load(req, 0);
+}
+
+/* cuLibraryGetGlobal / cuModuleGetGlobal_v2 (dptr *, bytes *, owner, name): the address is
+ * the session's from now on, for copies and memsets to it. */
+static CUresult after_get_global(cr_request_t *req, cr_arg_t *a, CUresult r)
+{
+    if (r == CUDA_SUCCESS && a[0].p && a[1].p)
+        cr_session_track_code(req->session, *(CUdeviceptr *)a[0].p, *(size_t *)a[1].p,
+                              req->args[2].via.u64);
+    return r;
+}
+
+static const cr_generic_hooks_t get_global_hooks = {NULL, after_get_global};
+
+void cr_srv_cuLibraryGetGlobal(cr_request_t *req)
+{
+    cr_generic(req, &cr_desc_cuLibraryGetGlobal, cr_call_cuLibraryGetGlobal, &get_global_hooks);
+}
+
+void cr_srv_cuModuleGetGlobal_v2(cr_request_t *req)
+{
+    cr_generic(req, &cr_desc_cuModuleGetGlobal_v2, cr_call_cuModuleGetGlobal_v2,
+               &get_global_hooks);
 }

@@ -276,6 +276,8 @@ static int copy_args(cr_request_t *req, uint64_t *addr, uint64_t *bytes, cr_hand
         (cr_arg_u64(req, 3, &region) || cr_arg_u64(req, 4, &offset) ||
          !(*host = cr_shm_host_ptr(req->session, region, offset, *bytes))))
         return CUDA_ERROR_INVALID_VALUE;
+    if (*bytes && !cr_session_owns(req->session, *addr, *bytes))
+        return CUDA_ERROR_INVALID_VALUE; /* not this client's memory */
     if (!(*stream = cr_session_stream(req->session, sid)))
         return CUDA_ERROR_INVALID_HANDLE;
     return CUDA_SUCCESS;
@@ -427,6 +429,25 @@ static int device_side(const msgpack_object *o, CUdeviceptr *addr, size_t v[5])
     return 0;
 }
 
+/* 1 when the bytes a 3D copy touches on a device side (v: x, y, z, pitch, slice height)
+ * lie in the session's own memory. */
+static int side_owned(cr_session_t *s, CUdeviceptr base, const size_t v[5], uint64_t width,
+                      uint64_t height, uint64_t depth)
+{
+    uint64_t slice, first, span, t;
+    if (__builtin_mul_overflow((uint64_t)v[3], (uint64_t)v[4], &slice) ||
+        __builtin_mul_overflow((uint64_t)v[2], slice, &first) ||
+        __builtin_mul_overflow((uint64_t)v[1], (uint64_t)v[3], &t) ||
+        __builtin_add_overflow(first, t, &first) ||
+        __builtin_add_overflow(first, (uint64_t)v[0], &first) ||
+        __builtin_add_overflow(first, base, &first) ||
+        __builtin_mul_overflow(depth - 1, slice, &span) ||
+        __builtin_mul_overflow(height - 1, (uint64_t)v[3], &t) ||
+        __builtin_add_overflow(span, t, &span) || __builtin_add_overflow(span, width, &span))
+        return 0;
+    return cr_session_owns(s, first, span);
+}
+
 static void copy_3d(cr_request_t *req)
 {
     cr_session_t *s = req->session;
@@ -460,12 +481,20 @@ static void copy_3d(cr_request_t *req)
         fail_copy(req, CUDA_ERROR_INVALID_VALUE, direction == CR_COPY_DTOH);
         return;
     }
+    if (src_device && !side_owned(s, p.srcDevice, v, width, height, depth)) {
+        fail_copy(req, CUDA_ERROR_INVALID_VALUE, direction == CR_COPY_DTOH);
+        return;
+    }
     if (src_device) {
         p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
         p.srcXInBytes = v[0], p.srcY = v[1], p.srcZ = v[2], p.srcPitch = v[3], p.srcHeight = v[4];
     }
     if ((dst_device && device_side(&req->args[6], &p.dstDevice, v) != 0) ||
         (!dst_device && req->args[6].type != MSGPACK_OBJECT_NIL)) {
+        fail_copy(req, CUDA_ERROR_INVALID_VALUE, direction == CR_COPY_DTOH);
+        return;
+    }
+    if (dst_device && !side_owned(s, p.dstDevice, v, width, height, depth)) {
         fail_copy(req, CUDA_ERROR_INVALID_VALUE, direction == CR_COPY_DTOH);
         return;
     }

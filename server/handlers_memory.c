@@ -9,16 +9,26 @@
 #include "protocol.h"
 #include "log.h"
 
-/* --- allocations ---------------------------------------------------------------------------- */
+/* --- allocations ----------------------------------------------------------------------------- */
 
-static void after_alloc(cr_request_t *req, cr_arg_t *a, CUresult r)
+/* cuMemAlloc and the stream-ordered allocations: (CUdeviceptr *, size, ...). The size is
+ * charged to the tenant before the device sees the request, so a tenant never holds more
+ * than its quota, not even for a moment. */
+static CUresult before_alloc(cr_request_t *req, cr_arg_t *a)
 {
-    /* a[0]: CUdeviceptr *; a[1]: the size (cuMemAlloc, the async allocations) */
-    if (r == CUDA_SUCCESS && a[0].p)
-        cr_session_track_alloc(req->session, *(CUdeviceptr *)a[0].p, a[1].u);
+    return cr_session_charge(req->session, a[1].u);
 }
 
-static const cr_generic_hooks_t alloc_hooks = {NULL, after_alloc};
+static CUresult after_alloc(cr_request_t *req, cr_arg_t *a, CUresult r)
+{
+    if (r == CUDA_SUCCESS && a[0].p)
+        cr_session_track_alloc(req->session, *(CUdeviceptr *)a[0].p, a[1].u);
+    else
+        cr_session_uncharge(req->session, a[1].u);
+    return r;
+}
+
+static const cr_generic_hooks_t alloc_hooks = {before_alloc, after_alloc};
 
 void cr_srv_cuMemAlloc_v2(cr_request_t *req)
 {
@@ -36,12 +46,20 @@ void cr_srv_cuMemAllocFromPoolAsync(cr_request_t *req)
                &alloc_hooks);
 }
 
-static void after_alloc_pitch(cr_request_t *req, cr_arg_t *a, CUresult r)
+/* (dptr *, pitch *, width, height, element size): the size is known only once the device
+ * chose the pitch; a pitched allocation past the quota is freed again. */
+static CUresult after_alloc_pitch(cr_request_t *req, cr_arg_t *a, CUresult r)
 {
-    /* (dptr *, pitch *, width, height, element size) */
-    if (r == CUDA_SUCCESS && a[0].p && a[1].p)
-        cr_session_track_alloc(req->session, *(CUdeviceptr *)a[0].p,
-                               *(size_t *)a[1].p * a[3].u);
+    if (r != CUDA_SUCCESS || !a[0].p || !a[1].p)
+        return r;
+    CUdeviceptr p = *(CUdeviceptr *)a[0].p;
+    uint64_t size = (uint64_t)*(size_t *)a[1].p * a[3].u;
+    if ((r = cr_session_charge(req->session, size)) != CUDA_SUCCESS) {
+        req->session->backend->d.cuMemFree_v2(p);
+        return r;
+    }
+    cr_session_track_alloc(req->session, p, size);
+    return CUDA_SUCCESS;
 }
 
 static const cr_generic_hooks_t alloc_pitch_hooks = {NULL, after_alloc_pitch};
@@ -51,14 +69,22 @@ void cr_srv_cuMemAllocPitch_v2(cr_request_t *req)
     cr_generic(req, &cr_desc_cuMemAllocPitch_v2, cr_call_cuMemAllocPitch_v2, &alloc_pitch_hooks);
 }
 
+/* cuMemFreeAsync: only the session's own allocations, and only by their start; the
+ * tenant has the bytes back once the free is enqueued. */
 static CUresult before_free(cr_request_t *req, cr_arg_t *a)
 {
-    /* only the session's own allocations, and only by their start */
-    return cr_session_untrack_alloc(req->session, a[0].u) ? CUDA_SUCCESS
-                                                          : CUDA_ERROR_INVALID_VALUE;
+    return cr_session_alloc_size(req->session, a[0].u) ? CUDA_SUCCESS
+                                                      : CUDA_ERROR_INVALID_VALUE;
 }
 
-static const cr_generic_hooks_t free_hooks = {before_free, NULL};
+static CUresult after_free(cr_request_t *req, cr_arg_t *a, CUresult r)
+{
+    if (r == CUDA_SUCCESS)
+        cr_session_uncharge(req->session, cr_session_untrack_alloc(req->session, a[0].u));
+    return r;
+}
+
+static const cr_generic_hooks_t free_hooks = {before_free, after_free};
 
 void cr_srv_cuMemFreeAsync(cr_request_t *req)
 {
@@ -72,6 +98,7 @@ typedef struct {
     CUevent *events;
     unsigned count;
     CUdeviceptr ptr;
+    uint64_t size;
 } free_task_t;
 
 static void free_when_idle(void *arg)
@@ -80,6 +107,10 @@ static void free_when_idle(void *arg)
     cr_session_t *s = t->req->session;
     cr_session_wait_events(s, t->events, t->count);
     CUresult r = s->backend->d.cuMemFree_v2(t->ptr);
+    if (r == CUDA_SUCCESS)
+        cr_session_uncharge(s, t->size);
+    else /* still there: still the session's */
+        cr_session_track_alloc(s, t->ptr, t->size);
     cr_request_finish(t->req, r);
     free(t);
     cr_session_task_end(s);
@@ -88,12 +119,13 @@ static void free_when_idle(void *arg)
 void cr_srv_cuMemFree_v2(cr_request_t *req)
 {
     cr_session_t *s = req->session;
-    uint64_t ptr;
+    uint64_t ptr, size;
     if (req->argc != 1 || cr_arg_u64(req, 0, &ptr) != 0) {
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;
     }
-    if (!cr_session_untrack_alloc(s, ptr)) {
+    /* forgotten at once: later requests of the session may no longer use it */
+    if (!(size = cr_session_untrack_alloc(s, ptr))) {
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;
     }
@@ -101,19 +133,51 @@ void cr_srv_cuMemFree_v2(cr_request_t *req)
     CUresult r = t ? cr_session_mark_streams(s, &t->events, &t->count) : CUDA_ERROR_OUT_OF_MEMORY;
     if (r != CUDA_SUCCESS) {
         free(t);
-        cr_session_track_alloc(s, ptr, 1); /* still held: the client may retry */
+        cr_session_track_alloc(s, ptr, size); /* still held: the client may retry */
         cr_request_finish(req, r);
         return;
     }
     t->req = req;
     t->ptr = ptr;
+    t->size = size;
     cr_session_task_begin(s);
     if (cr_waiter_run(free_when_idle, t) != 0) {
+        cr_session_task_begin(s); /* free_when_idle ends one */
         cr_session_task_end(s);
-        cr_session_wait_events(s, t->events, t->count); /* no thread: wait here */
-        cr_request_finish(req, s->backend->d.cuMemFree_v2(ptr));
-        free(t);
+        free_when_idle(t); /* no thread: wait here */
     }
+}
+
+/* How much device memory the tenant sees: its quota, and what is left of it (never more
+ * than the device really has free). */
+void cr_srv_cuMemGetInfo_v2(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    size_t free_bytes = 0, total = 0;
+    CUresult r = s->backend->d.cuMemGetInfo_v2(&free_bytes, &total);
+    if (r == CUDA_SUCCESS && s->tenant) {
+        uint64_t quota = __atomic_load_n(&s->tenant->quota, __ATOMIC_RELAXED);
+        uint64_t used = __atomic_load_n(&s->tenant->used, __ATOMIC_RELAXED);
+        if (quota && quota < total)
+            total = quota;
+        if (quota) {
+            uint64_t left = quota > used ? quota - used : 0;
+            if (left < free_bytes)
+                free_bytes = left;
+        }
+    }
+    cr_reply_t reply;
+    if (cr_reply_begin(req, &reply, r, 2) == 0) {
+        if (r == CUDA_SUCCESS) {
+            msgpack_pack_uint64(&reply.pk, free_bytes);
+            msgpack_pack_uint64(&reply.pk, total);
+        } else {
+            msgpack_pack_nil(&reply.pk);
+            msgpack_pack_nil(&reply.pk);
+        }
+        cr_reply_send(req, &reply, 0);
+    }
+    cr_request_free(req);
 }
 
 /* --- memory pools ------------------------------------------------------------------------------ */

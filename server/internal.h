@@ -71,6 +71,45 @@ CUresult cr_staging_get(const cr_backend_t *b, size_t size, cr_staging_t *out);
  * backend). */
 void cr_staging_put(const cr_backend_t *b, cr_staging_t *st);
 
+/* --- tenants.c ------------------------------------------------------------------------------- */
+
+enum { CR_PRIORITY_LOW, CR_PRIORITY_NORMAL, CR_PRIORITY_HIGH };
+
+typedef struct cr_tenant_s {
+    struct cr_tenant_s *next;
+    char name[64];
+    char token[256];         /* never logged */
+    uint64_t quota;          /* bytes of device memory, 0: the whole device (atomic) */
+    double weight;           /* share of device time under contention */
+    int priority;            /* CR_PRIORITY_* */
+    int removed;             /* gone from the file: takes no new sessions */
+    /* usage, atomic */
+    uint64_t used;           /* device memory charged */
+    uint64_t sessions;       /* connected now */
+    uint64_t sessions_total;
+    uint64_t launches;
+    uint64_t bytes_h2d, bytes_d2h;
+    uint64_t errors;         /* calls that failed */
+} cr_tenant_t;
+
+const char *cr_priority_name(int priority);
+/* Reads the tenants file (--tenants), or with NULL makes the single tenant "default". 0,
+ * or CR_E* with a reason. */
+int cr_tenants_load(const char *path, char *err, size_t len);
+/* Reads the file again (SIGHUP); keeps the current tenants when it is wrong. */
+void cr_tenants_reload(void);
+/* 1 when tenants come from a file (clients must present a token). */
+int cr_tenants_from_file(void);
+/* The tenant a hello's token names (token NULL when the client sent none); NULL with the
+ * reason to give the client when it is refused. */
+cr_tenant_t *cr_tenants_find(const char *token, size_t len, const char **why);
+/* Charges device memory to a tenant: CUDA_ERROR_OUT_OF_MEMORY when it would pass its
+ * quota (exactly: used + bytes may equal the quota). */
+CUresult cr_tenant_charge(cr_tenant_t *t, uint64_t bytes);
+void cr_tenant_uncharge(cr_tenant_t *t, uint64_t bytes);
+/* Calls fn for every tenant, in the file's order, under the tenants' lock. */
+void cr_tenants_foreach(void (*fn)(const cr_tenant_t *t, void *arg), void *arg);
+
 /* --- waiter.c: threads for calls that wait on the device ---------------------------------- */
 
 /* Binds waiter threads to the backend's context. Call once at start-up. */
@@ -96,6 +135,7 @@ typedef struct {
     CUevent marker;
     /* libraries and modules: their globals' initial contents (handlers_code.c) */
     struct cr_code_globals_s *globals;
+    uint64_t charged;        /* device memory charged to the tenant for it (globals) */
 } cr_handle_t;
 
 struct cr_session_s {
@@ -105,6 +145,7 @@ struct cr_session_s {
     char peer[128];          /* address of the connection */
     char who[320];           /* "program (pid N) on host" after hello */
     int hello_done;
+    cr_tenant_t *tenant;     /* set at hello */
 
     /* loop side */
     uv_stream_t *stream;     /* uv_tcp_t or uv_pipe_t, owned by server.c */
@@ -121,7 +162,8 @@ struct cr_session_s {
     cr_idmap_t handles;      /* id -> cr_handle_t * */
     cr_idmap_t by_object;    /* backend handle -> id */
     uint64_t next_handle;
-    cr_rangemap_t allocations; /* device memory the session holds */
+    cr_rangemap_t allocations; /* device memory the session holds (value: charged bytes) */
+    cr_rangemap_t code_ranges; /* globals of its code (value: the library/module id) */
     cr_idmap_t host_func_acks; /* call ids acknowledged by the client */
     CUresult deferred_error; /* first failure of an asynchronous request, not yet reported */
     CUresult context_error;  /* a kernel fault broke the client's context: every call fails */
@@ -196,9 +238,21 @@ void cr_session_note_result(cr_session_t *s, CUresult r);
 /* 1 for the errors after which a GPU context is unusable. */
 int cr_is_context_error(CUresult r);
 
-/* Allocation bookkeeping. */
+/* Device memory: charged to the session's tenant (CUDA_ERROR_OUT_OF_MEMORY past its quota)
+ * before it is allocated, uncharged once freed. */
+CUresult cr_session_charge(cr_session_t *s, uint64_t bytes);
+void cr_session_uncharge(cr_session_t *s, uint64_t bytes);
+/* The session's allocations: recorded with their charged size, which untrack returns (0
+ * when p does not start one of them). */
 void cr_session_track_alloc(cr_session_t *s, CUdeviceptr p, size_t size);
-int cr_session_untrack_alloc(cr_session_t *s, CUdeviceptr p);
+uint64_t cr_session_untrack_alloc(cr_session_t *s, CUdeviceptr p);
+uint64_t cr_session_alloc_size(cr_session_t *s, CUdeviceptr p);
+/* A global of one of the session's libraries or modules (owner: its handle id), learnt
+ * when the client asks for its address. */
+void cr_session_track_code(cr_session_t *s, CUdeviceptr p, size_t size, uint64_t owner);
+/* 1 when [p, p + len) lies inside one allocation or global of the session: device
+ * addresses a client passes must be its own. */
+int cr_session_owns(cr_session_t *s, CUdeviceptr p, uint64_t len);
 
 /* --- handlers_code.c ---------------------------------------------------------------------- */
 

@@ -2,17 +2,18 @@
  *
  *   cuda-remoted [--listen ADDR]... [--backend auto|cuda|emu] [--device N]
  *                [--driver PATH] [--emu-memory SIZE] [--emu-trace FILE] [--no-shm]
+ *                [--tenants FILE]
  */
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "error.h"
 #include "internal.h"
 #include "log.h"
+#include "size.h"
 
 static void usage(FILE *out)
 {
@@ -31,34 +32,11 @@ static void usage(FILE *out)
             "                     stops reading its connection (default 256MiB)\n"
             "  --no-shm           decline shared memory from clients on Unix sockets\n"
             "                     (their bytes then travel over the socket)\n"
+            "  --tenants FILE     tenants (JSON: name, token, memory, weight, priority);\n"
+            "                     clients then need CUDA_REMOTE_TOKEN; SIGHUP reloads it\n"
+            "                     (default: one tenant, \"default\", with the whole device)\n"
             "  --log LEVEL        debug, info (default), warn or error\n",
             CR_DEFAULT_PORT, CR_DEFAULT_ADDR);
-}
-
-/* "4GiB", "512MiB", "1G", "1048576" */
-static int parse_size(const char *text, uint64_t *out)
-{
-    char *end;
-    double v = strtod(text, &end);
-    if (end == text || v <= 0)
-        return CR_EINVAL;
-    uint64_t unit = 1;
-    if (*end) {
-        static const struct {
-            const char *suffix;
-            uint64_t unit;
-        } units[] = {{"k", 1ull << 10}, {"kib", 1ull << 10}, {"m", 1ull << 20},
-                     {"mib", 1ull << 20}, {"g", 1ull << 30}, {"gib", 1ull << 30},
-                     {"t", 1ull << 40},   {"tib", 1ull << 40}, {"b", 1}};
-        unit = 0;
-        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-            if (strcasecmp(end, units[i].suffix) == 0)
-                unit = units[i].unit;
-        if (!unit)
-            return CR_EINVAL;
-    }
-    *out = (uint64_t)(v * (double)unit);
-    return 0;
 }
 
 int main(int argc, char **argv)
@@ -71,7 +49,8 @@ int main(int argc, char **argv)
         OPT_EMU_TRACE,
         OPT_LOG,
         OPT_MAX_QUEUED,
-        OPT_NO_SHM
+        OPT_NO_SHM,
+        OPT_TENANTS
     };
     static const struct option options[] = {
         {"listen", required_argument, NULL, 'l'},
@@ -83,13 +62,14 @@ int main(int argc, char **argv)
         {"log", required_argument, NULL, OPT_LOG},
         {"max-queued", required_argument, NULL, OPT_MAX_QUEUED},
         {"no-shm", no_argument, NULL, OPT_NO_SHM},
+        {"tenants", required_argument, NULL, OPT_TENANTS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *listen[16];
     int listen_count = 0;
     cr_backend_options_t opt = {.kind = "auto", .emu_trace = getenv("CUDA_REMOTE_EMU_TRACE")};
-    const char *log_level = NULL;
+    const char *log_level = NULL, *tenants_file = NULL;
     int c;
     while ((c = getopt_long(argc, argv, "l:h", options, NULL)) != -1) {
         switch (c) {
@@ -110,7 +90,7 @@ int main(int argc, char **argv)
             opt.driver_path = optarg;
             break;
         case OPT_EMU_MEMORY:
-            if (parse_size(optarg, &opt.emu_memory) != 0) {
+            if (cr_parse_size(optarg, &opt.emu_memory) != 0) {
                 fprintf(stderr, "cuda-remoted: --emu-memory %s: not a size\n", optarg);
                 return 2;
             }
@@ -123,7 +103,7 @@ int main(int argc, char **argv)
             break;
         case OPT_MAX_QUEUED: {
             uint64_t bytes;
-            if (parse_size(optarg, &bytes) != 0) {
+            if (cr_parse_size(optarg, &bytes) != 0) {
                 fprintf(stderr, "cuda-remoted: --max-queued %s: not a size\n", optarg);
                 return 2;
             }
@@ -132,6 +112,9 @@ int main(int argc, char **argv)
         }
         case OPT_NO_SHM:
             cr_shm_set_enabled(0);
+            break;
+        case OPT_TENANTS:
+            tenants_file = optarg;
             break;
         case 'h':
             usage(stdout);
@@ -155,6 +138,10 @@ int main(int argc, char **argv)
 
     static cr_backend_t backend;
     char err[512];
+    if (cr_tenants_load(tenants_file, err, sizeof err) != 0) {
+        CR_ERROR("--tenants: %s", err);
+        return 2;
+    }
     if (cr_backend_open(&opt, &backend, err, sizeof err) != 0) {
         CR_ERROR("backend %s: %s", opt.kind, err);
         return 1;

@@ -46,7 +46,7 @@ struct cr_server_s {
     uv_loop_t *loop;
     const cr_backend_t *backend;
     uv_async_t wakeup;
-    uv_signal_t sigint, sigterm;
+    uv_signal_t sigint, sigterm, sighup;
     pthread_mutex_t lock;
     cr_session_t *output; /* sessions with queued output or a close request */
     uint64_t next_session;
@@ -589,6 +589,11 @@ static void on_signal(uv_signal_t *sig, int signum)
     uv_stop(sig->loop);
 }
 
+static void on_sighup(uv_signal_t *sig, int signum)
+{
+    cr_tenants_reload(); /* sessions carry on */
+}
+
 int cr_server_run(const cr_backend_t *b, const char *const *listen, int listen_count)
 {
     cr_server_t srv = {0};
@@ -602,6 +607,8 @@ int cr_server_run(const cr_backend_t *b, const char *const *listen, int listen_c
     uv_signal_init(srv.loop, &srv.sigterm);
     uv_signal_start(&srv.sigint, on_signal, SIGINT);
     uv_signal_start(&srv.sigterm, on_signal, SIGTERM);
+    uv_signal_init(srv.loop, &srv.sighup);
+    uv_signal_start(&srv.sighup, on_sighup, SIGHUP);
     for (int i = 0; i < listen_count; i++)
         if (listen_on(&srv, listen[i]) != 0)
             return 1;

@@ -57,13 +57,18 @@ static void session_free(cr_session_t *s)
     size_t pos = 0;
     uint64_t id, v;
     while (cr_idmap_next(&s->handles, &pos, &id, &v)) {
-        cr_code_globals_free(((cr_handle_t *)(uintptr_t)v)->globals);
-        free((cr_handle_t *)(uintptr_t)v);
+        cr_handle_t *h = (cr_handle_t *)(uintptr_t)v;
+        cr_session_uncharge(s, h->charged);
+        cr_code_globals_free(h->globals);
+        free(h);
     }
     cr_idmap_free(&s->handles);
     cr_idmap_free(&s->by_object);
     cr_idmap_free(&s->host_func_acks);
+    for (size_t i = 0; i < s->allocations.count; i++) /* normally released before */
+        cr_session_uncharge(s, s->allocations.ranges[i].value);
     cr_rangemap_free(&s->allocations);
+    cr_rangemap_free(&s->code_ranges);
     for (cr_request_t *r = s->inbox_head; r;) {
         cr_request_t *next = r->next;
         cr_request_free(r);
@@ -232,6 +237,8 @@ void *cr_session_handle(cr_session_t *s, uint8_t type, uint64_t id)
     return obj;
 }
 
+static void untrack_code_locked(cr_session_t *s, uint64_t owner);
+
 void cr_session_remove_handle(cr_session_t *s, uint64_t id)
 {
     pthread_mutex_lock(&s->lock);
@@ -239,8 +246,12 @@ void cr_session_remove_handle(cr_session_t *s, uint64_t id)
     if (h) {
         cr_idmap_remove(&s->handles, id, NULL);
         cr_idmap_remove(&s->by_object, (uint64_t)(uintptr_t)h->obj, NULL);
+        if (h->type == CR_HT_CUmod || h->type == CR_HT_CUlib)
+            untrack_code_locked(s, id);
     }
     pthread_mutex_unlock(&s->lock);
+    if (h)
+        cr_session_uncharge(s, h->charged);
     if (h && h->marker)
         s->backend->d.cuEventDestroy_v2(h->marker);
     if (h)
@@ -368,21 +379,71 @@ CUresult cr_session_wait_events(cr_session_t *s, CUevent *events, unsigned count
 
 /* --- allocations ----------------------------------------------------------------------------- */
 
+CUresult cr_session_charge(cr_session_t *s, uint64_t bytes)
+{
+    return s->tenant ? cr_tenant_charge(s->tenant, bytes) : CUDA_SUCCESS;
+}
+
+void cr_session_uncharge(cr_session_t *s, uint64_t bytes)
+{
+    if (s->tenant && bytes)
+        cr_tenant_uncharge(s->tenant, bytes);
+}
+
 void cr_session_track_alloc(cr_session_t *s, CUdeviceptr p, size_t size)
 {
     pthread_mutex_lock(&s->lock);
-    if (cr_rangemap_add(&s->allocations, p, size ? size : 1, 0) != 0)
+    if (cr_rangemap_add(&s->allocations, p, size ? size : 1, size) != 0)
         CR_WARN("session %llu: allocation %#llx+%zu overlaps another", (unsigned long long)s->id,
                 (unsigned long long)p, size);
     pthread_mutex_unlock(&s->lock);
 }
 
-int cr_session_untrack_alloc(cr_session_t *s, CUdeviceptr p)
+uint64_t cr_session_alloc_size(cr_session_t *s, CUdeviceptr p)
 {
     pthread_mutex_lock(&s->lock);
-    int found = cr_rangemap_remove(&s->allocations, p, NULL);
+    const cr_range_t *r = cr_rangemap_find(&s->allocations, p);
+    uint64_t size = r && r->start == p ? r->value : 0;
+    int found = r && r->start == p;
     pthread_mutex_unlock(&s->lock);
-    return found;
+    return found ? (size ? size : 1) : 0;
+}
+
+uint64_t cr_session_untrack_alloc(cr_session_t *s, CUdeviceptr p)
+{
+    cr_range_t r;
+    pthread_mutex_lock(&s->lock);
+    int found = cr_rangemap_remove(&s->allocations, p, &r);
+    pthread_mutex_unlock(&s->lock);
+    return found ? (r.value ? r.value : 1) : 0;
+}
+
+void cr_session_track_code(cr_session_t *s, CUdeviceptr p, size_t size, uint64_t owner)
+{
+    pthread_mutex_lock(&s->lock);
+    const cr_range_t *r = cr_rangemap_find(&s->code_ranges, p);
+    if (!(r && r->start == p) && size)
+        cr_rangemap_add(&s->code_ranges, p, size, owner);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Forgets the globals of a library or module being unloaded. Caller holds s->lock. */
+static void untrack_code_locked(cr_session_t *s, uint64_t owner)
+{
+    for (size_t i = 0; i < s->code_ranges.count;)
+        if (s->code_ranges.ranges[i].value == owner)
+            cr_rangemap_remove(&s->code_ranges, s->code_ranges.ranges[i].start, NULL);
+        else
+            i++;
+}
+
+int cr_session_owns(cr_session_t *s, CUdeviceptr p, uint64_t len)
+{
+    pthread_mutex_lock(&s->lock);
+    int owned = cr_rangemap_contains(&s->allocations, p, len) ||
+                cr_rangemap_contains(&s->code_ranges, p, len);
+    pthread_mutex_unlock(&s->lock);
+    return owned;
 }
 
 /* --- releasing everything ---------------------------------------------------------------------- */
@@ -421,8 +482,10 @@ void cr_session_release_resources(cr_session_t *s, int keep_code)
             cr_rangemap_t allocs = s->allocations;
             s->allocations = (cr_rangemap_t)CR_RANGEMAP_INIT;
             pthread_mutex_unlock(&s->lock);
-            for (size_t i = 0; i < allocs.count; i++)
+            for (size_t i = 0; i < allocs.count; i++) {
                 d->cuMemFree_v2(allocs.ranges[i].start);
+                cr_session_uncharge(s, allocs.ranges[i].value);
+            }
             cr_rangemap_free(&allocs);
             continue;
         }
@@ -456,11 +519,14 @@ void cr_session_release_resources(cr_session_t *s, int keep_code)
         size_t pos = 0;
         uint64_t id, v;
         while (cr_idmap_next(&s->handles, &pos, &id, &v)) {
-            cr_code_globals_free(((cr_handle_t *)(uintptr_t)v)->globals);
-            free((cr_handle_t *)(uintptr_t)v);
+            cr_handle_t *h = (cr_handle_t *)(uintptr_t)v;
+            cr_session_uncharge(s, h->charged);
+            cr_code_globals_free(h->globals);
+            free(h);
         }
         cr_idmap_free(&s->handles);
         cr_idmap_free(&s->by_object);
+        cr_rangemap_free(&s->code_ranges);
         pthread_mutex_unlock(&s->lock);
     }
 }
@@ -499,6 +565,33 @@ static void copy_field(char *dst, size_t cap, const msgpack_object *map, const c
     }
 }
 
+/* A string field of the hello's map, as is (NULL when absent or not a string). */
+static const char *map_str(const msgpack_object *map, const char *key, size_t *len)
+{
+    size_t klen = strlen(key);
+    for (uint32_t i = 0; i < map->via.map.size; i++) {
+        const msgpack_object *k = &map->via.map.ptr[i].key, *v = &map->via.map.ptr[i].val;
+        if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == klen &&
+            !memcmp(k->via.str.ptr, key, klen) && v->type == MSGPACK_OBJECT_STR) {
+            *len = v->via.str.size;
+            return v->via.str.ptr;
+        }
+    }
+    return NULL;
+}
+
+/* Answers a hello with a refusal and its reason. */
+static void refuse_hello(cr_session_t *s, cr_request_t *req, CUresult r, const char *why)
+{
+    cr_reply_t reply;
+    if (cr_reply_begin(req, &reply, r, 1) == 0) {
+        pack_str(&reply.pk, why);
+        cr_reply_send(req, &reply, 0);
+    }
+    CR_WARN("session %llu: refused %s from %s: %s", (unsigned long long)s->id, s->who, s->peer,
+            why);
+}
+
 static int handle_hello(cr_session_t *s, cr_request_t *req)
 {
     const msgpack_object *info = req->root.type == MSGPACK_OBJECT_MAP ? &req->root : NULL;
@@ -514,19 +607,29 @@ static int handle_hello(cr_session_t *s, cr_request_t *req)
     snprintf(s->who, sizeof s->who, "%s (pid %s) on %s", base ? base + 1 : program, pid, host);
 
     const cr_backend_t *b = s->backend;
-    cr_reply_t r;
-    int refuse = atoi(protocol) != CR_PROTOCOL_VERSION;
-    if (cr_reply_begin(req, &r, refuse ? CUDA_ERROR_NOT_SUPPORTED : CUDA_SUCCESS, 1) != 0)
-        return CR_ENOMEM;
-    if (refuse) {
+    if (atoi(protocol) != CR_PROTOCOL_VERSION) {
         char why[128];
         snprintf(why, sizeof why, "protocol version %s is not %d", protocol, CR_PROTOCOL_VERSION);
-        pack_str(&r.pk, why);
-        cr_reply_send(req, &r, 0);
-        CR_WARN("session %llu: refused %s from %s: %s", (unsigned long long)s->id, s->who, s->peer,
-                why);
+        refuse_hello(s, req, CUDA_ERROR_NOT_SUPPORTED, why);
         return CR_EVERSION;
     }
+    size_t token_len = 0;
+    const char *token = map_str(info, "token", &token_len);
+    const char *why = NULL;
+    cr_tenant_t *tenant = cr_tenants_find(token, token_len, &why);
+    if (!tenant) {
+        refuse_hello(s, req, CUDA_ERROR_NOT_PERMITTED, why);
+        return CR_EPERM;
+    }
+    cr_reply_t r;
+    if (cr_reply_begin(req, &r, CUDA_SUCCESS, 1) != 0)
+        return CR_ENOMEM;
+    s->tenant = tenant;
+    __atomic_add_fetch(&tenant->sessions, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&tenant->sessions_total, 1, __ATOMIC_RELAXED);
+    /* the tenant sees its own slice of the device */
+    uint64_t quota = __atomic_load_n(&tenant->quota, __ATOMIC_RELAXED);
+    uint64_t total_mem = quota && quota < b->desc.total_mem ? quota : b->desc.total_mem;
     msgpack_pack_map(&r.pk, 7);
     pack_str(&r.pk, "protocol");
     msgpack_pack_int(&r.pk, CR_PROTOCOL_VERSION);
@@ -547,7 +650,7 @@ static int handle_hello(cr_session_t *s, cr_request_t *req)
     msgpack_pack_bin(&r.pk, 16);
     msgpack_pack_bin_body(&r.pk, b->desc.uuid.bytes, 16);
     pack_str(&r.pk, "total_mem");
-    msgpack_pack_uint64(&r.pk, b->desc.total_mem);
+    msgpack_pack_uint64(&r.pk, total_mem);
     pack_str(&r.pk, "attributes");
     msgpack_pack_array(&r.pk, CU_DEVICE_ATTRIBUTE_MAX);
     for (int i = 0; i < CU_DEVICE_ATTRIBUTE_MAX; i++)
@@ -563,8 +666,8 @@ static int handle_hello(cr_session_t *s, cr_request_t *req)
     }
     cr_reply_send(req, &r, 0);
     s->hello_done = 1;
-    CR_INFO("session %llu: %s connected from %s (%s)", (unsigned long long)s->id, s->who, s->peer,
-            client[0] ? client : "unknown client");
+    CR_INFO("session %llu: %s connected from %s as tenant %s (%s)", (unsigned long long)s->id,
+            s->who, s->peer, tenant->name, client[0] ? client : "unknown client");
     return 0;
 }
 
@@ -662,6 +765,8 @@ static void *executor_main(void *arg)
             d->cuEventDestroy_v2(s->legacy.marker);
     }
     cr_shm_release_all(s); /* after the work that may still have used the regions */
+    if (s->tenant)
+        __atomic_sub_fetch(&s->tenant->sessions, 1, __ATOMIC_RELAXED);
     CR_INFO("session %llu: resources of %s released (%llu requests)", (unsigned long long)s->id,
             s->who[0] ? s->who : s->peer, (unsigned long long)s->stat_requests);
     cr_session_unref(s);

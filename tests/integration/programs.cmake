@@ -42,3 +42,5 @@ cr_cuda_test(copies_unix_no_shm PROGRAM copies TRANSPORT unix
 cr_cuda_test(copies_server_no_shm PROGRAM copies TRANSPORT unix
   RUN_ARGS --server-arg=--no-shm --server-arg=--log=debug
            --expect-log "shared memory declined: disabled" --reject-log "shared memory with")
+# a tenant's view of memory (run by tests/tenants with a tenants file)
+cr_cuda_program(tenant_quota)

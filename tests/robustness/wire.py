@@ -27,6 +27,8 @@ def pack(v):
     if isinstance(v, str):
         b = v.encode()
         return (bytes([0xa0 | len(b)]) if len(b) < 32 else b'\xd9' + bytes([len(b)])) + b
+    if isinstance(v, bytes):
+        return b'\xc6' + struct.pack('>I', len(v)) + v
     if isinstance(v, list):
         return bytes([0x90 | len(v)]) + b''.join(pack(x) for x in v)
     if isinstance(v, dict):
@@ -35,11 +37,11 @@ def pack(v):
 
 
 def reply_ints(body):
-    """The leading integers of a reply array: the CUresult, then an integer output."""
+    """The leading integers of a reply array: the CUresult, then integer outputs."""
     assert body[0] & 0xf0 == 0x90 or body[0] in (0xdc, 0xdd), body[:8]
     pos = 1 if body[0] & 0xf0 == 0x90 else (3 if body[0] == 0xdc else 5)
     values = []
-    while pos < len(body) and len(values) < 2:
+    while pos < len(body):
         t = body[pos]
         if t < 0x80:
             values.append(t)
@@ -72,43 +74,50 @@ def expect(what, got, want):
 
 
 class Client:
-    def __init__(self, path, opcodes):
+    def __init__(self, path, opcodes, token=None, expect_refusal=False):
         self.op = opcodes
         self.sock = socket.socket(socket.AF_UNIX)
         self.sock.connect(path)
         self.sock.settimeout(10)
         self.call_id = 0
+        self.last_bulk = b''
         hello = {'protocol': '1', 'cuda_version': 13000, 'client': 'wire.py',
                  'pid': str(os.getpid()), 'host': 'test', 'program': 'wire.py',
-                 'token': None}
-        result = self.call('@hello', hello)
-        assert result[0] == SUCCESS, result
+                 'token': token}
+        self.hello = self.call('@hello', hello)
+        if not expect_refusal:
+            assert self.hello[0] == SUCCESS, self.hello
 
-    def send(self, opcode, body, fds=(), flags=0):
+    def send(self, opcode, body, fds=(), flags=0, bulk=b''):
         self.call_id += 1
         data = pack(body)
         frame = HEADER.pack(MAGIC, VERSION, self.op[opcode], flags, len(data), self.call_id,
-                            0) + data
+                            len(bulk)) + data + bulk
         if fds:
             socket.send_fds(self.sock, [frame], list(fds))
         else:
             self.sock.sendall(frame)
         return self.call_id
 
-    def send_async(self, opcode, body):
-        self.send(opcode, body, flags=FRAME_ASYNC)
+    def send_async(self, opcode, body, bulk=b''):
+        self.send(opcode, body, flags=FRAME_ASYNC, bulk=bulk)
 
     def reply(self, call_id):
+        """The reply's leading integers; its bulk bytes (all frames) in last_bulk."""
+        self.last_bulk = b''
         while True:
             head = self._read(HEADER.size)
             magic, _, _, flags, body_len, got_id, bulk_len = HEADER.unpack(head)
             body = self._read(body_len)
-            self._read(bulk_len)
+            bulk = self._read(bulk_len)
             if flags & FRAME_REPLY and got_id == call_id:
-                return reply_ints(body)
+                self.last_bulk += bulk
+                if not flags & 4:  # CR_FRAME_PARTIAL: more to come
+                    self.last_body = body
+                    return reply_ints(body)
 
-    def call(self, opcode, body, fds=()):
-        return self.reply(self.send(opcode, body, fds))
+    def call(self, opcode, body, fds=(), bulk=b''):
+        return self.reply(self.send(opcode, body, fds, bulk=bulk))
 
     def _read(self, n):
         data = b''

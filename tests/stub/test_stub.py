@@ -40,6 +40,9 @@ def main():
               % len(theirs))
     extra = ours - wanted - {'cr_remote_stub_version'}
     check(not extra, 'unexpected exports: %s' % sorted(extra)[:10])
+    # its threads outlive a dlclose (cudart unloads the driver when cuInit fails)
+    dynamic = subprocess.check_output(['readelf', '-d', stub_path], text=True)
+    check('NODELETE' in dynamic, 'the stub is not marked NODELETE')
 
     lib = ctypes.CDLL(stub_path)
     CUresult = ctypes.c_int

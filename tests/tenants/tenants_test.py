@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+"""Tenants: tokens, memory quotas, isolation between tenants, reload on SIGHUP.
+
+A server runs with a tenants file; a real program (tenant_quota, built by nvcc) checks a
+tenant's view of memory through cudart, and hand-spoken clients (wire.py) play tenants
+that try to reach each other's memory and handles, as a malicious client would: the
+stub's own checks are not in their way, only the server's.
+
+  tenants_test.py --server BIN --stub DIR --opcodes codegen/opcodes.txt --program PATH
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', 'integration'))
+sys.path.insert(0, os.path.join(HERE, '..', 'robustness'))
+import run  # noqa: E402
+from wire import (CLIENT_ID_BASE, INVALID_HANDLE, INVALID_VALUE, SUCCESS,  # noqa: E402
+                  Client, Failure, expect, read_opcodes)
+
+OUT_OF_MEMORY = 2
+MiB = 1 << 20
+TOKENS = {'alice': 'alice-token-0001', 'bob': 'bob-token-0002', 'carol': 'carol-token-0003'}
+PTX = b'''.version 8.0
+.target sm_75
+.address_size 64
+.visible .global .align 4 .b32 counter[64];
+.visible .entry touch(.param .u64 p)
+{
+    ret;
+}
+\0'''
+
+
+def write_tenants(path, entries):
+    with open(path + '.tmp', 'w') as f:
+        json.dump({'tenants': entries}, f)
+    os.replace(path + '.tmp', path)
+
+
+def tenant(name, memory, **extra):
+    return dict(name=name, token=TOKENS[name], memory=memory, **extra)
+
+
+def mem_info(c):
+    """(result, free, total) of cuMemGetInfo_v2 through a hand-spoken client."""
+    return tuple(c.call('cuMemGetInfo_v2', [True, True])[:3])
+
+
+def program(args, server, token, *argv, timeout=60):
+    env = run.client_env(args.stub, server.address,
+                         {'CUDA_REMOTE_TOKEN': token} if token else {})
+    if not token:
+        env.pop('CUDA_REMOTE_TOKEN', None)
+    return subprocess.run([args.program] + list(argv), env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=timeout)
+
+
+def check_tokens(args, server):
+    p = program(args, server, None, 'init')
+    expect('no token: cuInit fails', p.returncode, 3)
+    if 'CUDA_REMOTE_TOKEN' not in p.stderr:
+        raise Failure('the refusal does not say to set CUDA_REMOTE_TOKEN:\n' + p.stderr)
+    p = program(args, server, 'not-a-known-token', 'init')
+    expect('a wrong token: cuInit fails', p.returncode, 3)
+    if 'token' not in p.stderr or 'rejected' not in p.stderr:
+        raise Failure('the refusal does not say the token was rejected:\n' + p.stderr)
+    print('ok: the refusals say why (%s)' % p.stderr.strip().splitlines()[-1])
+    p = program(args, server, TOKENS['alice'], 'init')
+    expect('the right token: cuInit works', (p.returncode, p.stdout.strip()),
+           (0, 'INIT cudaSuccess'))
+
+
+def check_quota_program(args, server):
+    p = program(args, server, TOKENS['alice'], 'check', str(64 * MiB))
+    sys.stdout.write(p.stdout)
+    if p.returncode != 0:
+        raise Failure('tenant_quota check failed:\n%s%s' % (p.stdout, p.stderr))
+    print('ok: alice sees a 64 MiB device that holds exactly 64 MiB')
+
+
+def check_quota_wire(path, ops):
+    alice, bob = Client(path, ops, TOKENS['alice']), Client(path, ops, TOKENS['bob'])
+    r, free, total = mem_info(alice)
+    expect('alice\'s slice', (r, total), (SUCCESS, 64 * MiB))
+    r, a1 = alice.call('cuMemAlloc_v2', [True, free - 4096])
+    expect('alice allocates all but 4 KiB', r, SUCCESS)
+    r, a2 = alice.call('cuMemAlloc_v2', [True, 4096])
+    expect('and the last 4 KiB', r, SUCCESS)
+    expect('one byte more is refused', alice.call('cuMemAlloc_v2', [True, 1])[0], OUT_OF_MEMORY)
+    r, free_b, total_b = mem_info(bob)
+    expect('bob\'s quota is his own', (r, free_b, total_b), (SUCCESS, 32 * MiB, 32 * MiB))
+    r, b1 = bob.call('cuMemAlloc_v2', [True, 32 * MiB])
+    expect('bob allocates all of his while alice holds all of hers', r, SUCCESS)
+    expect('alice frees 4 KiB', alice.call('cuMemFree_v2', [a2]), [SUCCESS])
+    expect('which she can allocate again', alice.call('cuMemAlloc_v2', [True, 4096])[0],
+           SUCCESS)
+    alice.sock.close()  # a client that goes away gives everything back
+    bob.sock.close()
+
+
+def wait_free(path, ops, token, want, seconds=10):
+    deadline = time.time() + seconds
+    while True:
+        c = Client(path, ops, token)
+        free = mem_info(c)[1]
+        c.sock.close()
+        if free == want or time.time() > deadline:
+            return free
+        time.sleep(0.1)
+
+
+def check_sigkill(args, server, path, ops):
+    env = run.client_env(args.stub, server.address, {'CUDA_REMOTE_TOKEN': TOKENS['alice']})
+    hog = subprocess.Popen([args.program, 'hold', str(48 * MiB)], env=env,
+                           stdout=subprocess.PIPE, text=True)
+    line = hog.stdout.readline()
+    if not line.startswith('HOLDING'):
+        hog.kill()
+        raise Failure('the holding client did not start: %r' % line)
+    c = Client(path, ops, TOKENS['alice'])
+    free = mem_info(c)[1]
+    c.sock.close()
+    if free > 16 * MiB:
+        hog.kill()
+        raise Failure('alice has %d bytes free while a client of hers holds 48 MiB' % free)
+    hog.send_signal(signal.SIGKILL)
+    hog.wait()
+    expect('the memory of a killed client goes back to its tenant',
+           wait_free(path, ops, TOKENS['alice'], 64 * MiB), 64 * MiB)
+
+
+def check_isolation(path, ops):
+    """Bob, speaking the protocol himself, goes for alice's memory and handles."""
+    alice, bob = Client(path, ops, TOKENS['alice']), Client(path, ops, TOKENS['bob'])
+    pattern = bytes((i * 13 + 5) & 0xff for i in range(1 << 16))
+    r, a = alice.call('cuMemAlloc_v2', [True, len(pattern)])
+    expect('alice allocates', r, SUCCESS)
+    expect('alice writes', alice.call('cuMemcpyHtoD_v2', [a, len(pattern), 0], bulk=pattern),
+           [SUCCESS])
+    stream, event = CLIENT_ID_BASE + 0x10, CLIENT_ID_BASE + 0x20
+    alice.send_async('cuStreamCreate', [stream, 1])
+    alice.send_async('cuEventCreate', [event, 0])
+    r, module = alice.call('cuModuleLoadData', [3], bulk=PTX)
+    expect('alice loads code', r, SUCCESS)
+    r, function = alice.call('cuModuleGetFunction', [True, module, 'touch'])
+    expect('alice finds her kernel', r, SUCCESS)
+    r, glob = alice.call('cuModuleGetGlobal_v2', [True, True, module, 'counter'])[:2]
+    expect('alice finds her global', r, SUCCESS)
+    expect('alice writes her global',
+           alice.call('cuMemcpyHtoD_v2', [glob, 256, 0], bulk=pattern[:256]), [SUCCESS])
+
+    r, mine = bob.call('cuMemAlloc_v2', [True, 1 << 16])
+    expect('bob allocates his own', r, SUCCESS)
+    attempts = [
+        ('cuMemcpyDtoH_v2', [a, 4096, 0], b'', INVALID_VALUE),
+        ('cuMemcpyDtoH_v2', [a + 4096, 16, 0], b'', INVALID_VALUE),
+        ('cuMemcpyDtoH_v2', [glob, 16, 0], b'', INVALID_VALUE),
+        ('cuMemcpyHtoD_v2', [a, 16, 0], b'\0' * 16, INVALID_VALUE),
+        ('cuMemcpyHtoD_v2', [glob, 16, 0], b'\0' * 16, INVALID_VALUE),
+        ('cuMemcpyHtoD_v2', [mine + (1 << 16) - 8, 16, 0], b'\0' * 16, INVALID_VALUE),
+        ('cuMemcpyDtoD_v2', [mine, a, 4096, 0], b'', INVALID_VALUE),
+        ('cuMemcpyDtoD_v2', [a, mine, 4096, 0], b'', INVALID_VALUE),
+        ('cuMemcpyDtoDAsync_v2', [a, mine, 16, 0], b'', INVALID_VALUE),
+        ('cuMemsetD8_v2', [a, 0, 16, 0], b'', INVALID_VALUE),
+        ('cuMemsetD16_v2', [a, 0, 8, 0], b'', INVALID_VALUE),
+        ('cuMemsetD32_v2', [a, 0, 4, 0], b'', INVALID_VALUE),
+        ('cuMemsetD32_v2', [mine + (1 << 16) - 8, 0, 4, 0], b'', INVALID_VALUE),
+        ('cuMemsetD8Async', [glob, 0, 16, 0], b'', INVALID_VALUE),
+        ('cuMemsetD2D8_v2', [a, 256, 0, 16, 4, 0], b'', INVALID_VALUE),
+        ('cuMemsetD2D16_v2', [a, 256, 0, 8, 4, 0], b'', INVALID_VALUE),
+        ('cuMemsetD2D32_v2', [a, 256, 0, 4, 4, 0], b'', INVALID_VALUE),
+        ('cuMemFree_v2', [a], b'', INVALID_VALUE),
+        ('cuMemFreeAsync', [a, 0], b'', INVALID_VALUE),
+        ('cuMemcpy3D_v2', [3, 0, 64, 2, 1, [a, 0, 0, 0, 256, 2], [mine, 0, 0, 0, 256, 2]], b'',
+         INVALID_VALUE),
+        ('cuMemcpy3D_v2', [3, 0, 64, 2, 1, [mine, 0, 0, 0, 256, 2], [a, 0, 0, 0, 256, 2]], b'',
+         INVALID_VALUE),
+        ('cuStreamSynchronize', [stream], b'', INVALID_HANDLE),
+        ('cuStreamQuery', [stream], b'', INVALID_HANDLE),
+        ('cuEventQuery', [event], b'', INVALID_HANDLE),
+        ('cuEventRecord', [event, 0], b'', INVALID_HANDLE),
+        ('cuStreamWaitEvent', [0, event, 0], b'', INVALID_HANDLE),
+        ('cuEventDestroy_v2', [event], b'', INVALID_HANDLE),
+        ('cuStreamDestroy_v2', [stream], b'', INVALID_HANDLE),
+        ('cuModuleGetFunction', [True, module, 'touch'], b'', INVALID_HANDLE),
+        ('cuModuleGetGlobal_v2', [True, True, module, 'counter'], b'', INVALID_HANDLE),
+        ('cuModuleUnload', [module], b'', INVALID_HANDLE),
+        ('cuLaunchKernel', [function, [1, 1, 1], [1, 1, 1], 0, 0, [[0, 8]]],
+         struct.pack('<Q', a), INVALID_HANDLE),
+    ]
+    for op, body, bulk, want in attempts:
+        got = bob.call(op, body, bulk=bulk)[0]
+        if got != want:
+            raise Failure('bob\'s %s %r: got %d, expected %d' % (op, body, got, want))
+    print('ok: %d attempts on alice\'s memory and handles refused' % len(attempts))
+
+    expect('alice\'s memory is intact', (alice.call('cuMemcpyDtoH_v2', [a, len(pattern), 0]),
+                                         alice.last_bulk == pattern), ([SUCCESS], True))
+    expect('alice\'s global is intact', (alice.call('cuMemcpyDtoH_v2', [glob, 256, 0]),
+                                         alice.last_bulk == pattern[:256]), ([SUCCESS], True))
+    alice.send_async('cuEventRecord', [event, stream])
+    expect('alice\'s stream and event still work', alice.call('cuStreamSynchronize', [stream]),
+           [SUCCESS])
+    expect('bob\'s own memory works', bob.call('cuMemsetD8_v2', [mine, 7, 1 << 16, 0]),
+           [SUCCESS])
+    alice.sock.close()
+    bob.sock.close()
+
+
+def check_reload(server, path, ops, tenants_file):
+    alice = Client(path, ops, TOKENS['alice'])
+    r, a = alice.call('cuMemAlloc_v2', [True, 8 * MiB])
+    expect('alice holds 8 MiB across the reload', r, SUCCESS)
+    refused = Client(path, ops, TOKENS['carol'], expect_refusal=True)
+    expect('carol is not a tenant yet', refused.hello[0] != SUCCESS, True)
+    write_tenants(tenants_file, [tenant('alice', '64MiB', weight=1),
+                                 tenant('bob', '48MiB', weight=3, priority='high'),
+                                 tenant('carol', '16MiB', priority='low')])
+    server.proc.send_signal(signal.SIGHUP)
+    server.wait_for(r'tenants reloaded from .*: 3 tenants')
+    carol = Client(path, ops, TOKENS['carol'])
+    expect('carol\'s slice after the reload', mem_info(carol)[2], 16 * MiB)
+    expect('bob\'s new quota', mem_info(Client(path, ops, TOKENS['bob']))[2], 48 * MiB)
+    r, free, total = mem_info(alice)
+    expect('alice\'s session and usage carried on', (r, free, total),
+           (SUCCESS, 56 * MiB, 64 * MiB))
+    with open(tenants_file, 'w') as f:
+        f.write('{"tenants": [{"name": "alice"')  # broken: the current tenants stay
+    server.proc.send_signal(signal.SIGHUP)
+    server.wait_for(r'tenants not reloaded')
+    expect('a broken file changes nothing', Client(path, ops, TOKENS['carol']).hello[0],
+           SUCCESS)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--server', required=True)
+    ap.add_argument('--stub', required=True)
+    ap.add_argument('--opcodes', required=True)
+    ap.add_argument('--program', required=True)
+    args = ap.parse_args()
+    ops = read_opcodes(args.opcodes)
+    with tempfile.TemporaryDirectory(prefix='cr-test-') as workdir:
+        tenants_file = os.path.join(workdir, 'tenants.json')
+        write_tenants(tenants_file, [tenant('alice', '64MiB'), tenant('bob', 32 * MiB)])
+        server = None
+        try:
+            server = run.Server(args.server, workdir, 'unix', extra=['--tenants', tenants_file])
+            path = server.address[len('unix:'):]
+            check_tokens(args, server)
+            check_quota_program(args, server)
+            check_quota_wire(path, ops)
+            expect('a tenant whose clients left has all of its quota again',
+                   wait_free(path, ops, TOKENS['alice'], 64 * MiB), 64 * MiB)
+            check_sigkill(args, server, path, ops)
+            check_isolation(path, ops)
+            wait_free(path, ops, TOKENS['alice'], 64 * MiB)  # her clients' sessions ended
+            check_reload(server, path, ops, tenants_file)
+            if server.proc.poll() is not None:
+                raise Failure('the server died')
+            if 'alice-token' in server.log_text() or 'bob-token' in server.log_text():
+                raise Failure('a token appears in the server log')
+        except (run.Failure, Failure, AssertionError, ConnectionError, OSError,
+                subprocess.TimeoutExpired) as e:
+            print('tenants_test.py: FAILED: %s' % (e,), file=sys.stderr)
+            if server:
+                server.stop()
+                print('--- server log ---\n' + server.log_text(), file=sys.stderr)
+            return 1
+        server.stop()
+        for bad in ('AddressSanitizer', 'runtime error:', 'ThreadSanitizer'):
+            if bad in server.log_text():
+                print('server reported %s:\n%s' % (bad, server.log_text()), file=sys.stderr)
+                return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
