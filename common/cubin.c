@@ -34,6 +34,7 @@
 #define EIATTR_REQNTID 0x10
 #define EIATTR_FRAME_SIZE 0x11
 #define EIATTR_KPARAM_INFO 0x17
+#define EIATTR_KPARAM_INFO_V2 0x45 /* parameter lists past 4 KiB (CUDA 12.1+) */
 #define EIATTR_CBANK_PARAM_SIZE 0x19
 #define EIATTR_REGCOUNT 0x2f
 
@@ -280,21 +281,26 @@ static uint32_t threads_of(const attr_t *a)
 
 static int is_kparam(const attr_t *a)
 {
-    return a->code == EIATTR_KPARAM_INFO && a->fmt == EIFMT_SVAL && a->val >= 12;
+    return (a->code == EIATTR_KPARAM_INFO || a->code == EIATTR_KPARAM_INFO_V2) &&
+           a->fmt == EIFMT_SVAL && a->val >= 12;
 }
 
-/* Places one EIATTR_KPARAM_INFO {u32 index, u16 ordinal, u16 offset, u32 flags}. */
+/* Places one parameter record: both kinds start {u32 index, u16 ordinal, u16 offset};
+ * KPARAM_INFO then has u32 flags with the size in bits 18..31, KPARAM_INFO_V2 (kernels whose
+ * parameters pass 4 KiB) a u16 size and u16 attributes. */
 static int put_param(cr_kernel_info_t *k, uint8_t *seen, const attr_t *a)
 {
     uint16_t ord = cr__ld16(a->payload + 4);
-    uint32_t flags = cr__ld32(a->payload + 8);
 
     /* Every ordinal exactly once: a gap or a repeat makes the layout meaningless. */
     if (ord >= k->param_count || seen[ord])
         return CR_ECORRUPT;
     seen[ord] = 1;
     k->params[ord].offset = cr__ld16(a->payload + 6);
-    k->params[ord].size = (flags >> 18) & 0x3fff;
+    if (a->code == EIATTR_KPARAM_INFO_V2)
+        k->params[ord].size = cr__ld16(a->payload + 8);
+    else
+        k->params[ord].size = (cr__ld32(a->payload + 8) >> 18) & 0x3fff;
     return 0;
 }
 

@@ -138,6 +138,7 @@ static const layout_t layouts[] = {
     {"_Z5scaleIfEvPT_S0_", 2, 12, {0, 8}, {8, 4}},
     {"noparams", 0, 0, {0}, {0}},
     {"transpose", 1, 8, {0}, {8}},
+    {"big", 3, 4372, {0, 4360, 4368}, {4360, 8, 4}},
 };
 #define KERNEL_COUNT (sizeof layouts / sizeof layouts[0])
 
