@@ -3,7 +3,6 @@
 // checks the result against the host.
 #include <cmath>
 #include <cstdio>
-#include <string>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -53,16 +52,7 @@ int main()
     for (int i = 0; i < n; i++)
         wrong += std::fabs(result[i] - (a * x[i] + y[i])) > 1e-3f;
     if (wrong == 0) {
-        printf("saxpy on %d elements: correct\n", n);
-        return 0;
-    }
-    bool untouched = true;
-    for (int i = 0; i < n && untouched; i++)
-        untouched = result[i] == y[i];
-    if (untouched && std::string(prop.name).find("emulated") != std::string::npos) {
-        printf("saxpy: the copies round-tripped %zu MiB; this emulated device records kernel "
-               "launches without executing them yet, so y is unchanged\n",
-               2 * n * sizeof(float) >> 20);
+        printf("saxpy on %d elements: correct (y[12345] = %.1f)\n", n, result[12345]);
         return 0;
     }
     printf("saxpy: %d of %d results wrong\n", wrong, n);

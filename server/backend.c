@@ -156,6 +156,15 @@ int cr_backend_open(const cr_backend_options_t *opt, cr_backend_t *b, char *err,
     return open_emu(opt, b, err, err_len);
 }
 
+int cr_backend_capture_output(const cr_backend_t *b, void *stream,
+                              void (*fn)(void *user, const char *text, size_t len),
+                              void (*release)(void *user), void *user)
+{
+    if (strcmp(b->kind, "emu") != 0)
+        return CR_EUNSUPPORTED;
+    return cr_emu_stream_set_output(stream, fn, release, user);
+}
+
 void cr_backend_bind_thread(const cr_backend_t *b)
 {
     if (b->ctx && b->d.cuCtxSetCurrent)

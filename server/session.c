@@ -158,8 +158,50 @@ void cr_session_defer_error(cr_session_t *s, CUresult r)
 
 /* --- handles ------------------------------------------------------------------------------- */
 
+/* Device printf of the session's kernels goes to its client (the backend calls this before
+ * the work completes, so the text is queued before any reply that reports it complete). */
+static void send_device_output(void *user, const char *text, size_t len)
+{
+    cr_session_t *s = user;
+    msgpack_packer pk;
+    cr_outmsg_t *m = cr_message_new(CR_OP_DEVICE_OUTPUT, 0, 0, &pk);
+    char *copy = m ? malloc(len) : NULL;
+    if (!copy) {
+        if (m) {
+            cr_buf_free(&m->head);
+            free(m);
+        }
+        CR_WARN("session %llu: out of memory: %zu bytes of device output lost",
+                (unsigned long long)s->id, len);
+        return;
+    }
+    memcpy(copy, text, len);
+    msgpack_pack_array(&pk, 0);
+    m->bulk = copy;
+    m->bulk_len = len;
+    m->release = free;
+    m->release_arg = copy;
+    cr_message_finish(m, CR_OP_DEVICE_OUTPUT, 0, 0);
+    cr_server_send(s, m);
+}
+
+static void release_device_output(void *user)
+{
+    cr_session_unref(user);
+}
+
+/* Routes the stream's device printf to the client, where the backend allows it. */
+static void capture_output(cr_session_t *s, void *stream)
+{
+    cr_session_ref(s); /* the stream may outlive the session's last call */
+    if (cr_backend_capture_output(s->backend, stream, send_device_output, release_device_output,
+                                  s) != 0)
+        cr_session_unref(s);
+}
+
 static void init_stream(cr_session_t *s, cr_handle_t *h)
 {
+    capture_output(s, h->obj);
     unsigned flags = 0;
     if (s->backend->d.cuStreamGetFlags)
         s->backend->d.cuStreamGetFlags(h->obj, &flags);
@@ -687,6 +729,8 @@ static void *executor_main(void *arg)
         cr_server_close_connection(s);
     }
     s->legacy.type = CR_HT_CUstream;
+    if (r == CUDA_SUCCESS)
+        capture_output(s, s->legacy.obj);
     for (;;) {
         /* a client that just sent something often sends more at once: look for it a
          * little while before sleeping, which would cost a wake-up per request */

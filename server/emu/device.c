@@ -130,6 +130,13 @@ void cr_emu_device_window(uint64_t *base, uint64_t *size)
     pthread_mutex_unlock(&cr__emu.init_lock);
 }
 
+void cr_emu_set_execution(int enabled)
+{
+    pthread_mutex_lock(&cr__emu.init_lock);
+    cr__emu.no_execute = !enabled;
+    pthread_mutex_unlock(&cr__emu.init_lock);
+}
+
 void cr_emu_set_launch_hook(cr_emu_launch_hook_t hook, void *user)
 {
     pthread_mutex_lock(&cr__emu.init_lock);

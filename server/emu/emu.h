@@ -142,6 +142,7 @@ typedef struct {
     _Atomic int cache_config;
     cr_emu_launch_hook_t hook;
     void *hook_user;
+    int no_execute; /* cr_emu_set_execution(0): launches are only recorded */
 } cr__emu_t;
 
 extern cr__emu_t cr__emu;
@@ -301,7 +302,12 @@ struct cr__stream_s {
     int thread_started;
     int destroying;
     int in_list;
-    CUresult error;            /* first asynchronous error, reported once by a synchronize */
+    CUresult error; /* first asynchronous error, reported once by a synchronize */
+    CUresult fault; /* a kernel fault: reported by every synchronize (sticky) */
+    /* device printf output of its launches (cr_emu_stream_set_output), NULL: stdout */
+    void (*out_fn)(void *user, const char *text, size_t len);
+    void (*out_release)(void *user);
+    void *out_user;
     cr__stream_t *prev, *next; /* list of all streams, under the streams lock */
 };
 
@@ -370,6 +376,10 @@ struct cr__library_s {
     cr__kernel_t *kernels; /* parallel to image->kernels */
     uint32_t global_count;
     cr__global_t *globals;
+    /* the PTX the interpreter runs, compiled at the first launch (kernel.c) */
+    pthread_mutex_t ptx_lock;
+    int ptx_state; /* 0 not yet, 1 compiled, -1 no PTX or it failed to compile */
+    struct cr_ptx_module_s *ptx;
 };
 
 /* Resolves a CUkernel or CUfunction handle (cudart passes a CUkernel cast to CUfunction).
@@ -378,6 +388,32 @@ cr__kernel_t *cr__kernel_get(uint64_t handle, cr__obj_t **owner);
 /* Attribute values for cuFuncGetAttribute/cuKernelGetAttribute. */
 CUresult cr__kernel_attribute(const cr__kernel_t *k, CUfunction_attribute attrib, int *value);
 int cr__kernel_max_threads(const cr__kernel_t *k);
+
+/* The device address and size of a global variable of lib. 0 or CR_ENOTFOUND. */
+int cr__library_global(const cr__library_t *lib, const char *name, uint64_t *address,
+                       uint64_t *size);
+
+/* ---- kernel execution (kernel.c) ---- */
+
+typedef struct {
+    cr__library_t *lib;
+    const cr__kernel_t *kernel;
+    uint32_t grid[3], block[3];
+    uint32_t shared;
+    const uint8_t *params;
+    uint32_t param_size;
+} cr__run_t;
+
+/* Runs a launch on the PTX interpreter, on the stream's worker thread. Returns CUDA_SUCCESS
+ * or the CUresult of its fault (logged). */
+CUresult cr__kernel_run(const cr__run_t *run, cr__stream_t *s);
+/* 1 when the library's image has PTX the interpreter can run (else its launches fail with
+ * CUDA_ERROR_NOT_SUPPORTED at once). */
+int cr__library_has_ptx(const cr__library_t *lib);
+/* Frees what the interpreter keeps for a library (from library_release). */
+void cr__library_ptx_free(cr__library_t *lib);
+/* Makes a fault sticky for s (first one wins). */
+void cr__stream_fault(cr__stream_t *s, CUresult fault);
 
 /* ---- launches (launch.c) ---- */
 

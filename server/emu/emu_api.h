@@ -50,12 +50,39 @@ typedef struct {
     const void *library; /* for cr_emu_launch_global */
 } cr_emu_launch_t;
 
-/* Hook for a kernel interpreter: when set, every launch calls it on the stream's worker
- * thread, in stream order, before the launch is recorded in the trace. Returns 0 or a CR_E*
- * code; an error is reported as CUDA_ERROR_LAUNCH_FAILED by the next synchronization of the
- * stream (or of the context). NULL (the default) means launches are only recorded. */
+/* Kernels run on the PTX interpreter (server/emu/ptx): when the stream reaches a launch, the
+ * kernel's PTX (the newest PTX entry of its image for compute capability 9.0 or lower, compiled
+ * once per library) runs to completion, then the launch is recorded in the trace. A fault
+ * (out-of-bounds or misaligned access, trap, failed device assertion, an instruction the
+ * interpreter does not know) fails the launch with the CUresult a device gives and is sticky
+ * for its stream: every later synchronization of the stream, of an event recorded on it after
+ * the launch and of the context reports it, until the stream is destroyed. A kernel whose
+ * image has no PTX (a cubin alone) fails at once: cuLaunchKernel returns
+ * CUDA_ERROR_NOT_SUPPORTED.
+ *
+ * enabled = 0 only records launches (tests that launch kernels with made-up arguments);
+ * 1 is the default. */
+void cr_emu_set_execution(int enabled);
+
+/* Hook that replaces the interpreter (tests): when set, every launch calls it on the stream's
+ * worker thread, in stream order, before the launch is recorded in the trace. It returns a
+ * CUresult: nonzero fails the launch and is sticky for the stream like a fault. (A negative
+ * return, a CR_E* code of older hooks, is reported once as CUDA_ERROR_LAUNCH_FAILED.) NULL
+ * (the default) means the interpreter runs (or nothing, with execution disabled). */
 typedef int (*cr_emu_launch_hook_t)(const cr_emu_launch_t *launch, void *user);
 void cr_emu_set_launch_hook(cr_emu_launch_hook_t hook, void *user);
+
+/* Device printf output of kernels launched on `stream` (the emu's CUstream handle; NULL or
+ * CU_STREAM_LEGACY for the legacy stream) goes to fn(user, text, len): whole lines, a block's
+ * output at a time, all of a launch's before the launch completes (so in order with the
+ * stream's other work), called from the interpreter's threads but never concurrently for one
+ * launch. fn NULL restores the default, the server's stdout. release(user), when not NULL, is
+ * called once the sink is no longer used: when the stream is freed after its last work, or
+ * when the sink is replaced (set it before the stream's first launch). Returns 0, or
+ * CR_EINVAL for an unknown stream (then release is not called). */
+typedef void (*cr_emu_output_fn)(void *user, const char *text, size_t len);
+int cr_emu_stream_set_output(void *stream, cr_emu_output_fn fn, void (*release)(void *user),
+                             void *user);
 
 /* For the hook: the device address and size of a global variable (`__device__`,
  * `__constant__`) of the launch's library. Returns 0 or CR_ENOTFOUND. */

@@ -2,8 +2,9 @@
  *
  * A launch is checked like the device would check it, its parameter buffer is built at call
  * time from the kernel's layout (each parameter at its offset, gaps zero), and it is queued
- * on its stream. When the stream reaches it, the interpreter hook runs (if one is set) and the
- * launch is appended to the trace file as one JSON line written with a single write(2):
+ * on its stream. When the stream reaches it, the kernel runs on the PTX interpreter (kernel.c;
+ * or a test's hook instead) and the launch is appended to the trace file as one JSON line
+ * written with a single write(2):
  *
  *   {"seq":N,"kernel":"<mangled name>","grid":[x,y,z],"block":[x,y,z],"shared":S,
  *    "stream":ID,"priority":P,"params":"<lowercase hex>","attrs":[[id,value,...],...]}
@@ -163,9 +164,11 @@ static CUresult launch_run(cr__op_t *op, cr__stream_t *s)
     CUresult rc = CUDA_SUCCESS;
     cr_emu_launch_hook_t hook;
     void *user;
+    int execute;
     pthread_mutex_lock(&cr__emu.init_lock);
     hook = cr__emu.hook;
     user = cr__emu.hook_user;
+    execute = !cr__emu.no_execute;
     pthread_mutex_unlock(&cr__emu.init_lock);
     if (hook) {
         const cr_image_entry_t *e = l->lib->entry;
@@ -185,11 +188,26 @@ static CUresult launch_run(cr__op_t *op, cr__stream_t *s)
             .priority = s->priority,
             .library = l->lib,
         };
-        int err = hook(&launch, user);
-        if (err != 0) {
-            CR_WARN("emu: kernel %s failed: %s", launch.kernel, cr_strerror(err));
+        int res = hook(&launch, user);
+        if (res < 0) { /* a CR_E* code: reported once */
+            CR_WARN("emu: kernel %s failed: %s", launch.kernel, cr_strerror(res));
             rc = CUDA_ERROR_LAUNCH_FAILED;
+        } else if (res > 0) {
+            rc = (CUresult)res;
+            cr__stream_fault(s, rc);
         }
+    } else if (execute) {
+        cr__run_t run = {
+            .lib = l->lib,
+            .kernel = l->kernel,
+            .grid = {l->grid[0], l->grid[1], l->grid[2]},
+            .block = {l->block[0], l->block[1], l->block[2]},
+            .shared = l->shared,
+            .params = l->params,
+            .param_size = l->param_size,
+        };
+        rc = cr__kernel_run(&run, s);
+        if (rc != CUDA_SUCCESS) cr__stream_fault(s, rc);
     }
     pthread_mutex_lock(&trace_lock);
     uint64_t seq = ++trace_seq;
@@ -333,6 +351,15 @@ static CUresult take_attribute(const CUlaunchAttribute *in, attr_t *out, uint64_
     return CUDA_SUCCESS;
 }
 
+/* 1 when launches run on the interpreter (execution on, no test hook). */
+static int will_execute(void)
+{
+    pthread_mutex_lock(&cr__emu.init_lock);
+    int yes = !cr__emu.hook && !cr__emu.no_execute;
+    pthread_mutex_unlock(&cr__emu.init_lock);
+    return yes;
+}
+
 static CUresult launch(uint64_t fh, const launch_args_t *a, void **kernelParams, void **extra)
 {
     cr__obj_t *owner = NULL;
@@ -364,6 +391,14 @@ static CUresult launch(uint64_t fh, const launch_args_t *a, void **kernelParams,
     if ((int64_t)a->shared > atomic_load(&k->max_dynamic_shared) ||
         (uint64_t)a->shared + k->info->static_shared_bytes > CR__SHARED_PER_BLOCK_OPTIN)
         goto out;
+    /* a cubin holds SASS, which is not interpreted: without PTX the kernel cannot run here */
+    if (will_execute() && !cr__library_has_ptx(k->lib)) {
+        CR_WARN("emu: no PTX for kernel %s: build with the default nvcc flags (which embed PTX) "
+                "to run on the emulated device",
+                k->info->name);
+        rc = CUDA_ERROR_NOT_SUPPORTED;
+        goto out;
+    }
     rc = CUDA_ERROR_OUT_OF_MEMORY;
     if (!(l = calloc(1, sizeof *l))) goto out;
     l->op.run = launch_run;

@@ -29,6 +29,8 @@ static void library_release(cr__obj_t *obj)
     }
     free(lib->globals);
     free(lib->kernels);
+    cr__library_ptx_free(lib);
+    pthread_mutex_destroy(&lib->ptx_lock);
     cr_image_free(lib->image);
     free(lib);
 }
@@ -93,7 +95,8 @@ static CUresult load_image(const void *code, int as_library, cr__library_t **out
         return CUDA_ERROR_NO_BINARY_FOR_GPU;
     }
     lib = calloc(1, sizeof *lib);
-    if (!lib) {
+    if (!lib || pthread_mutex_init(&lib->ptx_lock, NULL) != 0) {
+        free(lib);
         cr_image_free(img);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -627,6 +630,12 @@ int cr_emu_launch_global(const cr_emu_launch_t *launch, const char *name, uint64
 {
     const cr__library_t *lib = launch ? launch->library : NULL;
     if (!lib || !name) return CR_EINVAL;
+    return cr__library_global(lib, name, address, size);
+}
+
+int cr__library_global(const cr__library_t *lib, const char *name, uint64_t *address,
+                       uint64_t *size)
+{
     const cr__global_t *g = global_by_name(lib, name);
     if (!g) return CR_ENOTFOUND;
     if (address) *address = g->address;

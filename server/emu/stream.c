@@ -15,6 +15,10 @@
  * everything it would wait for are idle they run on the calling thread instead of the worker
  * (cr__stream_try_inline), still occupying the stream meanwhile.
  *
+ * An asynchronous error is reported once by the next synchronization; a kernel fault
+ * (cr__stream_fault) is sticky: the stream, the events recorded on it after the fault and
+ * the context report it at every synchronization until the stream is destroyed.
+ *
  * Frees never wait (the server calls them from its event loop): cr__after_all queues the
  * release on an internal "reaper" stream with a dependency on every stream's pending work,
  * so memory is reused only after the work queued before the free has run. */
@@ -59,6 +63,7 @@ static void list_remove(cr__stream_t *s) /* under streams_lock */
 static void stream_release(cr__obj_t *obj)
 {
     cr__stream_t *s = (cr__stream_t *)obj;
+    if (s->out_release) s->out_release(s->out_user);
     if (s->is_legacy || s == &reaper_stream) return; /* static */
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->work_cond);
@@ -327,13 +332,39 @@ CUresult cr__stream_run_sync(cr__stream_t *s, cr__op_t *op)
     return rc;
 }
 
+/* The stream's fault (sticky), else its first asynchronous error (reported once). */
 static CUresult take_error(cr__stream_t *s)
 {
     pthread_mutex_lock(&s->lock);
-    CUresult rc = s->error;
+    CUresult rc = s->fault != CUDA_SUCCESS ? s->fault : s->error;
     s->error = CUDA_SUCCESS;
     pthread_mutex_unlock(&s->lock);
     return rc;
+}
+
+void cr__stream_fault(cr__stream_t *s, CUresult fault)
+{
+    pthread_mutex_lock(&s->lock);
+    if (s->fault == CUDA_SUCCESS) s->fault = fault;
+    pthread_mutex_unlock(&s->lock);
+}
+
+int cr_emu_stream_set_output(void *stream, cr_emu_output_fn fn, void (*release)(void *user),
+                             void *user)
+{
+    cr__stream_t *s = cr__stream_get((CUstream)stream);
+    if (!s) return CR_EINVAL;
+    pthread_mutex_lock(&s->lock);
+    void (*old_release)(void *) = s->out_release;
+    void *old_user = s->out_user;
+    s->out_fn = fn;
+    s->out_release = fn ? release : NULL;
+    s->out_user = fn ? user : NULL;
+    pthread_mutex_unlock(&s->lock);
+    cr__stream_put(s);
+    if (old_release) old_release(old_user);
+    if (!fn && release) release(user);
+    return 0;
 }
 
 CUresult cr__sync_all(void)
@@ -440,7 +471,7 @@ CUresult cr_emu_cuStreamQuery(CUstream hStream)
     CUresult rc = CUDA_ERROR_NOT_READY;
     pthread_mutex_lock(&s->lock);
     if (s->submitted == atomic_load(&s->completed)) {
-        rc = s->error; /* reported once */
+        rc = s->fault != CUDA_SUCCESS ? s->fault : s->error; /* an error once, a fault always */
         s->error = CUDA_SUCCESS;
     }
     pthread_mutex_unlock(&s->lock);
@@ -575,6 +606,8 @@ typedef struct {
     uint64_t gen;         /* number of records */
     uint64_t time_gen;    /* the record that time_ns belongs to */
     int64_t time_ns;
+    uint64_t fault_gen; /* the record that found its stream faulted */
+    CUresult fault;
 } event_t;
 
 static void event_release(cr__obj_t *obj)
@@ -633,12 +666,19 @@ typedef struct {
 static CUresult record_run(cr__op_t *op, cr__stream_t *s)
 {
     record_op_t *r = (record_op_t *)op;
-    (void)s;
     int64_t now = cr__now_ns();
+    CUresult fault = CUDA_SUCCESS;
+    if (s) { /* a fault earlier on the stream: this record reports it */
+        pthread_mutex_lock(&s->lock);
+        fault = s->fault;
+        pthread_mutex_unlock(&s->lock);
+    }
     pthread_mutex_lock(&r->event->lock);
     if (r->event->gen == r->gen) {
         r->event->time_ns = now;
         r->event->time_gen = r->gen;
+        r->event->fault = fault;
+        r->event->fault_gen = r->gen;
     }
     pthread_mutex_unlock(&r->event->lock);
     return CUDA_SUCCESS;
@@ -733,6 +773,15 @@ static cr__stream_t *event_position(event_t *e, uint64_t *seq, uint64_t *gen)
     return s;
 }
 
+/* The fault the record `gen` of e found on its stream (once it ran), else CUDA_SUCCESS. */
+static CUresult event_fault(event_t *e, uint64_t gen)
+{
+    pthread_mutex_lock(&e->lock);
+    CUresult rc = e->fault_gen == gen ? e->fault : CUDA_SUCCESS;
+    pthread_mutex_unlock(&e->lock);
+    return rc;
+}
+
 CUresult cr_emu_cuEventQuery(CUevent hEvent)
 {
     cr__obj_t *owner;
@@ -741,8 +790,12 @@ CUresult cr_emu_cuEventQuery(CUevent hEvent)
     event_t *e = event_get(hEvent, &owner);
     if (!e) return CUDA_ERROR_INVALID_HANDLE;
     CUresult rc = CUDA_SUCCESS;
-    cr__stream_t *s = event_position(e, &seq, NULL);
-    if (s && atomic_load(&s->completed) < seq) rc = CUDA_ERROR_NOT_READY;
+    uint64_t gen;
+    cr__stream_t *s = event_position(e, &seq, &gen);
+    if (s && atomic_load(&s->completed) < seq)
+        rc = CUDA_ERROR_NOT_READY;
+    else if (s)
+        rc = event_fault(e, gen);
     cr__stream_put(s);
     cr__obj_unref(owner);
     return rc;
@@ -755,11 +808,16 @@ CUresult cr_emu_cuEventSynchronize(CUevent hEvent)
     CR__ENTER();
     event_t *e = event_get(hEvent, &owner);
     if (!e) return CUDA_ERROR_INVALID_HANDLE;
-    cr__stream_t *s = event_position(e, &seq, NULL);
-    if (s) cr__stream_wait(s, seq);
+    uint64_t gen;
+    CUresult rc = CUDA_SUCCESS;
+    cr__stream_t *s = event_position(e, &seq, &gen);
+    if (s) {
+        cr__stream_wait(s, seq);
+        rc = event_fault(e, gen);
+    }
     cr__stream_put(s);
     cr__obj_unref(owner);
-    return CUDA_SUCCESS;
+    return rc;
 }
 
 /* The time of e's last record: CUDA_SUCCESS, CUDA_ERROR_NOT_READY or

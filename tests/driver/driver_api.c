@@ -68,6 +68,10 @@ static void *read_file(const char *path, size_t *size)
     return buf;
 }
 
+/* The emulated device interprets PTX: a kernel loaded from a cubin alone (SASS) cannot run
+ * there, and its launch fails with CUDA_ERROR_NOT_SUPPORTED. */
+static int emulated;
+
 static void test_device(CUdevice dev)
 {
     char name[256];
@@ -78,6 +82,7 @@ static void test_device(CUdevice dev)
     CHECK(count == 1);
     CK(cuDeviceGetName(name, sizeof name, dev));
     CHECK(strlen(name) > 0);
+    emulated = strstr(name, "emulated") != NULL;
     CK(cuDeviceTotalMem(&total, dev));
     CHECK(total > (64u << 20));
     CK(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
@@ -210,13 +215,30 @@ static size_t smem_per_block(int block)
     return (size_t)block * 4;
 }
 
-static void launch_scale(CUfunction f, const char *how)
+/* scale(data, 2.5, 256) on 256 floats; sass_only: f comes from a cubin, without PTX. */
+static void launch_scale(CUfunction f, const char *how, int sass_only)
 {
+    enum { N = 256 };
+    float host[N], back[N];
+    for (int i = 0; i < N; i++)
+        host[i] = (float)i - 100.0f;
     CUdeviceptr buf;
-    CK(cuMemAlloc(&buf, 256 * sizeof(float)));
+    CK(cuMemAlloc(&buf, sizeof host));
+    CK(cuMemcpyHtoD(buf, host, sizeof host));
     float factor = 2.5f;
-    int n = 256;
+    int n = N;
     void *args[] = {&buf, &factor, &n};
+    if (sass_only && emulated) {
+        /* refused at the launch, or (asynchronously, through the stub) by the next sync */
+        CUresult r = cuLaunchKernel(f, 2, 1, 1, 128, 1, 1, 0, NULL, args, NULL);
+        if (r == CUDA_SUCCESS)
+            r = cuCtxSynchronize();
+        EXPECT(r, CUDA_ERROR_NOT_SUPPORTED);
+        CK(cuCtxSynchronize()); /* not a context error: the context goes on */
+        CK(cuMemFree(buf));
+        printf("scale from a %s refused: the emulated device runs PTX only\n", how);
+        return;
+    }
     CK(cuLaunchKernel(f, 2, 1, 1, 128, 1, 1, 0, NULL, args, NULL));
     unsigned char expected[16];
     memcpy(expected, &buf, 8);
@@ -224,6 +246,9 @@ static void launch_scale(CUfunction f, const char *how)
     memcpy(expected + 12, &n, 4);
     expect_launch("scale", 2, 128, 0, expected, sizeof expected);
     CK(cuCtxSynchronize());
+    CK(cuMemcpyDtoH(back, buf, sizeof back));
+    for (int i = 0; i < N; i++)
+        CHECK(back[i] == host[i] * 2.5f);
     CK(cuMemFree(buf));
     printf("launched scale from a %s\n", how);
 }
@@ -243,7 +268,7 @@ static void test_code(const char *ptx_path, const char *cubin_path, const char *
     const char *fname = NULL;
     CK(cuFuncGetName(&fname, f));
     CHECK(strcmp(fname, "scale") == 0);
-    launch_scale(f, "PTX module");
+    launch_scale(f, "PTX module", 0);
 
     CUdeviceptr answer, weights;
     size_t bytes;
@@ -284,6 +309,9 @@ static void test_code(const char *ptx_path, const char *cubin_path, const char *
     memcpy(expected + 40, &s, 2);
     memcpy(expected + 48, &out, 8);
     expect_launch("odd", 1, 1, 0, expected, sizeof expected);
+    unsigned long long sum = 0;
+    CK(cuMemcpyDtoH(&sum, out, sizeof sum));
+    CHECK(sum == 5 + 7 - 2 + 3); /* c + m.c + s + m.i[2]: every parameter arrived */
     CK(cuMemFree(out));
     CK(cuModuleUnload(mod));
     EXPECT(cuModuleGetFunction(&g, mod, "scale"), CUDA_ERROR_INVALID_HANDLE);
@@ -292,15 +320,15 @@ static void test_code(const char *ptx_path, const char *cubin_path, const char *
     /* a cubin file and a fatbin file */
     CK(cuModuleLoad(&mod, cubin_path));
     CK(cuModuleGetFunction(&f, mod, "scale"));
-    launch_scale(f, "cubin file");
+    launch_scale(f, "cubin file", 1);
     CK(cuModuleUnload(mod));
     CUlibrary lib;
     CUkernel k;
     CK(cuLibraryLoadFromFile(&lib, fatbin_path, NULL, NULL, 0, NULL, NULL, 0));
     CK(cuLibraryGetKernel(&k, lib, "scale"));
     CK(cuKernelGetFunction(&f, k));
-    launch_scale(f, "fatbin library (through its CUfunction)");
-    launch_scale((CUfunction)k, "fatbin library (a CUkernel cast to CUfunction)");
+    launch_scale(f, "fatbin library (through its CUfunction)", 0);
+    launch_scale((CUfunction)k, "fatbin library (a CUkernel cast to CUfunction)", 0);
 
     int blocks = 0, min_grid = 0, best = 0;
     CK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, (CUfunction)k, 128, 0));

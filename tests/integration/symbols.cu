@@ -130,9 +130,12 @@ int main()
     if (run) {
         std::vector<double> o(n);
         CHECK_CUDA(cudaMemcpy(o.data(), out, n * sizeof(double), cudaMemcpyDeviceToHost));
+        // thread 0's atomicAdd races with the other threads' reads of counter (on a GPU
+        // too): each element saw 777 or 778
         for (int i = 0; i < n; i++) {
             double want = (double)c[i % 16] * t[i] + 777;
-            CHECK(o[i] == want, "out[%d] = %f, expected %f", i, o[i], want);
+            CHECK(o[i] == want || o[i] == want + 1, "out[%d] = %f, expected %f (or + 1)", i,
+                  o[i], want);
         }
         CHECK_CUDA(cudaMemcpyFromSymbol(&cnt, counter, sizeof cnt));
         CHECK(cnt == 778, "counter after the kernel = %d", cnt);
