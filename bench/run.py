@@ -13,6 +13,10 @@ device, where the device side costs nearly nothing), one transport after the oth
   shm   a Unix socket with shared memory: messages on the socket, bytes in shared memory;
         its copies are compared with memcpy of the same size, its calls with the Unix
         socket's limits
+and then kernel execution (bench/kernels_bench.cu, nvcc-built, through the stub over a Unix
+socket): a 1 M-element vector add and a 256x256 tiled matrix multiply on the emulated
+device's PTX interpreter, beside the same computation as a host loop (the ratio is the
+slowdown). --no-kernels leaves it out.
 """
 import argparse
 import datetime
@@ -69,6 +73,7 @@ def main():
     ap.add_argument('--transports', default='tcp,unix,shm')
     ap.add_argument('--quick', action='store_true', help='fewer iterations (a smoke run)')
     ap.add_argument('--output', help='machine-readable results (JSON)')
+    ap.add_argument('--no-kernels', action='store_true', help='skip kernel execution speed')
     ap.add_argument('--server-arg', action='append', default=[],
                     help='an extra argument for cuda-remoted')
     args = ap.parse_args()
@@ -102,6 +107,22 @@ def main():
                         cmd.append('--quick')
                     for r in run_json_lines(cmd, env=env):
                         add(r, t)
+                finally:
+                    proc.terminate()
+                    proc.wait()
+        if not args.no_kernels:
+            with tempfile.TemporaryDirectory(prefix='cr-bench-') as workdir:
+                proc, address = start_server(build, 'unix', workdir, args.server_arg)
+                try:
+                    stub = os.path.join(build, 'client')  # cudart loads libcuda.so.1
+                    env = dict(os.environ, CUDA_REMOTE_ADDR=address,
+                               LD_LIBRARY_PATH=':'.join(
+                                   p for p in (stub, os.environ.get('LD_LIBRARY_PATH')) if p))
+                    cmd = [os.path.join(build, 'bench', 'kernels_bench')]
+                    if args.quick:
+                        cmd.append('--quick')
+                    for r in run_json_lines(cmd, env=env):
+                        add(r, 'emu')
                 finally:
                     proc.terminate()
                     proc.wait()
@@ -146,6 +167,10 @@ def main():
                         metric[:3].upper(), mode, human(size), label), t,
                         (t, metric, mode, size), limit)
 
+    for kernel, what in (('vector_add_1m', 'vector add 1M'), ('matmul_256', 'matmul 256x256')):
+        row('%s kernel (s) vs the host loop (s)' % what, 'emu', ('emu', 'kernel_s', kernel, 0),
+            ('emu', 'host_s', kernel, 0))
+
     print('\n%-5s %-56s %12s %12s %8s' % ('path', 'figure (median [min-max])', 'value',
                                           'limit', 'ratio'))
     for t, label, fig, lim, ratio, _, _ in rows:
@@ -163,6 +188,11 @@ def main():
                   fmt(stat(('shm', 'rtt_spin_us', '', 0))),
                   fmt(stat(('shm', 'rtt_blocking_us', '', 0))),
                   fmt(stat(('shm', 'bulk_1m_gbps', '', 0)))))
+
+    if not args.no_kernels:
+        print('first launch (the PTX prepared): vector add %s s, matmul %s s' % (
+            fmt(stat(('emu', 'first_launch_s', 'vector_add_1m', 0))),
+            fmt(stat(('emu', 'first_launch_s', 'matmul_256', 0)))))
 
     if args.output:
         doc = {'date': datetime.date.today().isoformat(), 'host': platform.node(),
