@@ -26,6 +26,15 @@
  *                        no descriptor); the client then moves its bytes over the socket
  * @shm_detach          client -> server, waits; body [region id]: once the session's
  *                      streams are done with it, the server unmaps the region
+ * @status              client -> server, waits; body []   (`cuda-remote status`)
+ *   reply [CUresult, map {server: {version, backend, device, memory_total, memory_used,
+ *          uptime_s, tenants_file}, self: the caller's session id,
+ *          tenants: [{name, quota (0: none), used, weight, priority, admin, removed,
+ *                     sessions, sessions_total, queued, launches, bytes_h2d, bytes_d2h,
+ *                     errors}],
+ *          sessions: [{id, tenant, who, peer, memory, requests, queued, connected_ns
+ *                      (CLOCK_REALTIME), launches, bytes_h2d, bytes_d2h, errors}]}]
+ *          the caller's own tenant and its sessions; every one for an admin tenant
  *
  * cuMemcpyHtoD_v2 (waits) / cuMemcpyHtoDAsync_v2 (async)
  *   body  [dst, bytes, stream]   bulk: the bytes. A large copy is several frames, each

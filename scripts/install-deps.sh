@@ -5,6 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config python3
   libuv1-dev libmsgpack-dev libssl-dev libzstd-dev liblz4-dev libcjson-dev
+  libhttp-parser-dev # the server's /metrics endpoint
   python3-clang-14   # codegen/extract_manifest.py reads the CUDA headers with libclang
 )
 missing=()

@@ -341,6 +341,7 @@ static void htod(cr_request_t *req)
     }
     const cr_driver_t *d = &req->session->backend->d;
     cr_session_stream_prepare(req->session, stream);
+    cr_session_count_copy(req->session, CR_COPY_HTOD, bytes);
     if (host) { /* page-locked shared memory: read when the stream gets there */
         finish_after_stream(req, stream, d->cuMemcpyHtoDAsync_v2(dst, host, bytes, stream->obj));
         return;
@@ -368,6 +369,8 @@ static void dtoh(cr_request_t *req)
     CUresult r = copy_args(req, &src, &bytes, &stream, &host);
     if (r == CUDA_SUCCESS && bytes > CR_FRAME_MAX_BULK)
         r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS)
+        cr_session_count_copy(s, CR_COPY_DTOH, bytes);
     if (r == CUDA_SUCCESS && host) { /* into shared memory: nothing to send */
         cr_session_stream_prepare(s, stream);
         finish_after_stream(req, stream,
@@ -509,6 +512,7 @@ static void copy_3d(cr_request_t *req)
              p.srcZ, p.srcPitch, p.srcHeight, (unsigned long long)p.dstDevice, p.dstXInBytes,
              p.dstY, p.dstZ, p.dstPitch, p.dstHeight);
     cr_session_stream_prepare(s, stream);
+    cr_session_count_copy(s, (int)direction, packed);
     if (direction == CR_COPY_HTOD) { /* the packed rows came as bulk */
         if (req->hdr.bulk_len != packed) {
             cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);

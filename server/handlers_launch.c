@@ -78,6 +78,8 @@ static void launch(cr_request_t *req, int cooperative)
             r = d->cuLaunchKernel(l.f, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
                                   l.block[2], l.shared, l.stream->obj, l.params, NULL);
         free(l.params);
+        if (r == CUDA_SUCCESS)
+            cr_session_count_launch(req->session);
     }
     cr_request_finish(req, r);
 }
@@ -140,6 +142,8 @@ void cr_srv_cuLaunchKernelEx(cr_request_t *req)
         cr_session_stream_prepare(s, l.stream);
         r = d->cuLaunchKernelEx ? d->cuLaunchKernelEx(&config, l.f, l.params, NULL)
                                 : CUDA_ERROR_NOT_SUPPORTED;
+        if (r == CUDA_SUCCESS)
+            cr_session_count_launch(s);
     }
     free(l.params);
     cr_request_finish(req, r);

@@ -81,6 +81,13 @@ void cr_staging_put(const cr_backend_t *b, cr_staging_t *st);
 
 enum { CR_PRIORITY_LOW, CR_PRIORITY_NORMAL, CR_PRIORITY_HIGH };
 
+/* Work done, counted per session and per tenant (atomic). */
+typedef struct {
+    uint64_t launches;
+    uint64_t bytes_h2d, bytes_d2h; /* copies between host and device, either way */
+    uint64_t errors;               /* calls that failed (CUDA_ERROR_NOT_READY is no failure) */
+} cr_usage_t;
+
 typedef struct cr_tenant_s {
     struct cr_tenant_s *next;
     char name[64];
@@ -88,14 +95,13 @@ typedef struct cr_tenant_s {
     uint64_t quota;          /* bytes of device memory, 0: the whole device (atomic) */
     double weight;           /* share of device time under contention */
     int priority;            /* CR_PRIORITY_* */
+    int admin;               /* `cuda-remote status` shows it every tenant and session */
     int removed;             /* gone from the file: takes no new sessions */
     /* usage, atomic */
     uint64_t used;           /* device memory charged */
     uint64_t sessions;       /* connected now */
     uint64_t sessions_total;
-    uint64_t launches;
-    uint64_t bytes_h2d, bytes_d2h;
-    uint64_t errors;         /* calls that failed */
+    cr_usage_t usage;
 } cr_tenant_t;
 
 const char *cr_priority_name(int priority);
@@ -190,8 +196,33 @@ struct cr_session_s {
     int out_queued;          /* on the server's list of sessions with output */
     int close_requested;     /* close the connection once the output is written */
     struct cr_session_s *next_with_output;
-    uint64_t stat_requests;
+    uint64_t stat_requests;  /* atomic */
+
+    /* accounting, for `cuda-remote status` and /metrics */
+    cr_usage_t usage;        /* atomic */
+    uint64_t memory;         /* device memory charged for this session (atomic) */
+    int64_t connected_ns;    /* CLOCK_REALTIME */
+    int listed;              /* said hello: shown (under lock) */
+    size_t inbox_count;      /* requests received, not yet run (under lock) */
+    struct cr_session_s *all_prev, *all_next; /* every session (session.c) */
 };
+
+/* Counts work for the session and its tenant. direction: CR_COPY_HTOD or CR_COPY_DTOH. */
+void cr_session_count_launch(cr_session_t *s);
+void cr_session_count_copy(cr_session_t *s, int direction, uint64_t bytes);
+
+/* A session as status shows it. */
+typedef struct {
+    uint64_t id;
+    char who[320];           /* "program (pid N) on host" */
+    char peer[128];
+    const cr_tenant_t *tenant;
+    uint64_t memory, requests, queued;
+    int64_t connected_ns;
+    cr_usage_t usage;
+} cr_session_info_t;
+/* Calls fn for every session that said hello, oldest first, under the sessions' lock. */
+void cr_sessions_foreach(void (*fn)(const cr_session_info_t *info, void *arg), void *arg);
 
 /* How much received, unrun input a session may hold before its connection is paused
  * (--max-queued); call before serving. */
@@ -301,7 +332,37 @@ void cr_server_send(cr_session_t *s, cr_outmsg_t *m);
 void cr_server_wake(cr_session_t *s);
 /* Closes the session's connection once its queued output is written (any thread). */
 void cr_server_close_connection(cr_session_t *s);
-/* Listens on every address and serves until SIGINT/SIGTERM. Returns the exit status. */
-int cr_server_run(const cr_backend_t *b, const char *const *listen, int listen_count);
+/* Listens on every address (and serves /metrics on `metrics`, unless NULL) until
+ * SIGINT/SIGTERM. Returns the exit status. */
+int cr_server_run(const cr_backend_t *b, const char *const *listen, int listen_count,
+                  const char *metrics);
+/* Listens on text (host:port, or unix:/path when allow_unix) with on_conn and data on the
+ * listening handle; bound_text gets the address really bound (the port for port 0). 0 or
+ * CR_E* (logged). */
+int cr_listen(uv_loop_t *loop, const char *text, int allow_unix, uv_connection_cb on_conn,
+              void *data, char *bound_text, size_t bound_len);
+
+/* --- status.c and metrics.c: what the server and its tenants are doing ------------------- */
+
+/* Notes the server's start (for its uptime). */
+void cr_status_start(void);
+/* Answers @status: the server, tenants and sessions the caller's tenant may see. */
+void cr_status_reply(cr_request_t *req);
+/* Serves Prometheus metrics at http://ADDR/metrics on the loop. 0 or CR_E* (logged). */
+int cr_metrics_listen(uv_loop_t *loop, const cr_backend_t *b, const char *addr);
+
+/* One tenant's figures, collected for status and metrics. */
+typedef struct {
+    const cr_tenant_t *tenant;
+    char name[64];
+    uint64_t quota, used, sessions, sessions_total, queued;
+    double weight;
+    int priority, admin, removed;
+    cr_usage_t usage;
+} cr_tenant_info_t;
+/* Every tenant's figures (*count of them; free the array), or NULL when out of memory. */
+cr_tenant_info_t *cr_status_tenants(size_t *count);
+/* Seconds since cr_status_start. */
+double cr_status_uptime(void);
 
 #endif

@@ -2,7 +2,7 @@
  *
  *   cuda-remoted [--listen ADDR]... [--backend auto|cuda|emu] [--device N]
  *                [--driver PATH] [--emu-memory SIZE] [--emu-trace FILE] [--no-shm]
- *                [--tenants FILE]
+ *                [--tenants FILE] [--metrics ADDR]
  */
 #include <getopt.h>
 #include <signal.h>
@@ -35,6 +35,8 @@ static void usage(FILE *out)
             "  --tenants FILE     tenants (JSON: name, token, memory, weight, priority);\n"
             "                     clients then need CUDA_REMOTE_TOKEN; SIGHUP reloads it\n"
             "                     (default: one tenant, \"default\", with the whole device)\n"
+            "  --metrics ADDR     serve Prometheus metrics at http://ADDR/metrics\n"
+            "                     (host:port; only trusted clients should reach it)\n"
             "  --log LEVEL        debug, info (default), warn or error\n",
             CR_DEFAULT_PORT, CR_DEFAULT_ADDR);
 }
@@ -50,7 +52,8 @@ int main(int argc, char **argv)
         OPT_LOG,
         OPT_MAX_QUEUED,
         OPT_NO_SHM,
-        OPT_TENANTS
+        OPT_TENANTS,
+        OPT_METRICS
     };
     static const struct option options[] = {
         {"listen", required_argument, NULL, 'l'},
@@ -63,13 +66,14 @@ int main(int argc, char **argv)
         {"max-queued", required_argument, NULL, OPT_MAX_QUEUED},
         {"no-shm", no_argument, NULL, OPT_NO_SHM},
         {"tenants", required_argument, NULL, OPT_TENANTS},
+        {"metrics", required_argument, NULL, OPT_METRICS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *listen[16];
     int listen_count = 0;
     cr_backend_options_t opt = {.kind = "auto", .emu_trace = getenv("CUDA_REMOTE_EMU_TRACE")};
-    const char *log_level = NULL, *tenants_file = NULL;
+    const char *log_level = NULL, *tenants_file = NULL, *metrics = NULL;
     int c;
     while ((c = getopt_long(argc, argv, "l:h", options, NULL)) != -1) {
         switch (c) {
@@ -116,6 +120,9 @@ int main(int argc, char **argv)
         case OPT_TENANTS:
             tenants_file = optarg;
             break;
+        case OPT_METRICS:
+            metrics = optarg;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -151,5 +158,6 @@ int main(int argc, char **argv)
             strcmp(backend.kind, "cuda") == 0 ? backend.path : "", backend.desc.name,
             backend.desc.total_mem >> 20, backend.driver_version);
     cr_waiter_init(&backend);
-    return cr_server_run(&backend, listen, listen_count);
+    cr_status_start();
+    return cr_server_run(&backend, listen, listen_count, metrics);
 }

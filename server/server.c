@@ -526,25 +526,27 @@ static void on_connection(uv_stream_t *listener, int status)
 
 /* --- listeners and the loop ---------------------------------------------------------------- */
 
-static int listen_on(cr_server_t *srv, const char *text)
+int cr_listen(uv_loop_t *loop, const char *text, int allow_unix, uv_connection_cb on_conn,
+              void *data, char *bound_text, size_t bound_len)
 {
     cr_address_t addr;
-    if (cr_address_parse(text, &addr) != 0) {
-        CR_ERROR("--listen %s: not an address (host:port or unix:/path)", text);
+    if (cr_address_parse(text, &addr) != 0 || (addr.is_unix && !allow_unix)) {
+        CR_ERROR("%s: not an address (%s)", text, allow_unix ? "host:port or unix:/path"
+                                                             : "host:port");
         return CR_EINVAL;
     }
     int rc;
     uv_stream_t *stream;
     if (addr.is_unix) {
         uv_pipe_t *p = malloc(sizeof *p);
-        uv_pipe_init(srv->loop, p, 0);
+        uv_pipe_init(loop, p, 0);
         unlink(addr.path); /* a stale socket of an earlier run */
         rc = uv_pipe_bind(p, addr.path);
         stream = (uv_stream_t *)p;
     } else {
         uv_tcp_t *t = malloc(sizeof *t);
         struct sockaddr_storage sa;
-        uv_tcp_init(srv->loop, t);
+        uv_tcp_init(loop, t);
         rc = uv_ip4_addr(addr.host, addr.port, (struct sockaddr_in *)&sa);
         if (rc != 0)
             rc = uv_ip6_addr(addr.host, addr.port, (struct sockaddr_in6 *)&sa);
@@ -552,16 +554,16 @@ static int listen_on(cr_server_t *srv, const char *text)
             rc = uv_tcp_bind(t, (struct sockaddr *)&sa, 0);
         stream = (uv_stream_t *)t;
     }
-    stream->data = srv;
+    stream->data = data;
     if (rc == 0)
-        rc = uv_listen(stream, 128, on_connection);
+        rc = uv_listen(stream, 128, on_conn);
     if (rc != 0) {
         CR_ERROR("cannot listen on %s: %s", text, uv_strerror(rc));
         uv_close((uv_handle_t *)stream, (uv_close_cb)free);
         return CR_EIO;
     }
-    srv->listeners++;
-    if (!addr.is_unix) { /* say the real port: tests listen on port 0 */
+    snprintf(bound_text, bound_len, "%s", text);
+    if (!addr.is_unix) { /* the real port: tests listen on port 0 */
         struct sockaddr_storage bound;
         int len = sizeof bound;
         char host[64] = "?";
@@ -574,12 +576,20 @@ static int listen_on(cr_server_t *srv, const char *text)
                 uv_ip6_name((struct sockaddr_in6 *)&bound, host, sizeof host);
                 port = ntohs(((struct sockaddr_in6 *)&bound)->sin6_port);
             }
-            CR_INFO("listening on %s%s%s:%d", bound.ss_family == AF_INET6 ? "[" : "", host,
-                    bound.ss_family == AF_INET6 ? "]" : "", port);
-            return 0;
+            snprintf(bound_text, bound_len, "%s%s%s:%d", bound.ss_family == AF_INET6 ? "[" : "",
+                     host, bound.ss_family == AF_INET6 ? "]" : "", port);
         }
     }
-    CR_INFO("listening on %s", text);
+    return 0;
+}
+
+static int listen_on(cr_server_t *srv, const char *text)
+{
+    char bound[300];
+    if (cr_listen(srv->loop, text, 1, on_connection, srv, bound, sizeof bound) != 0)
+        return CR_EIO;
+    srv->listeners++;
+    CR_INFO("listening on %s", bound);
     return 0;
 }
 
@@ -594,7 +604,8 @@ static void on_sighup(uv_signal_t *sig, int signum)
     cr_tenants_reload(); /* sessions carry on */
 }
 
-int cr_server_run(const cr_backend_t *b, const char *const *listen, int listen_count)
+int cr_server_run(const cr_backend_t *b, const char *const *listen, int listen_count,
+                  const char *metrics)
 {
     cr_server_t srv = {0};
     cr_backend_bind_thread(b); /* the loop releases staging buffers once they are written */
@@ -612,6 +623,8 @@ int cr_server_run(const cr_backend_t *b, const char *const *listen, int listen_c
     for (int i = 0; i < listen_count; i++)
         if (listen_on(&srv, listen[i]) != 0)
             return 1;
+    if (metrics && cr_metrics_listen(srv.loop, b, metrics) != 0)
+        return 1;
     uv_run(srv.loop, UV_RUN_DEFAULT);
     return 0;
 }

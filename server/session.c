@@ -4,6 +4,7 @@
  * device memory it allocated, its own legacy default stream, and an executor thread that
  * runs its requests in arrival order without ever waiting on the device. When the client
  * goes away, for whatever reason, the executor frees everything the session held. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "dispatch.h"
 #include "error.h"
 #include "log.h"
+#include "protocol.h"
 
 #define FIRST_HANDLE_ID 0x10000 /* well above NULL, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD */
 /* Unrun input a session may hold before the loop stops reading its connection (reading
@@ -45,6 +47,86 @@ static size_t request_bytes(const cr_request_t *req)
 }
 #define HANDLE_ID_STEP 0x10
 
+/* Every session, oldest first, for status and metrics. */
+static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
+static cr_session_t *all_head, *all_tail;
+
+static void list_add(cr_session_t *s)
+{
+    pthread_mutex_lock(&all_lock);
+    s->all_prev = all_tail;
+    if (all_tail)
+        all_tail->all_next = s;
+    else
+        all_head = s;
+    all_tail = s;
+    pthread_mutex_unlock(&all_lock);
+}
+
+static void list_remove(cr_session_t *s)
+{
+    pthread_mutex_lock(&all_lock);
+    if (s->all_prev)
+        s->all_prev->all_next = s->all_next;
+    else
+        all_head = s->all_next;
+    if (s->all_next)
+        s->all_next->all_prev = s->all_prev;
+    else
+        all_tail = s->all_prev;
+    pthread_mutex_unlock(&all_lock);
+}
+
+void cr_sessions_foreach(void (*fn)(const cr_session_info_t *info, void *arg), void *arg)
+{
+    pthread_mutex_lock(&all_lock);
+    for (cr_session_t *s = all_head; s; s = s->all_next) {
+        cr_session_info_t info;
+        pthread_mutex_lock(&s->lock);
+        int listed = s->listed;
+        if (listed) { /* who and tenant were set before listed, under this lock */
+            info.id = s->id;
+            memcpy(info.who, s->who, sizeof info.who);
+            memcpy(info.peer, s->peer, sizeof info.peer);
+            info.tenant = s->tenant;
+            info.queued = s->inbox_count;
+            info.connected_ns = s->connected_ns;
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (!listed)
+            continue;
+        info.memory = __atomic_load_n(&s->memory, __ATOMIC_RELAXED);
+        info.requests = __atomic_load_n(&s->stat_requests, __ATOMIC_RELAXED);
+        info.usage.launches = __atomic_load_n(&s->usage.launches, __ATOMIC_RELAXED);
+        info.usage.bytes_h2d = __atomic_load_n(&s->usage.bytes_h2d, __ATOMIC_RELAXED);
+        info.usage.bytes_d2h = __atomic_load_n(&s->usage.bytes_d2h, __ATOMIC_RELAXED);
+        info.usage.errors = __atomic_load_n(&s->usage.errors, __ATOMIC_RELAXED);
+        fn(&info, arg);
+    }
+    pthread_mutex_unlock(&all_lock);
+}
+
+static void count(cr_session_t *s, size_t field, uint64_t n)
+{
+    __atomic_add_fetch((uint64_t *)((char *)&s->usage + field), n, __ATOMIC_RELAXED);
+    if (s->tenant)
+        __atomic_add_fetch((uint64_t *)((char *)&s->tenant->usage + field), n,
+                           __ATOMIC_RELAXED);
+}
+
+void cr_session_count_launch(cr_session_t *s)
+{
+    count(s, offsetof(cr_usage_t, launches), 1);
+}
+
+void cr_session_count_copy(cr_session_t *s, int direction, uint64_t bytes)
+{
+    if (direction == CR_COPY_HTOD)
+        count(s, offsetof(cr_usage_t, bytes_h2d), bytes);
+    else if (direction == CR_COPY_DTOH)
+        count(s, offsetof(cr_usage_t, bytes_d2h), bytes);
+}
+
 void cr_session_ref(cr_session_t *s)
 {
     pthread_mutex_lock(&s->lock);
@@ -54,6 +136,7 @@ void cr_session_ref(cr_session_t *s)
 
 static void session_free(cr_session_t *s)
 {
+    list_remove(s);
     size_t pos = 0;
     uint64_t id, v;
     while (cr_idmap_next(&s->handles, &pos, &id, &v)) {
@@ -126,6 +209,8 @@ int cr_is_context_error(CUresult r)
 
 void cr_session_note_result(cr_session_t *s, CUresult r)
 {
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)
+        count(s, offsetof(cr_usage_t, errors), 1);
     if (!cr_is_context_error(r))
         return;
     pthread_mutex_lock(&s->lock);
@@ -423,12 +508,18 @@ CUresult cr_session_wait_events(cr_session_t *s, CUevent *events, unsigned count
 
 CUresult cr_session_charge(cr_session_t *s, uint64_t bytes)
 {
-    return s->tenant ? cr_tenant_charge(s->tenant, bytes) : CUDA_SUCCESS;
+    CUresult r = s->tenant ? cr_tenant_charge(s->tenant, bytes) : CUDA_SUCCESS;
+    if (r == CUDA_SUCCESS)
+        __atomic_add_fetch(&s->memory, bytes, __ATOMIC_RELAXED);
+    return r;
 }
 
 void cr_session_uncharge(cr_session_t *s, uint64_t bytes)
 {
-    if (s->tenant && bytes)
+    if (!bytes)
+        return;
+    __atomic_sub_fetch(&s->memory, bytes, __ATOMIC_RELAXED);
+    if (s->tenant)
         cr_tenant_uncharge(s->tenant, bytes);
 }
 
@@ -708,6 +799,9 @@ static int handle_hello(cr_session_t *s, cr_request_t *req)
     }
     cr_reply_send(req, &r, 0);
     s->hello_done = 1;
+    pthread_mutex_lock(&s->lock);
+    s->listed = 1;
+    pthread_mutex_unlock(&s->lock);
     CR_INFO("session %llu: %s connected from %s as tenant %s (%s)", (unsigned long long)s->id,
             s->who, s->peer, tenant->name, client[0] ? client : "unknown client");
     return 0;
@@ -750,13 +844,14 @@ static void *executor_main(void *arg)
         if (!s->inbox_head)
             s->inbox_tail = NULL;
         s->inbox_bytes -= request_bytes(req);
+        s->inbox_count--;
         int resume = s->reading_paused && !s->resume_reading && s->inbox_bytes < inbox_high / 4;
         if (resume)
             s->resume_reading = 1;
         pthread_mutex_unlock(&s->lock);
         if (resume)
             cr_server_wake(s);
-        s->stat_requests++;
+        __atomic_add_fetch(&s->stat_requests, 1, __ATOMIC_RELAXED);
 
         /* decode into the executor's zone, reused request after request, unless the
          * request is answered off the executor */
@@ -791,6 +886,8 @@ static void *executor_main(void *arg)
             cr_shm_attach(req);
         else if (req->hdr.opcode == CR_OP_SHM_DETACH)
             cr_shm_detach(req);
+        else if (req->hdr.opcode == CR_OP_STATUS)
+            cr_status_reply(req);
         else
             cr_dispatch(req);
         msgpack_zone_clear(&exec_zone); /* nothing the executor decoded is used after this */
@@ -832,7 +929,12 @@ cr_session_t *cr_session_new(cr_server_t *server, const cr_backend_t *b, uint64_
     pthread_cond_init(&s->cond, NULL);
     s->refs = 2; /* the executor's and the connection's */
     s->fd = -1;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    s->connected_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+    list_add(s);
     if (pthread_create(&s->executor, NULL, executor_main, s) != 0) {
+        list_remove(s);
         pthread_mutex_destroy(&s->lock);
         pthread_cond_destroy(&s->cond);
         free(s);
@@ -853,6 +955,7 @@ int cr_session_submit(cr_session_t *s, cr_request_t *req)
         __atomic_store_n(&s->inbox_head, req, __ATOMIC_RELEASE); /* the executor peeks */
     s->inbox_tail = req;
     s->inbox_bytes += request_bytes(req);
+    s->inbox_count++;
     int pause = s->inbox_bytes > inbox_high && !s->reading_paused;
     if (pause) {
         s->reading_paused = 1;

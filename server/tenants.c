@@ -2,7 +2,10 @@
  * weight and priority, and what it used.
  *
  *   {"tenants": [{"name": "alice", "token": "...", "memory": "2GiB", "weight": 1,
- *                 "priority": "normal"}]}
+ *                 "priority": "normal", "admin": false}]}
+ *
+ * An admin tenant's clients see every tenant and session in `cuda-remote status`; the
+ * others see their own tenant and sessions.
  *
  * Without a file every client is the tenant "default" with the whole device. A reload
  * (SIGHUP) updates tenants in place by name, so their sessions and usage carry on; a
@@ -42,7 +45,8 @@ static cr_tenant_t *tenant_new(const char *name)
     return t;
 }
 
-/* One entry of the file, checked; fills `out` (name, token, quota, weight, priority). */
+/* One entry of the file, checked; fills `out` (name, token, quota, weight, priority,
+ * admin). */
 static int parse_entry(const cJSON *e, int index, cr_tenant_t *out, char *err, size_t len)
 {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
@@ -50,6 +54,7 @@ static int parse_entry(const cJSON *e, int index, cr_tenant_t *out, char *err, s
     const cJSON *memory = cJSON_GetObjectItemCaseSensitive(e, "memory");
     const cJSON *weight = cJSON_GetObjectItemCaseSensitive(e, "weight");
     const cJSON *priority = cJSON_GetObjectItemCaseSensitive(e, "priority");
+    const cJSON *admin = cJSON_GetObjectItemCaseSensitive(e, "admin");
     if (!cJSON_IsObject(e)) {
         snprintf(err, len, "tenant %d is not an object", index);
         return CR_EINVAL;
@@ -107,6 +112,11 @@ static int parse_entry(const cJSON *e, int index, cr_tenant_t *out, char *err, s
             return CR_EINVAL;
         }
     }
+    if (admin && !cJSON_IsBool(admin)) {
+        snprintf(err, len, "tenant %s: \"admin\" must be true or false", out->name);
+        return CR_EINVAL;
+    }
+    out->admin = cJSON_IsTrue(admin);
     return 0;
 }
 
@@ -209,6 +219,7 @@ static int apply(const cr_tenant_t *entries, int n, char *err, size_t len)
         __atomic_store_n(&t->quota, entries[i].quota, __ATOMIC_RELAXED);
         t->weight = entries[i].weight;
         t->priority = entries[i].priority;
+        t->admin = entries[i].admin;
         t->removed = 0;
     }
     pthread_mutex_unlock(&lock);
@@ -219,8 +230,8 @@ int cr_tenants_load(const char *path, char *err, size_t len)
 {
     if (!path) { /* everyone is "default", with the whole device */
         pthread_mutex_lock(&lock);
-        if (!tenants)
-            tenants = tenant_new("default");
+        if (!tenants && (tenants = tenant_new("default")))
+            tenants->admin = 1; /* the only tenant: nothing to hide from it */
         pthread_mutex_unlock(&lock);
         return tenants ? 0 : CR_ENOMEM;
     }

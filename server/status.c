@@ -1,0 +1,240 @@
+/* What the server and its tenants are doing, for `cuda-remote status` (@status, wire format
+ * in common/protocol.h) and for /metrics (metrics.c).
+ *
+ * A tenant's clients see their own tenant and its sessions; an admin tenant's (and, without
+ * a tenants file, everyone, all being "default") see every tenant and session. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dispatch.h"
+#include "log.h"
+
+static struct timespec started;
+
+void cr_status_start(void)
+{
+    clock_gettime(CLOCK_MONOTONIC, &started);
+}
+
+double cr_status_uptime(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - started.tv_sec) + (now.tv_nsec - started.tv_nsec) / 1e9;
+}
+
+/* ---- collecting ---- */
+
+typedef struct {
+    cr_tenant_info_t *list;
+    size_t count, cap;
+    int failed;
+} tenant_list_t;
+
+static void add_tenant(const cr_tenant_t *t, void *arg)
+{
+    tenant_list_t *l = arg;
+    if (l->failed)
+        return;
+    if (l->count == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        cr_tenant_info_t *list = realloc(l->list, cap * sizeof *list);
+        if (!list) {
+            l->failed = 1;
+            return;
+        }
+        l->list = list;
+        l->cap = cap;
+    }
+    cr_tenant_info_t *i = &l->list[l->count++];
+    memset(i, 0, sizeof *i);
+    i->tenant = t;
+    memcpy(i->name, t->name, sizeof i->name);
+    i->quota = __atomic_load_n(&t->quota, __ATOMIC_RELAXED);
+    i->used = __atomic_load_n(&t->used, __ATOMIC_RELAXED);
+    i->sessions = __atomic_load_n(&t->sessions, __ATOMIC_RELAXED);
+    i->sessions_total = __atomic_load_n(&t->sessions_total, __ATOMIC_RELAXED);
+    i->weight = t->weight; /* settings: under the tenants' lock, which foreach holds */
+    i->priority = t->priority;
+    i->admin = t->admin;
+    i->removed = t->removed;
+    i->usage.launches = __atomic_load_n(&t->usage.launches, __ATOMIC_RELAXED);
+    i->usage.bytes_h2d = __atomic_load_n(&t->usage.bytes_h2d, __ATOMIC_RELAXED);
+    i->usage.bytes_d2h = __atomic_load_n(&t->usage.bytes_d2h, __ATOMIC_RELAXED);
+    i->usage.errors = __atomic_load_n(&t->usage.errors, __ATOMIC_RELAXED);
+}
+
+static void add_queued(const cr_session_info_t *s, void *arg)
+{
+    tenant_list_t *l = arg;
+    for (size_t i = 0; i < l->count; i++)
+        if (l->list[i].tenant == s->tenant)
+            l->list[i].queued += s->queued;
+}
+
+cr_tenant_info_t *cr_status_tenants(size_t *count)
+{
+    tenant_list_t l = {0};
+    cr_tenants_foreach(add_tenant, &l);
+    if (l.failed || !l.list) {
+        free(l.list);
+        return NULL;
+    }
+    cr_sessions_foreach(add_queued, &l); /* after: the two locks are never nested */
+    *count = l.count;
+    return l.list;
+}
+
+/* ---- @status ---- */
+
+static void pack_str(msgpack_packer *pk, const char *s)
+{
+    size_t n = strlen(s);
+    msgpack_pack_str(pk, n);
+    msgpack_pack_str_body(pk, s, n);
+}
+
+static void pack_usage(msgpack_packer *pk, const cr_usage_t *u)
+{
+    pack_str(pk, "launches");
+    msgpack_pack_uint64(pk, u->launches);
+    pack_str(pk, "bytes_h2d");
+    msgpack_pack_uint64(pk, u->bytes_h2d);
+    pack_str(pk, "bytes_d2h");
+    msgpack_pack_uint64(pk, u->bytes_d2h);
+    pack_str(pk, "errors");
+    msgpack_pack_uint64(pk, u->errors);
+}
+
+typedef struct {
+    cr_session_info_t *list;
+    size_t count, cap;
+    const cr_tenant_t *only; /* NULL: every tenant's */
+    int failed;
+} session_list_t;
+
+static void add_session(const cr_session_info_t *s, void *arg)
+{
+    session_list_t *l = arg;
+    if (l->failed || (l->only && s->tenant != l->only))
+        return;
+    if (l->count == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        cr_session_info_t *list = realloc(l->list, cap * sizeof *list);
+        if (!list) {
+            l->failed = 1;
+            return;
+        }
+        l->list = list;
+        l->cap = cap;
+    }
+    l->list[l->count++] = *s;
+}
+
+void cr_status_reply(cr_request_t *req)
+{
+    cr_session_t *self = req->session;
+    const cr_backend_t *b = self->backend;
+    const cr_tenant_t *viewer = self->tenant;
+    int all = viewer && viewer->admin;
+    size_t tenant_count = 0;
+    cr_tenant_info_t *tenants = cr_status_tenants(&tenant_count);
+    session_list_t sessions = {.only = all ? NULL : viewer};
+    cr_sessions_foreach(add_session, &sessions);
+    if (!tenants || sessions.failed) {
+        free(tenants);
+        free(sessions.list);
+        cr_request_finish(req, CUDA_ERROR_OUT_OF_MEMORY);
+        return;
+    }
+    size_t shown = 0;
+    for (size_t i = 0; i < tenant_count; i++)
+        shown += all || tenants[i].tenant == viewer;
+    size_t free_mem = 0, total_mem = 0;
+    if (b->d.cuMemGetInfo_v2)
+        b->d.cuMemGetInfo_v2(&free_mem, &total_mem);
+
+    cr_reply_t r;
+    if (cr_reply_begin(req, &r, CUDA_SUCCESS, 1) != 0) {
+        free(tenants);
+        free(sessions.list);
+        cr_request_free(req);
+        return;
+    }
+    msgpack_packer *pk = &r.pk;
+    msgpack_pack_map(pk, 4);
+    pack_str(pk, "server");
+    msgpack_pack_map(pk, 7);
+    pack_str(pk, "version");
+    pack_str(pk, "cuda-remoted 0.1.0");
+    pack_str(pk, "backend");
+    pack_str(pk, b->kind);
+    pack_str(pk, "device");
+    pack_str(pk, b->desc.name);
+    pack_str(pk, "memory_total");
+    msgpack_pack_uint64(pk, total_mem ? total_mem : b->desc.total_mem);
+    pack_str(pk, "memory_used");
+    msgpack_pack_uint64(pk, total_mem - free_mem);
+    pack_str(pk, "uptime_s");
+    msgpack_pack_double(pk, cr_status_uptime());
+    pack_str(pk, "tenants_file");
+    msgpack_pack_int(pk, cr_tenants_from_file());
+    pack_str(pk, "self");
+    msgpack_pack_uint64(pk, self->id);
+    pack_str(pk, "tenants");
+    msgpack_pack_array(pk, shown);
+    for (size_t i = 0; i < tenant_count; i++) {
+        const cr_tenant_info_t *t = &tenants[i];
+        if (!all && t->tenant != viewer)
+            continue;
+        msgpack_pack_map(pk, 10 + 4);
+        pack_str(pk, "name");
+        pack_str(pk, t->name);
+        pack_str(pk, "quota");
+        msgpack_pack_uint64(pk, t->quota);
+        pack_str(pk, "used");
+        msgpack_pack_uint64(pk, t->used);
+        pack_str(pk, "weight");
+        msgpack_pack_double(pk, t->weight);
+        pack_str(pk, "priority");
+        pack_str(pk, cr_priority_name(t->priority));
+        pack_str(pk, "admin");
+        msgpack_pack_int(pk, t->admin);
+        pack_str(pk, "removed");
+        msgpack_pack_int(pk, t->removed);
+        pack_str(pk, "sessions");
+        msgpack_pack_uint64(pk, t->sessions);
+        pack_str(pk, "sessions_total");
+        msgpack_pack_uint64(pk, t->sessions_total);
+        pack_str(pk, "queued");
+        msgpack_pack_uint64(pk, t->queued);
+        pack_usage(pk, &t->usage);
+    }
+    pack_str(pk, "sessions");
+    msgpack_pack_array(pk, sessions.count);
+    for (size_t i = 0; i < sessions.count; i++) {
+        const cr_session_info_t *s = &sessions.list[i];
+        msgpack_pack_map(pk, 8 + 4);
+        pack_str(pk, "id");
+        msgpack_pack_uint64(pk, s->id);
+        pack_str(pk, "tenant");
+        pack_str(pk, s->tenant ? s->tenant->name : "");
+        pack_str(pk, "who");
+        pack_str(pk, s->who);
+        pack_str(pk, "peer");
+        pack_str(pk, s->peer);
+        pack_str(pk, "memory");
+        msgpack_pack_uint64(pk, s->memory);
+        pack_str(pk, "requests");
+        msgpack_pack_uint64(pk, s->requests);
+        pack_str(pk, "queued");
+        msgpack_pack_uint64(pk, s->queued);
+        pack_str(pk, "connected_ns");
+        msgpack_pack_int64(pk, s->connected_ns);
+        pack_usage(pk, &s->usage);
+    }
+    free(tenants);
+    free(sessions.list);
+    cr_reply_send(req, &r, 0);
+}

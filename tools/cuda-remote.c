@@ -1,0 +1,424 @@
+/* cuda-remote: the command line for people who run programs against cuda-remoted.
+ *
+ *   cuda-remote status [--server ADDR] [--json]
+ *
+ * status connects like a CUDA program would (CUDA_REMOTE_ADDR, CUDA_REMOTE_TOKEN), asks the
+ * server what it runs (@status, common/protocol.h) and prints it as tables, as nvidia-smi
+ * does for processes: the server, the tenants the caller may see (its own; every one for an
+ * admin tenant or a server without tenants), and their sessions. --json prints the reply as
+ * JSON instead. Exit status 0, 1 when the server refuses or cannot be reached, 2 for usage. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <msgpack.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "address.h"
+#include "buf.h"
+#include "cr_opcodes.h"
+#include "error.h"
+#include "frame.h"
+#include "mpcheck.h"
+
+static const char *prog = "cuda-remote";
+
+/* ---- the wire: one request at a time ---- */
+
+static int write_all(int fd, const void *p, size_t n)
+{
+    for (const char *c = p; n;) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        c += w, n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int read_all(int fd, void *p, size_t n)
+{
+    for (char *c = p; n;) {
+        ssize_t r = read(fd, c, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        c += r, n -= (size_t)r;
+    }
+    return 0;
+}
+
+/* Sends a request whose body is `body` and reads its reply's body into *reply (unpacked in
+ * *u). 0, or -1 with the reason printed. */
+static int call(int fd, uint16_t opcode, uint64_t call_id, const cr_buf_t *body,
+                cr_buf_t *reply, msgpack_unpacked *u)
+{
+    uint8_t raw[CR_FRAME_HEADER_SIZE];
+    cr_frame_header_t h = {CR_PROTOCOL_VERSION, opcode, 0, (uint32_t)body->len, call_id, 0};
+    cr_frame_encode(&h, raw);
+    if (write_all(fd, raw, sizeof raw) != 0 || write_all(fd, body->data, body->len) != 0) {
+        fprintf(stderr, "%s: the server closed the connection\n", prog);
+        return -1;
+    }
+    for (;;) { /* skip anything that is not this call's reply */
+        if (read_all(fd, raw, sizeof raw) != 0 || cr_frame_decode(raw, &h) != 0) {
+            fprintf(stderr, "%s: the server closed the connection or spoke nonsense\n", prog);
+            return -1;
+        }
+        cr_buf_reset(reply);
+        if (h.body_len && (!cr_buf_grow(reply, h.body_len) ||
+                           read_all(fd, reply->data, h.body_len) != 0)) {
+            fprintf(stderr, "%s: the connection broke\n", prog);
+            return -1;
+        }
+        for (uint64_t left = h.bulk_len; left;) { /* no bulk is expected: drop it */
+            char sink[4096];
+            size_t n = left < sizeof sink ? (size_t)left : sizeof sink;
+            if (read_all(fd, sink, n) != 0)
+                return -1;
+            left -= n;
+        }
+        if ((h.flags & CR_FRAME_REPLY) && h.call_id == call_id && !(h.flags & CR_FRAME_PARTIAL))
+            break;
+    }
+    size_t off = 0;
+    if (cr_mpcheck(reply->data, reply->len) != 0 ||
+        msgpack_unpack_next(u, (const char *)reply->data, reply->len, &off) !=
+            MSGPACK_UNPACK_SUCCESS ||
+        u->data.type != MSGPACK_OBJECT_ARRAY || u->data.via.array.size < 1 ||
+        u->data.via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
+        fprintf(stderr, "%s: malformed reply\n", prog);
+        return -1;
+    }
+    return 0;
+}
+
+static void pack_str(msgpack_packer *pk, const char *s)
+{
+    size_t n = strlen(s);
+    msgpack_pack_str(pk, n);
+    msgpack_pack_str_body(pk, s, n);
+}
+
+/* ---- reading the reply ---- */
+
+static const msgpack_object *field(const msgpack_object *map, const char *key)
+{
+    if (!map || map->type != MSGPACK_OBJECT_MAP)
+        return NULL;
+    size_t n = strlen(key);
+    for (uint32_t i = 0; i < map->via.map.size; i++) {
+        const msgpack_object *k = &map->via.map.ptr[i].key;
+        if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == n &&
+            memcmp(k->via.str.ptr, key, n) == 0)
+            return &map->via.map.ptr[i].val;
+    }
+    return NULL;
+}
+
+static uint64_t num(const msgpack_object *map, const char *key)
+{
+    const msgpack_object *o = field(map, key);
+    if (!o)
+        return 0;
+    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+        return o->via.u64;
+    if (o->type == MSGPACK_OBJECT_FLOAT64 || o->type == MSGPACK_OBJECT_FLOAT32)
+        return o->via.f64 > 0 ? (uint64_t)o->via.f64 : 0;
+    return 0;
+}
+
+static double real(const msgpack_object *map, const char *key)
+{
+    const msgpack_object *o = field(map, key);
+    if (o && (o->type == MSGPACK_OBJECT_FLOAT64 || o->type == MSGPACK_OBJECT_FLOAT32))
+        return o->via.f64;
+    return (double)num(map, key);
+}
+
+static const char *str(const msgpack_object *map, const char *key, char *buf, size_t cap)
+{
+    const msgpack_object *o = field(map, key);
+    size_t n = 0;
+    if (o && o->type == MSGPACK_OBJECT_STR) {
+        n = o->via.str.size < cap - 1 ? o->via.str.size : cap - 1;
+        memcpy(buf, o->via.str.ptr, n);
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+static const char *bytes(uint64_t b, char *buf, size_t cap)
+{
+    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    int u = 0;
+    while (v >= 1024 && u < 4)
+        v /= 1024, u++;
+    if (u == 0)
+        snprintf(buf, cap, "%" PRIu64 " B", b);
+    else
+        snprintf(buf, cap, "%.1f %s", v, units[u]);
+    return buf;
+}
+
+static const char *duration(double s, char *buf, size_t cap)
+{
+    uint64_t t = s > 0 ? (uint64_t)s : 0;
+    if (t < 60)
+        snprintf(buf, cap, "%" PRIu64 "s", t);
+    else if (t < 3600)
+        snprintf(buf, cap, "%" PRIu64 "m%02" PRIu64 "s", t / 60, t % 60);
+    else if (t < 86400)
+        snprintf(buf, cap, "%" PRIu64 "h%02" PRIu64 "m", t / 3600, t / 60 % 60);
+    else
+        snprintf(buf, cap, "%" PRIu64 "d%02" PRIu64 "h", t / 86400, t / 3600 % 24);
+    return buf;
+}
+
+static void print_tables(const msgpack_object *st)
+{
+    const msgpack_object *srv = field(st, "server");
+    const msgpack_object *tenants = field(st, "tenants");
+    const msgpack_object *sessions = field(st, "sessions");
+    uint64_t self = num(st, "self");
+    char a[64], b[64], c[64], d[256], e[64];
+
+    printf("%s  backend %s  %s\n", str(srv, "version", d, sizeof d),
+           str(srv, "backend", a, sizeof a), str(srv, "device", c, sizeof c));
+    printf("device memory %s used of %s  up %s%s\n\n",
+           bytes(num(srv, "memory_used"), a, sizeof a), bytes(num(srv, "memory_total"), b, sizeof b),
+           duration(real(srv, "uptime_s"), e, sizeof e),
+           num(srv, "tenants_file") ? "" : "  (no tenants file: everyone is \"default\")");
+
+    printf("%-16s %-8s %6s %21s %8s %9s %10s %10s %7s %6s\n", "TENANT", "PRIORITY", "WEIGHT",
+           "MEMORY USED / QUOTA", "SESSIONS", "LAUNCHES", "H2D", "D2H", "ERRORS", "QUEUED");
+    for (uint32_t i = 0; tenants && tenants->type == MSGPACK_OBJECT_ARRAY &&
+                         i < tenants->via.array.size; i++) {
+        const msgpack_object *t = &tenants->via.array.ptr[i];
+        char name[64], prio[16], mem[48], h2d[24], d2h[24];
+        uint64_t quota = num(t, "quota");
+        snprintf(mem, sizeof mem, "%s / %s", bytes(num(t, "used"), a, sizeof a),
+                 quota ? bytes(quota, b, sizeof b) : "-");
+        str(t, "name", name, sizeof name);
+        if (num(t, "removed"))
+            strncat(name, " (gone)", sizeof name - strlen(name) - 1);
+        printf("%-16s %-8s %6g %21s %8" PRIu64 " %9" PRIu64 " %10s %10s %7" PRIu64 " %6" PRIu64
+               "\n",
+               name, str(t, "priority", prio, sizeof prio), real(t, "weight"), mem,
+               num(t, "sessions"), num(t, "launches"),
+               bytes(num(t, "bytes_h2d"), h2d, sizeof h2d),
+               bytes(num(t, "bytes_d2h"), d2h, sizeof d2h), num(t, "errors"), num(t, "queued"));
+    }
+
+    printf("\n%-7s %-12s %-40s %-22s %10s %9s %9s %7s\n", "SESSION", "TENANT", "PROGRAM",
+           "FROM", "MEMORY", "LAUNCHES", "REQUESTS", "UP");
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+    for (uint32_t i = 0; sessions && sessions->type == MSGPACK_OBJECT_ARRAY &&
+                         i < sessions->via.array.size; i++) {
+        const msgpack_object *s = &sessions->via.array.ptr[i];
+        const msgpack_object *since = field(s, "connected_ns");
+        int64_t t0 = since && (since->type == MSGPACK_OBJECT_POSITIVE_INTEGER ||
+                               since->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+                         ? since->via.i64 : now_ns;
+        char tenant[64], who[320], peer[128], id[32];
+        snprintf(id, sizeof id, "%" PRIu64 "%s", num(s, "id"), num(s, "id") == self ? "*" : "");
+        printf("%-7s %-12s %-40s %-22s %10s %9" PRIu64 " %9" PRIu64 " %7s\n", id,
+               str(s, "tenant", tenant, sizeof tenant), str(s, "who", who, sizeof who),
+               str(s, "peer", peer, sizeof peer), bytes(num(s, "memory"), a, sizeof a),
+               num(s, "launches"), num(s, "requests"),
+               duration((double)(now_ns - t0) / 1e9, e, sizeof e));
+    }
+    printf("\n* this command's own session\n");
+}
+
+/* The reply as JSON (strings escaped, binaries as hex). */
+static void print_json(const msgpack_object *o)
+{
+    switch (o->type) {
+    case MSGPACK_OBJECT_NIL:
+        printf("null");
+        break;
+    case MSGPACK_OBJECT_BOOLEAN:
+        printf(o->via.boolean ? "true" : "false");
+        break;
+    case MSGPACK_OBJECT_POSITIVE_INTEGER:
+        printf("%" PRIu64, o->via.u64);
+        break;
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+        printf("%" PRId64, o->via.i64);
+        break;
+    case MSGPACK_OBJECT_FLOAT32:
+    case MSGPACK_OBJECT_FLOAT64:
+        printf("%.17g", o->via.f64);
+        break;
+    case MSGPACK_OBJECT_STR:
+        putchar('"');
+        for (uint32_t i = 0; i < o->via.str.size; i++) {
+            unsigned char ch = (unsigned char)o->via.str.ptr[i];
+            if (ch == '"' || ch == '\\')
+                printf("\\%c", ch);
+            else if (ch < 0x20)
+                printf("\\u%04x", ch);
+            else
+                putchar(ch);
+        }
+        putchar('"');
+        break;
+    case MSGPACK_OBJECT_ARRAY:
+        putchar('[');
+        for (uint32_t i = 0; i < o->via.array.size; i++) {
+            if (i)
+                putchar(',');
+            print_json(&o->via.array.ptr[i]);
+        }
+        putchar(']');
+        break;
+    case MSGPACK_OBJECT_MAP:
+        putchar('{');
+        for (uint32_t i = 0; i < o->via.map.size; i++) {
+            if (i)
+                putchar(',');
+            print_json(&o->via.map.ptr[i].key);
+            putchar(':');
+            print_json(&o->via.map.ptr[i].val);
+        }
+        putchar('}');
+        break;
+    default:
+        printf("null");
+    }
+}
+
+static int status(const char *server, int json)
+{
+    cr_address_t addr;
+    if (cr_address_parse(server, &addr) != 0) {
+        fprintf(stderr, "%s: %s is not an address (host:port, host, unix:/path)\n", prog, server);
+        return 2;
+    }
+    char err[256] = "";
+    int fd = cr_address_connect(&addr, 5000, err, sizeof err);
+    if (fd < 0) {
+        fprintf(stderr, "%s: cannot reach cuda-remoted at %s: %s\n", prog, server, err);
+        return 1;
+    }
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    const char *token = getenv("CUDA_REMOTE_TOKEN");
+    cr_buf_t body = CR_BUF_INIT, reply = CR_BUF_INIT;
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &body, cr_buf_msgpack_write);
+    msgpack_pack_map(&pk, 7);
+    pack_str(&pk, "protocol");
+    msgpack_pack_uint32(&pk, CR_PROTOCOL_VERSION);
+    pack_str(&pk, "cuda_version");
+    msgpack_pack_int(&pk, 0);
+    pack_str(&pk, "client");
+    pack_str(&pk, "cuda-remote status");
+    pack_str(&pk, "pid");
+    msgpack_pack_int(&pk, (int)getpid());
+    pack_str(&pk, "host");
+    pack_str(&pk, host);
+    pack_str(&pk, "program");
+    pack_str(&pk, "cuda-remote");
+    pack_str(&pk, "token");
+    if (token)
+        pack_str(&pk, token);
+    else
+        msgpack_pack_nil(&pk);
+
+    int rc = 1;
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    if (call(fd, CR_OP_HELLO, 1, &body, &reply, &u) != 0)
+        goto out;
+    if (u.data.via.array.ptr[0].via.u64 != 0) {
+        char why[256] = "refused";
+        const msgpack_object *o = u.data.via.array.size > 1 ? &u.data.via.array.ptr[1] : NULL;
+        if (o && o->type == MSGPACK_OBJECT_STR)
+            snprintf(why, sizeof why, "%.*s", (int)o->via.str.size, o->via.str.ptr);
+        fprintf(stderr, "%s: cuda-remoted at %s refused the connection: %s\n", prog, server, why);
+        goto out;
+    }
+    cr_buf_reset(&body);
+    msgpack_pack_array(&pk, 0);
+    if (call(fd, CR_OP_STATUS, 2, &body, &reply, &u) != 0)
+        goto out;
+    if (u.data.via.array.ptr[0].via.u64 != 0 || u.data.via.array.size < 2) {
+        fprintf(stderr, "%s: status failed (CUresult %" PRIu64 ")\n", prog,
+                u.data.via.array.ptr[0].via.u64);
+        goto out;
+    }
+    if (json) {
+        print_json(&u.data.via.array.ptr[1]);
+        putchar('\n');
+    } else {
+        print_tables(&u.data.via.array.ptr[1]);
+    }
+    rc = 0;
+out:
+    msgpack_unpacked_destroy(&u);
+    cr_buf_free(&body);
+    cr_buf_free(&reply);
+    close(fd);
+    return rc;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: cuda-remote status [--server ADDR] [--json]\n"
+            "  status          the server, its tenants and sessions (yours; every one\n"
+            "                  for an admin tenant)\n"
+            "  --server ADDR   host:port, host or unix:/path (default: $CUDA_REMOTE_ADDR,\n"
+            "                  else %s); the token is $CUDA_REMOTE_TOKEN\n"
+            "  --json          the reply as JSON\n",
+            CR_DEFAULT_ADDR);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"server", required_argument, NULL, 's'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    if (argc < 2 || strcmp(argv[1], "status") != 0) {
+        usage(argc >= 2 && !strcmp(argv[1], "--help") ? stdout : stderr);
+        return argc >= 2 && !strcmp(argv[1], "--help") ? 0 : 2;
+    }
+    const char *server = getenv("CUDA_REMOTE_ADDR");
+    int json = 0, c;
+    optind = 2;
+    while ((c = getopt_long(argc, argv, "s:jh", options, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            server = optarg;
+            break;
+        case 'j':
+            json = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "%s: unexpected argument %s\n", prog, argv[optind]);
+        return 2;
+    }
+    return status(server && *server ? server : CR_DEFAULT_ADDR, json);
+}
