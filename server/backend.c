@@ -148,8 +148,8 @@ int cr_backend_open(const cr_backend_options_t *opt, cr_backend_t *b, char *err,
     char why[512];
     if (open_cuda(opt, b, why, sizeof why) == 0)
         return 0;
-    CR_INFO("notice: no usable GPU (%s); using the emulated device (backend emu), which does "
-            "not execute kernels",
+    CR_INFO("notice: no usable GPU (%s); using the emulated device (backend emu), which runs "
+            "kernels on a PTX interpreter: for tests and development, not for speed",
             why);
     memset(b, 0, sizeof *b);
     b->device = opt->device;
