@@ -5,22 +5,8 @@
 # it can really allocate), then, while alice holds her memory and bob runs saxpy,
 # `cuda-remote status` as the admin tenant and as bob, and the server's metrics. Leaves
 # nothing running.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-root=$PWD
-cuda=${CUDA_HOME:-/usr/local/cuda}
-
-scripts/install-deps.sh
-cmake -S . -B build -DCR_CUDA_ROOT="$cuda" >/dev/null
-cmake --build build -j"$(nproc)" --target cuda-remoted cuda_stub cuda-remote
-
-work=$(mktemp -d)
-server_pid=
-cleanup() {
-  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source "$(dirname "$0")/demo-lib.sh"
+demo_setup cuda-remoted cuda_stub cuda-remote
 
 echo "== building examples/quota.cu and examples/saxpy.cu with plain nvcc"
 "$cuda/bin/nvcc" -o "$work/quota" examples/quota.cu
@@ -34,15 +20,8 @@ cat >"$work/tenants.json" <<'JSON'
 ]}
 JSON
 echo "== starting cuda-remoted with two tenants (alice 256 MiB, bob 1 GiB) and an admin"
-build/server/cuda-remoted --listen "unix:$work/cr.sock" --tenants "$work/tenants.json" \
-  --metrics 127.0.0.1:0 >"$work/server.log" 2>&1 &
-server_pid=$!
-for _ in $(seq 100); do
-  grep -q "metrics on" "$work/server.log" && break
-  kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.log"; exit 1; }
-  sleep 0.1
-done
-sed 's/^/   server: /' "$work/server.log"
+demo_server "metrics on" --listen "unix:$work/cr.sock" --tenants "$work/tenants.json" \
+  --metrics 127.0.0.1:0
 metrics=$(sed -n 's/.*metrics on \(http[^ ]*\).*/\1/p' "$work/server.log" | head -n1)
 
 as() { # as TENANT PROGRAM...: runs a program through the stub with that tenant's token

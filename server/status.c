@@ -26,6 +26,20 @@ double cr_status_uptime(void)
 
 /* ---- collecting ---- */
 
+/* Room for one more element of `size` bytes in *list, which holds count of *cap. 0 or -1. */
+static int room_for_one(void **list, size_t *cap, size_t count, size_t size)
+{
+    if (count < *cap)
+        return 0;
+    size_t n = *cap ? *cap * 2 : 8;
+    void *grown = realloc(*list, n * size);
+    if (!grown)
+        return -1;
+    *list = grown;
+    *cap = n;
+    return 0;
+}
+
 typedef struct {
     cr_tenant_info_t *list;
     size_t count, cap;
@@ -35,17 +49,9 @@ typedef struct {
 static void add_tenant(const cr_tenant_t *t, void *arg)
 {
     tenant_list_t *l = arg;
-    if (l->failed)
+    if (l->failed || room_for_one((void **)&l->list, &l->cap, l->count, sizeof *l->list)) {
+        l->failed = 1;
         return;
-    if (l->count == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 8;
-        cr_tenant_info_t *list = realloc(l->list, cap * sizeof *list);
-        if (!list) {
-            l->failed = 1;
-            return;
-        }
-        l->list = list;
-        l->cap = cap;
     }
     cr_tenant_info_t *i = &l->list[l->count++];
     memset(i, 0, sizeof *i);
@@ -119,15 +125,9 @@ static void add_session(const cr_session_info_t *s, void *arg)
     session_list_t *l = arg;
     if (l->failed || (l->only && s->tenant != l->only))
         return;
-    if (l->count == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        cr_session_info_t *list = realloc(l->list, cap * sizeof *list);
-        if (!list) {
-            l->failed = 1;
-            return;
-        }
-        l->list = list;
-        l->cap = cap;
+    if (room_for_one((void **)&l->list, &l->cap, l->count, sizeof *l->list)) {
+        l->failed = 1;
+        return;
     }
     l->list[l->count++] = *s;
 }

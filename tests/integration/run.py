@@ -85,6 +85,40 @@ class Server:
             return [json.loads(line) for line in f if line.strip()]
 
 
+SANITIZER_REPORTS = ('AddressSanitizer', 'runtime error:', 'ThreadSanitizer')
+
+
+def with_server(name, binary, test, extra=(), errors=()):
+    """Runs test(server) against a fresh server on a Unix socket and returns the exit
+    status. extra: server arguments, or a function of the temporary folder that returns
+    them (and may write files there). A Failure or any of `errors` fails the test with the
+    server's log; so do a server that died and a sanitizer report in its log."""
+    with tempfile.TemporaryDirectory(prefix='cr-test-') as workdir:
+        server = None
+        try:
+            server = Server(binary, workdir, 'unix',
+                            extra=extra(workdir) if callable(extra) else extra)
+            test(server)
+            if server.proc.poll() is not None:
+                raise Failure('the server died')
+        except (Failure,) + tuple(errors) as e:
+            print('%s: FAILED: %r' % (name, e), file=sys.stderr)
+            if server:
+                server.stop()
+                print('--- server log ---\n' + server.log_text(), file=sys.stderr)
+            return 1
+        finally:  # whatever happened (an error in the test itself too), no server stays
+            if server:
+                server.stop()
+        # sanitizers report leaks at exit
+        for bad in SANITIZER_REPORTS:
+            if bad in server.log_text():
+                print('%s: the server reported %s:\n%s' % (name, bad, server.log_text()),
+                      file=sys.stderr)
+                return 1
+    return 0
+
+
 def sanitizer_runtime(stub):
     """The sanitizer runtime a sanitized stub needs preloaded into programs built without
     one, or None."""
@@ -321,7 +355,7 @@ def main():
             if args.reject_log and re.search(args.reject_log, server.log_text()):
                 raise Failure('the server log matches %r:\n%s' % (args.reject_log,
                                                                   server.log_text()))
-            for bad in ('AddressSanitizer', 'runtime error:', 'ThreadSanitizer'):
+            for bad in SANITIZER_REPORTS:
                 if bad in server.log_text():
                     raise Failure('server reported %s:\n%s' % (bad, server.log_text()))
         except Failure as e:

@@ -9,7 +9,6 @@ range or already taken, without leaking what it created.
 import argparse
 import os
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'integration'))
 import run  # noqa: E402  (the integration harness: Server)
@@ -52,21 +51,9 @@ def main():
     ap.add_argument('--server', required=True)
     ap.add_argument('--opcodes', required=True)
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix='cr-test-') as workdir:
-        server = None
-        try:
-            server = run.Server(args.server, workdir, 'unix')
-            client_ids(server, read_opcodes(args.opcodes))
-            if server.proc.poll() is not None:
-                raise Failure('the server died')
-        except (run.Failure, Failure, AssertionError, ConnectionError, OSError) as e:
-            print('client_ids.py: FAILED: %r' % (e,), file=sys.stderr)
-            if server:
-                server.stop()
-                print('--- server log ---\n' + server.log_text(), file=sys.stderr)
-            return 1
-        server.stop()
-    return 0
+    opcodes = read_opcodes(args.opcodes)
+    return run.with_server('client_ids.py', args.server, lambda server: client_ids(server, opcodes),
+                           errors=(Failure, AssertionError, ConnectionError, OSError))
 
 
 if __name__ == '__main__':

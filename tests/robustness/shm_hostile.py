@@ -105,25 +105,8 @@ def main():
     ap.add_argument('--opcodes', required=True)
     args = ap.parse_args()
     opcodes = read_opcodes(args.opcodes)
-    with tempfile.TemporaryDirectory(prefix='cr-test-') as workdir:
-        server = None
-        try:
-            server = run.Server(args.server, workdir, 'unix')
-            hostile(server, opcodes)
-            if server.proc.poll() is not None:
-                raise Failure('the server died')
-        except (run.Failure, Failure, AssertionError, ConnectionError, OSError) as e:
-            print('shm_hostile.py: FAILED: %r' % (e,), file=sys.stderr)
-            if server:
-                server.stop()
-                print('--- server log ---\n' + server.log_text(), file=sys.stderr)
-            return 1
-        server.stop()
-        for bad in ('AddressSanitizer', 'runtime error:', 'ThreadSanitizer'):
-            if bad in server.log_text():
-                print('server reported %s:\n%s' % (bad, server.log_text()), file=sys.stderr)
-                return 1
-    return 0
+    return run.with_server('shm_hostile.py', args.server, lambda server: hostile(server, opcodes),
+                           errors=(Failure, AssertionError, ConnectionError, OSError))
 
 
 if __name__ == '__main__':

@@ -18,7 +18,6 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -206,60 +205,50 @@ def check_status(tool, address):
         raise Failure('no reason given:\n' + p.stderr)
 
 
+def write_tenants(workdir):
+    tenants_file = os.path.join(workdir, 'tenants.json')
+    with open(tenants_file, 'w') as f:
+        json.dump({'tenants': [
+            dict(name='alice', token=TOKENS['alice'], memory='64MiB'),
+            dict(name='bob', token=TOKENS['bob'], memory='32MiB', weight=3, priority='high'),
+            dict(name='ops', token=TOKENS['ops'], admin=True)]}, f)
+    return ['--tenants', tenants_file, '--metrics', '127.0.0.1:0']
+
+
+def test(server, args):
+    ops = read_opcodes(args.opcodes)
+    path = server.address[len('unix:'):]
+    hostport = server.wait_for(r'metrics on http://(\S+)/metrics').group(1)
+    url = 'http://%s/metrics' % hostport
+    alice, bob = do_work(path, ops)
+    check_metrics(url)
+    check_http_errors(url, int(hostport.rsplit(':', 1)[1]))
+    check_status(args.tool, server.address)
+    alice.sock.close()
+    bob.sock.close()
+    deadline = time.time() + 10
+    while True:  # the sessions end, their memory goes back
+        v = scrape(url)
+        left = (tenant_value(v, 'cuda_remote_tenant_sessions', 'alice'),
+                tenant_value(v, 'cuda_remote_tenant_memory_used_bytes', 'alice'))
+        if left == (0, 0) or time.time() > deadline:
+            break
+        time.sleep(0.1)
+    expect('alice\'s sessions gone, her memory back', left, (0, 0))
+    expect('the counters stay', tenant_value(v, 'cuda_remote_tenant_launches_total', 'alice'),
+           5)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--server', required=True)
     ap.add_argument('--tool', required=True)
     ap.add_argument('--opcodes', required=True)
     args = ap.parse_args()
-    ops = read_opcodes(args.opcodes)
-    with tempfile.TemporaryDirectory(prefix='cr-test-') as workdir:
-        tenants_file = os.path.join(workdir, 'tenants.json')
-        with open(tenants_file, 'w') as f:
-            json.dump({'tenants': [
-                dict(name='alice', token=TOKENS['alice'], memory='64MiB'),
-                dict(name='bob', token=TOKENS['bob'], memory='32MiB', weight=3,
-                     priority='high'),
-                dict(name='ops', token=TOKENS['ops'], admin=True)]}, f)
-        server = None
-        try:
-            server = run.Server(args.server, workdir, 'unix',
-                                extra=['--tenants', tenants_file, '--metrics', '127.0.0.1:0'])
-            path = server.address[len('unix:'):]
-            hostport = server.wait_for(r'metrics on http://(\S+)/metrics').group(1)
-            url = 'http://%s/metrics' % hostport
-            alice, bob = do_work(path, ops)
-            check_metrics(url)
-            check_http_errors(url, int(hostport.rsplit(':', 1)[1]))
-            check_status(args.tool, server.address)
-            alice.sock.close()
-            bob.sock.close()
-            deadline = time.time() + 10
-            while True:  # the sessions end, their memory goes back
-                v = scrape(url)
-                left = (tenant_value(v, 'cuda_remote_tenant_sessions', 'alice'),
-                        tenant_value(v, 'cuda_remote_tenant_memory_used_bytes', 'alice'))
-                if left == (0, 0) or time.time() > deadline:
-                    break
-                time.sleep(0.1)
-            expect('alice\'s sessions gone, her memory back', left, (0, 0))
-            expect('the counters stay',
-                   tenant_value(v, 'cuda_remote_tenant_launches_total', 'alice'), 5)
-            if server.proc.poll() is not None:
-                raise Failure('the server died')
-        except (run.Failure, Failure, AssertionError, ConnectionError, OSError,
-                subprocess.TimeoutExpired, ValueError, KeyError) as e:
-            print('metrics_status_test.py: FAILED: %r' % (e,), file=sys.stderr)
-            if server:
-                server.stop()
-                print('--- server log ---\n' + server.log_text(), file=sys.stderr)
-            return 1
-        server.stop()
-        for bad in ('AddressSanitizer', 'runtime error:', 'ThreadSanitizer'):
-            if bad in server.log_text():
-                print('server reported %s:\n%s' % (bad, server.log_text()), file=sys.stderr)
-                return 1
-    return 0
+    return run.with_server('metrics_status_test.py', args.server, lambda s: test(s, args),
+                           extra=write_tenants,
+                           errors=(Failure, AssertionError, ConnectionError, OSError,
+                                   subprocess.TimeoutExpired, ValueError, KeyError))
 
 
 if __name__ == '__main__':

@@ -16,7 +16,6 @@ import signal
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -241,6 +240,22 @@ def check_reload(server, path, ops, tenants_file):
            SUCCESS)
 
 
+def test(server, args, tenants_file):
+    ops = read_opcodes(args.opcodes)
+    path = server.address[len('unix:'):]
+    check_tokens(args, server)
+    check_quota_program(args, server)
+    check_quota_wire(path, ops)
+    expect('a tenant whose clients left has all of its quota again',
+           wait_free(path, ops, TOKENS['alice'], 64 * MiB), 64 * MiB)
+    check_sigkill(args, server, path, ops)
+    check_isolation(path, ops)
+    wait_free(path, ops, TOKENS['alice'], 64 * MiB)  # her clients' sessions ended
+    check_reload(server, path, ops, tenants_file)
+    if 'alice-token' in server.log_text() or 'bob-token' in server.log_text():
+        raise Failure('a token appears in the server log')
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--server', required=True)
@@ -248,40 +263,17 @@ def main():
     ap.add_argument('--opcodes', required=True)
     ap.add_argument('--program', required=True)
     args = ap.parse_args()
-    ops = read_opcodes(args.opcodes)
-    with tempfile.TemporaryDirectory(prefix='cr-test-') as workdir:
-        tenants_file = os.path.join(workdir, 'tenants.json')
-        write_tenants(tenants_file, [tenant('alice', '64MiB'), tenant('bob', 32 * MiB)])
-        server = None
-        try:
-            server = run.Server(args.server, workdir, 'unix', extra=['--tenants', tenants_file])
-            path = server.address[len('unix:'):]
-            check_tokens(args, server)
-            check_quota_program(args, server)
-            check_quota_wire(path, ops)
-            expect('a tenant whose clients left has all of its quota again',
-                   wait_free(path, ops, TOKENS['alice'], 64 * MiB), 64 * MiB)
-            check_sigkill(args, server, path, ops)
-            check_isolation(path, ops)
-            wait_free(path, ops, TOKENS['alice'], 64 * MiB)  # her clients' sessions ended
-            check_reload(server, path, ops, tenants_file)
-            if server.proc.poll() is not None:
-                raise Failure('the server died')
-            if 'alice-token' in server.log_text() or 'bob-token' in server.log_text():
-                raise Failure('a token appears in the server log')
-        except (run.Failure, Failure, AssertionError, ConnectionError, OSError,
-                subprocess.TimeoutExpired) as e:
-            print('tenants_test.py: FAILED: %s' % (e,), file=sys.stderr)
-            if server:
-                server.stop()
-                print('--- server log ---\n' + server.log_text(), file=sys.stderr)
-            return 1
-        server.stop()
-        for bad in ('AddressSanitizer', 'runtime error:', 'ThreadSanitizer'):
-            if bad in server.log_text():
-                print('server reported %s:\n%s' % (bad, server.log_text()), file=sys.stderr)
-                return 1
-    return 0
+    files = []
+
+    def setup(workdir):
+        files.append(os.path.join(workdir, 'tenants.json'))
+        write_tenants(files[0], [tenant('alice', '64MiB'), tenant('bob', 32 * MiB)])
+        return ['--tenants', files[0]]
+
+    return run.with_server('tenants_test.py', args.server,
+                           lambda server: test(server, args, files[0]), extra=setup,
+                           errors=(Failure, AssertionError, ConnectionError, OSError,
+                                   subprocess.TimeoutExpired))
 
 
 if __name__ == '__main__':
