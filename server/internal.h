@@ -94,7 +94,7 @@ typedef struct cr_tenant_s {
     char token[256];         /* never logged */
     uint64_t quota;          /* bytes of device memory, 0: the whole device (atomic) */
     double weight;           /* share of device time under contention */
-    int priority;            /* CR_PRIORITY_* */
+    int priority;            /* CR_PRIORITY_* (atomic) */
     int admin;               /* `cuda-remote status` shows it every tenant and session */
     int removed;             /* gone from the file: takes no new sessions */
     /* usage, atomic */
@@ -119,6 +119,11 @@ cr_tenant_t *cr_tenants_find(const char *token, size_t len, const char **why);
  * quota (exactly: used + bytes may equal the quota). */
 CUresult cr_tenant_charge(cr_tenant_t *t, uint64_t bytes);
 void cr_tenant_uncharge(cr_tenant_t *t, uint64_t bytes);
+/* The priority a stream of tenant t gets when it asks for `asked`, in the device's range
+ * [greatest, least] (numerically greatest <= least): a high tenant's streams all get the
+ * greatest, a low tenant's the least; a normal tenant keeps what it asked for, except that
+ * with a tenants file the greatest is left to high tenants. */
+int cr_tenant_stream_priority(const cr_tenant_t *t, int asked, int least, int greatest);
 /* Calls fn for every tenant, in the file's order, under the tenants' lock. */
 void cr_tenants_foreach(void (*fn)(const cr_tenant_t *t, void *arg), void *arg);
 
@@ -206,6 +211,10 @@ struct cr_session_s {
     size_t inbox_count;      /* requests received, not yet run (under lock) */
     struct cr_session_s *all_prev, *all_next; /* every session (session.c) */
 };
+
+/* Creates a stream for the session at the priority its tenant allows for `asked`
+ * (handlers_stream.c). */
+CUresult cr_session_create_stream(cr_session_t *s, CUstream *out, unsigned flags, int asked);
 
 /* Counts work for the session and its tenant. direction: CR_COPY_HTOD or CR_COPY_DTOH. */
 void cr_session_count_launch(cr_session_t *s);

@@ -754,10 +754,19 @@ static int handle_hello(cr_session_t *s, cr_request_t *req)
         refuse_hello(s, req, CUDA_ERROR_NOT_PERMITTED, why);
         return CR_EPERM;
     }
+    s->tenant = tenant;
+    CUresult created = cr_session_create_stream(s, (CUstream *)&s->legacy.obj,
+                                                CU_STREAM_NON_BLOCKING, 0);
+    if (created != CUDA_SUCCESS) {
+        s->legacy.obj = NULL;
+        s->tenant = NULL;
+        refuse_hello(s, req, created, "the server cannot create a stream for the session");
+        return CR_ENOMEM;
+    }
+    capture_output(s, s->legacy.obj);
     cr_reply_t r;
     if (cr_reply_begin(req, &r, CUDA_SUCCESS, 1) != 0)
         return CR_ENOMEM;
-    s->tenant = tenant;
     __atomic_add_fetch(&tenant->sessions, 1, __ATOMIC_RELAXED);
     __atomic_add_fetch(&tenant->sessions_total, 1, __ATOMIC_RELAXED);
     /* the tenant sees its own slice of the device */
@@ -816,15 +825,7 @@ static void *executor_main(void *arg)
     cr_backend_bind_thread(s->backend);
     msgpack_zone exec_zone;
     msgpack_zone_init(&exec_zone, 8192);
-    CUresult r = d->cuStreamCreate((CUstream *)&s->legacy.obj, CU_STREAM_NON_BLOCKING);
-    if (r != CUDA_SUCCESS) {
-        CR_ERROR("session %llu: cannot create its stream: %s", (unsigned long long)s->id,
-                 cr_cuda_error_name(r));
-        cr_server_close_connection(s);
-    }
-    s->legacy.type = CR_HT_CUstream;
-    if (r == CUDA_SUCCESS)
-        capture_output(s, s->legacy.obj);
+    s->legacy.type = CR_HT_CUstream; /* created at hello, at its tenant's priority */
     for (;;) {
         /* a client that just sent something often sends more at once: look for it a
          * little while before sleeping, which would cost a wake-up per request */

@@ -218,7 +218,7 @@ static int apply(const cr_tenant_t *entries, int n, char *err, size_t len)
         memcpy(t->token, entries[i].token, sizeof t->token);
         __atomic_store_n(&t->quota, entries[i].quota, __ATOMIC_RELAXED);
         t->weight = entries[i].weight;
-        t->priority = entries[i].priority;
+        __atomic_store_n(&t->priority, entries[i].priority, __ATOMIC_RELAXED);
         t->admin = entries[i].admin;
         t->removed = 0;
     }
@@ -315,6 +315,20 @@ CUresult cr_tenant_charge(cr_tenant_t *t, uint64_t bytes)
 void cr_tenant_uncharge(cr_tenant_t *t, uint64_t bytes)
 {
     __atomic_sub_fetch(&t->used, bytes, __ATOMIC_ACQ_REL);
+}
+
+int cr_tenant_stream_priority(const cr_tenant_t *t, int asked, int least, int greatest)
+{
+    int level = t ? __atomic_load_n(&t->priority, __ATOMIC_RELAXED) : CR_PRIORITY_NORMAL;
+    if (greatest > least) /* not the usual order (lower is higher): leave it alone */
+        return asked;
+    if (level == CR_PRIORITY_HIGH)
+        return greatest;
+    if (level == CR_PRIORITY_LOW)
+        return least;
+    if (cr_tenants_from_file() && greatest < least && asked <= greatest)
+        asked = greatest + 1; /* the greatest is high tenants' */
+    return asked < greatest ? greatest : asked > least ? least : asked;
 }
 
 void cr_tenants_foreach(void (*fn)(const cr_tenant_t *t, void *arg), void *arg)

@@ -23,6 +23,8 @@ def pack(v):
     if isinstance(v, int):
         if 0 <= v < 128:
             return bytes([v])
+        if v < 0:
+            return b'\xd3' + struct.pack('>q', v)
         return b'\xcf' + struct.pack('>Q', v)
     if isinstance(v, str):
         b = v.encode()
@@ -37,7 +39,8 @@ def pack(v):
 
 
 def reply_ints(body):
-    """The leading integers of a reply array: the CUresult, then integer outputs."""
+    """The leading integers of a reply array: the CUresult, then integer outputs (signed
+    ones too)."""
     assert body[0] & 0xf0 == 0x90 or body[0] in (0xdc, 0xdd), body[:8]
     pos = 1 if body[0] & 0xf0 == 0x90 else (3 if body[0] == 0xdc else 5)
     values = []
@@ -46,9 +49,12 @@ def reply_ints(body):
         if t < 0x80:
             values.append(t)
             pos += 1
-        elif t in (0xcc, 0xcd, 0xce, 0xcf):
-            n = {0xcc: 1, 0xcd: 2, 0xce: 4, 0xcf: 8}[t]
-            values.append(int.from_bytes(body[pos + 1:pos + 1 + n], 'big'))
+        elif t >= 0xe0:  # negative fixint
+            values.append(t - 0x100)
+            pos += 1
+        elif t in (0xcc, 0xcd, 0xce, 0xcf, 0xd0, 0xd1, 0xd2, 0xd3):
+            n = 1 << (t & 3)
+            values.append(int.from_bytes(body[pos + 1:pos + 1 + n], 'big', signed=t >= 0xd0))
             pos += 1 + n
         else:
             break

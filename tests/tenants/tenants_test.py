@@ -240,6 +240,38 @@ def check_reload(server, path, ops, tenants_file):
            SUCCESS)
 
 
+def check_priorities(server, path, ops):
+    """After the reload bob is high, carol low, alice normal: their streams get the
+    emulated device's greatest priority (-5), its least (0), and what alice asks for, -5
+    excepted (left to high tenants); so do their launches on the default stream."""
+    r, least, greatest = Client(path, ops, TOKENS['alice']).call(
+        'cuCtxGetStreamPriorityRange', [True, True])
+    expect('the emulated device\'s priority range', (r, least, greatest), (SUCCESS, 0, -5))
+    want = {'alice': (0, -3, -4), 'bob': (-5, -5, -5), 'carol': (0, 0, 0)}
+    grids = {'bob': 2, 'carol': 3}
+    for name, (default, asked3, asked5) in want.items():
+        c = Client(path, ops, TOKENS[name])
+        base = CLIENT_ID_BASE + 0x100
+        c.send_async('cuStreamCreate', [base, 1])
+        c.send_async('cuStreamCreateWithPriority', [base + 0x10, 1, -3])
+        c.send_async('cuStreamCreateWithPriority', [base + 0x20, 1, -5])
+        got = tuple(c.call('cuStreamGetPriority', [sid, True])[1]
+                    for sid in (base, base + 0x10, base + 0x20))
+        expect('%s\'s streams: default, asked -3, asked -5' % name, got,
+               (default, asked3, asked5))
+        if name in grids:
+            r, module = c.call('cuModuleLoadData', [3], bulk=PTX)
+            r, function = c.call('cuModuleGetFunction', [True, module, 'touch'])
+            expect('%s launches on the default stream' % name,
+                   c.call('cuLaunchKernel', [function, [grids[name], 1, 1], [1, 1, 1], 0, 0,
+                                             [[0, 8]]], bulk=struct.pack('<Q', 0))[0], SUCCESS)
+            expect('and synchronizes', c.call('cuCtxSynchronize_v2', []), [SUCCESS])
+        c.sock.close()
+    launches = {t['grid'][0]: t['priority'] for t in server.trace() if t['kernel'] == 'touch'}
+    expect('the trace: bob\'s launch at -5, carol\'s at 0', (launches.get(2), launches.get(3)),
+           (-5, 0))
+
+
 def test(server, args, tenants_file):
     ops = read_opcodes(args.opcodes)
     path = server.address[len('unix:'):]
@@ -252,6 +284,7 @@ def test(server, args, tenants_file):
     check_isolation(path, ops)
     wait_free(path, ops, TOKENS['alice'], 64 * MiB)  # her clients' sessions ended
     check_reload(server, path, ops, tenants_file)
+    check_priorities(server, path, ops)
     if 'alice-token' in server.log_text() or 'bob-token' in server.log_text():
         raise Failure('a token appears in the server log')
 
