@@ -237,4 +237,5 @@ void cr_status_reply(cr_request_t *req)
     free(tenants);
     free(sessions.list);
     cr_reply_send(req, &r, 0);
+    cr_request_free(req);
 }
