@@ -95,7 +95,7 @@ typedef struct cr_tenant_s {
     uint64_t quota;          /* bytes of device memory, 0: the whole device (atomic) */
     double weight;           /* share of device time under contention */
     int priority;            /* CR_PRIORITY_* (atomic) */
-    int admin;               /* `cuda-remote status` shows it every tenant and session */
+    int admin;               /* `cuda-remote status` shows it everyone (atomic) */
     int removed;             /* gone from the file: takes no new sessions */
     /* usage, atomic */
     uint64_t used;           /* device memory charged */

@@ -137,7 +137,7 @@ void cr_status_reply(cr_request_t *req)
     cr_session_t *self = req->session;
     const cr_backend_t *b = self->backend;
     const cr_tenant_t *viewer = self->tenant;
-    int all = viewer && viewer->admin;
+    int all = viewer && __atomic_load_n(&viewer->admin, __ATOMIC_RELAXED); /* reloads */
     size_t tenant_count = 0;
     cr_tenant_info_t *tenants = cr_status_tenants(&tenant_count);
     session_list_t sessions = {.only = all ? NULL : viewer};

@@ -219,7 +219,7 @@ static int apply(const cr_tenant_t *entries, int n, char *err, size_t len)
         __atomic_store_n(&t->quota, entries[i].quota, __ATOMIC_RELAXED);
         t->weight = entries[i].weight;
         __atomic_store_n(&t->priority, entries[i].priority, __ATOMIC_RELAXED);
-        t->admin = entries[i].admin;
+        __atomic_store_n(&t->admin, entries[i].admin, __ATOMIC_RELAXED);
         t->removed = 0;
     }
     pthread_mutex_unlock(&lock);
