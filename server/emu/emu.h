@@ -300,6 +300,7 @@ struct cr__stream_s {
     uint64_t submitted;         /* seq of the last op submitted (under streams lock + lock) */
     _Atomic uint64_t completed; /* seq of the last op completed */
     int thread_started;
+    int spun;       /* the idle worker already looked for work before sleeping */
     int destroying;
     int in_list;
     CUresult error; /* first asynchronous error, reported once by a synchronize */

@@ -22,6 +22,7 @@
  * Frees never wait (the server calls them from its event loop): cr__after_all queues the
  * release on an internal "reaper" stream with a dependency on every stream's pending work,
  * so memory is reused only after the work queued before the free has run. */
+#include "cpu.h"
 #include "emu.h"
 
 #include <errno.h>
@@ -165,18 +166,39 @@ static void complete_head(cr__stream_t *s, cr__op_t *op, CUresult rc)
     pthread_cond_broadcast(&s->done_cond);
 }
 
+/* How long an idle worker looks for more work before it sleeps: a stream fed a launch at a
+ * time would otherwise sleep and be woken (two system calls and a context switch) per op. */
+#define WORKER_SPIN_NS 20000
+
+/* Waits up to WORKER_SPIN_NS for an op past `seen` to be appended; s->lock not held. */
+static void spin_for_work(cr__stream_t *s, uint64_t seen)
+{
+    int64_t until = cr__now_ns() + WORKER_SPIN_NS;
+    while (__atomic_load_n(&s->submitted, __ATOMIC_ACQUIRE) == seen && cr__now_ns() < until)
+        cr_cpu_relax();
+}
+
 static void *worker(void *arg)
 {
     cr__stream_t *s = arg;
     pthread_mutex_lock(&s->lock);
     for (;;) {
         cr__op_t *op = s->head;
+        if (!op && !s->destroying && !s->spun) { /* look a little while before sleeping */
+            uint64_t seen = s->submitted;
+            s->spun = 1;
+            pthread_mutex_unlock(&s->lock);
+            spin_for_work(s, seen);
+            pthread_mutex_lock(&s->lock);
+            continue;
+        }
         if (!op || op->run_inline) {
             /* nothing to do, or the submitting thread runs the head op */
             if (!op && s->destroying) break;
             pthread_cond_wait(&s->work_cond, &s->lock);
             continue;
         }
+        s->spun = 0;
         pthread_mutex_unlock(&s->lock);
         for (unsigned i = 0; i < op->dep_count; i++)
             cr__stream_wait(op->deps[i].stream, op->deps[i].seq);
@@ -232,7 +254,8 @@ static int ready_locked(cr__stream_t *s)
 static uint64_t append_locked(cr__stream_t *s, cr__op_t *op)
 {
     pthread_mutex_lock(&s->lock);
-    uint64_t seq = ++s->submitted;
+    uint64_t seq = s->submitted + 1;
+    __atomic_store_n(&s->submitted, seq, __ATOMIC_RELEASE); /* an idle worker spins on it */
     op->next = NULL;
     op->seq = seq;
     if (s->tail)
