@@ -443,6 +443,10 @@ static void test_memory(void)
         " mov.u64 %rd5, loc; cvta.local.u64 %rd6, %rd5; cvta.to.local.u64 %rd7, %rd6;"
         " ld.local.u32 %r4, [%rd7]; }",
         'r', {5, 0, 0, 5});
+    /* the most local memory a thread may have (512 KiB), to its last word */
+    RUN("{ .local .align 4 .b8 big[524288]; st.local.u32 [big+524284], %r1;"
+        " ld.local.u32 %r4, [big+524284]; }",
+        'r', {31337, 0, 0, 31337});
     /* cp.async copies at once; a source size zero-fills the rest, an ignore-source predicate all */
     RUN("{ .shared .align 16 .b8 buf[32]; mov.u32 %r5, buf; cp.async.ca.shared.global [%r5], "
         "[%x1], 16, 12;"
@@ -516,6 +520,9 @@ static void test_faults(void)
     FAULT("{ .shared .align 4 .b8 s[16]; ld.shared.u32 %r4, [s+16]; }", 700, "shared-memory load");
     FAULT("{ .local .align 4 .b8 l[16]; st.local.u32 [l+4096], %r1; }", 700, "local-memory store");
     FAULT("trap;", 715, "trap");
+    /* more local memory per thread than a device has (512 KiB): refused, nothing allocated */
+    FAULT("{ .local .align 4 .b8 l[600000]; st.local.u32 [l+599996], %r1; }", 2,
+          "local memory per thread");
     FAULT("frobnicate.b32 %r4, %r1;", 801, "frobnicate.b32");
     FAULT("add.wobbly.s32 %r4, %r1, %r2;", 801, "add.wobbly.s32");
     FAULT("@%p1 bra NOWHERE;", 801, "unknown label");

@@ -499,7 +499,7 @@ static int build(cr__dc_t *dc, uint32_t kernel)
     if (!onpath) return dc->failed = 1, -1;
     uint64_t local = chain_bytes(dc, 0, onpath, 0) + (any_recursion && p->nfuncs > 1 ? RECURSION_STACK : 0);
     free(onpath);
-    if (local > (1u << 24)) local = 1u << 24;
+    if (local > UINT32_MAX - 15) local = UINT32_MAX - 15; /* refused at launch (module.c) */
     p->local_bytes = (uint32_t)((local + 15) / 16 * 16);
     p->param_size = ir->funcs[kernel].param_size;
     memcpy(p->reqntid, ir->funcs[kernel].reqntid, sizeof p->reqntid);

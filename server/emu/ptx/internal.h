@@ -25,6 +25,10 @@
 #define CR__CU_LAUNCH_FAILED 719
 #define CR__CU_NOT_SUPPORTED 801
 
+/* Local memory a thread may have, as on the devices the interpreter stands in for (ptxas
+ * refuses more): it bounds what a hostile kernel can make the server allocate per block. */
+#define CR__LOCAL_PER_THREAD_MAX (512u << 10)
+
 #define CR__WARP_SIZE 32
 #define CR__FULL_MASK 0xffffffffu
 
