@@ -523,6 +523,8 @@ static void test_faults(void)
     /* more local memory per thread than a device has (512 KiB): refused, nothing allocated */
     FAULT("{ .local .align 4 .b8 l[600000]; st.local.u32 [l+599996], %r1; }", 2,
           "local memory per thread");
+    FAULT("{ .shared .align 4 .b8 s[300000]; st.shared.u32 [s+299996], %r1; }", 2,
+          "shared memory per block");
     FAULT("frobnicate.b32 %r4, %r1;", 801, "frobnicate.b32");
     FAULT("add.wobbly.s32 %r4, %r1, %r2;", 801, "add.wobbly.s32");
     FAULT("@%p1 bra NOWHERE;", 801, "unknown label");

@@ -394,7 +394,7 @@ static void layout_shared(cr__dc_t *dc)
             }
         }
     }
-    p->shared_static = (uint32_t)off;
+    p->shared_static = off > UINT32_MAX ? UINT32_MAX : (uint32_t)off; /* refused at launch */
     p->shared_dyn_offset_align = (uint32_t)dyn_align;
 }
 

@@ -28,6 +28,9 @@
 /* Local memory a thread may have, as on the devices the interpreter stands in for (ptxas
  * refuses more): it bounds what a hostile kernel can make the server allocate per block. */
 #define CR__LOCAL_PER_THREAD_MAX (512u << 10)
+/* Shared memory a block may have, static and dynamic together (a compute capability 9.0
+ * device's opt-in maximum): the same bound for shared memory. */
+#define CR__SHARED_PER_BLOCK_MAX 232448u
 
 #define CR__WARP_SIZE 32
 #define CR__FULL_MASK 0xffffffffu

@@ -183,6 +183,15 @@ int cr_ptx_launch(cr_ptx_module_t *m, const char *kernel, const cr_ptx_launch_t 
                  p->name, p->local_bytes, CR__LOCAL_PER_THREAD_MAX);
         return fault->code;
     }
+    uint64_t shared = (uint64_t)p->shared_static + l->dynamic_shared;
+    if (shared > CR__SHARED_PER_BLOCK_MAX) {
+        fault->code = CR__CU_OUT_OF_MEMORY;
+        snprintf(fault->message, sizeof fault->message,
+                 "kernel %s needs %llu bytes of shared memory per block, more than the %u a "
+                 "device has",
+                 p->name, (unsigned long long)shared, CR__SHARED_PER_BLOCK_MAX);
+        return fault->code;
+    }
     uint64_t blocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
     uint64_t threads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
     if (!blocks || !threads || threads > 1024) {
