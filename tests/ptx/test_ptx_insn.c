@@ -528,6 +528,21 @@ static void test_faults(void)
     FAULT("frobnicate.b32 %r4, %r1;", 801, "frobnicate.b32");
     FAULT("add.wobbly.s32 %r4, %r1, %r2;", 801, "add.wobbly.s32");
     FAULT("@%p1 bra NOWHERE;", 801, "unknown label");
+    /* more register memory than a block may take: refused before anything is allocated */
+    {
+        cr_ptx_module_t *m = load_text(
+            ".version 9.0\n.target sm_90\n.address_size 64\n"
+            ".visible .entry regs(.param .u64 out)\n{\n  .reg .b64 %big<1000000>;\n"
+            "  .reg .b64 %o;\n  ld.param.u64 %o, [out];\n  mov.u64 %big999999, 7;\n"
+            "  st.global.u64 [%o], %big999999;\n  ret;\n}\n");
+        uint64_t *o = dev_alloc(8);
+        params_t p = {0};
+        PARAM(&p, o);
+        cr_ptx_fault_t f;
+        CHECK_EQ_INT(launch(m, "regs", 1, 1, 1024, 1, 0, &p, &f), 2);
+        CHECK(strstr(f.message, "registers") != NULL);
+        cr_ptx_module_free(m);
+    }
     /* a fault stops the kernel: the store after it never happens */
     uint64_t *in = dev_alloc(64), *out = dev_alloc(64);
     char text[4096];

@@ -31,6 +31,9 @@
 /* Shared memory a block may have, static and dynamic together (a compute capability 9.0
  * device's opt-in maximum): the same bound for shared memory. */
 #define CR__SHARED_PER_BLOCK_MAX 232448u
+/* Register memory a block may take (8 bytes per register slot per thread): PTX registers
+ * are virtual and unbounded, so a bound is ours to set, far above what compilers emit. */
+#define CR__REGISTERS_PER_BLOCK_MAX ((uint64_t)512 << 20)
 
 #define CR__WARP_SIZE 32
 #define CR__FULL_MASK 0xffffffffu

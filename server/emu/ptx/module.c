@@ -200,6 +200,15 @@ int cr_ptx_launch(cr_ptx_module_t *m, const char *kernel, const cr_ptx_launch_t 
                  p->name);
         return fault->code;
     }
+    uint64_t warps = (threads + CR__WARP_SIZE - 1) / CR__WARP_SIZE;
+    if ((uint64_t)p->nslots * 8 * CR__WARP_SIZE * warps > CR__REGISTERS_PER_BLOCK_MAX) {
+        fault->code = CR__CU_OUT_OF_MEMORY;
+        snprintf(fault->message, sizeof fault->message,
+                 "kernel %s: %u registers per thread for %llu threads is more than the "
+                 "interpreter gives a block",
+                 p->name, p->nslots, (unsigned long long)threads);
+        return fault->code;
+    }
     if (!p->has_effects) return 0; /* nothing it does can be seen */
     int rc = resolve_vars(m, env, fault);
     if (rc) return rc;
