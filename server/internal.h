@@ -55,7 +55,8 @@ int cr_backend_open(const cr_backend_options_t *opt, cr_backend_t *b, char *err,
 void cr_backend_bind_thread(const cr_backend_t *b);
 /* Device printf of kernels on `stream` goes to fn(user, text, len) from the backend's threads,
  * before the work completes; release(user) once the stream is gone. The emulated device does
- * this; a GPU's printf reaches the server's stdout instead (CR_EUNSUPPORTED, release not called). */
+ * this; a GPU's printf reaches the server's stdout instead (CR_EUNSUPPORTED, release not
+ * called). */
 int cr_backend_capture_output(const cr_backend_t *b, void *stream,
                               void (*fn)(void *user, const char *text, size_t len),
                               void (*release)(void *user), void *user);

@@ -13,7 +13,7 @@
 #include "internal.h"
 #include "log.h"
 
-#define REQUEST_MAX 8192   /* bytes of one request, headers included */
+#define REQUEST_MAX 8192 /* bytes of one request, headers included */
 #define URL_MAX 1024
 #define IDLE_MS 5000       /* a request must be complete by then */
 #define CONNECTIONS_MAX 64 /* at once */
@@ -45,8 +45,7 @@ static void put(cr_buf_t *b, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    if (n < 0 || cr_buf_reserve(b, (size_t)n + 1) != 0)
-        return;
+    if (n < 0 || cr_buf_reserve(b, (size_t)n + 1) != 0) return;
     va_start(ap, fmt);
     vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
     va_end(ap);
@@ -72,25 +71,23 @@ static void family(cr_buf_t *b, const char *name, const char *type, const char *
 }
 
 /* Per-tenant families: one line per tenant for each. */
-#define TENANT_METRICS(X)                                                                    \
-    X("cuda_remote_tenant_memory_used_bytes", "gauge", "device memory charged to the tenant", \
-      t->used)                                                                               \
-    X("cuda_remote_tenant_memory_quota_bytes", "gauge",                                      \
-      "the tenant's device-memory quota (the device's memory when it has none)",             \
-      t->quota ? t->quota : total)                                                           \
-    X("cuda_remote_tenant_sessions", "gauge", "clients connected now", t->sessions)          \
-    X("cuda_remote_tenant_sessions_total", "counter", "clients that connected",              \
-      t->sessions_total)                                                                     \
-    X("cuda_remote_tenant_launches_total", "counter", "kernel launches", t->usage.launches)   \
-    X("cuda_remote_tenant_errors_total", "counter", "calls that failed", t->usage.errors)     \
-    X("cuda_remote_tenant_queued_requests", "gauge",                                         \
+#define TENANT_METRICS(X)                                                                          \
+    X("cuda_remote_tenant_memory_used_bytes", "gauge", "device memory charged to the tenant",      \
+      t->used)                                                                                     \
+    X("cuda_remote_tenant_memory_quota_bytes", "gauge",                                            \
+      "the tenant's device-memory quota (the device's memory when it has none)",                   \
+      t->quota ? t->quota : total)                                                                 \
+    X("cuda_remote_tenant_sessions", "gauge", "clients connected now", t->sessions)                \
+    X("cuda_remote_tenant_sessions_total", "counter", "clients that connected", t->sessions_total) \
+    X("cuda_remote_tenant_launches_total", "counter", "kernel launches", t->usage.launches)        \
+    X("cuda_remote_tenant_errors_total", "counter", "calls that failed", t->usage.errors)          \
+    X("cuda_remote_tenant_queued_requests", "gauge",                                               \
       "requests received from the tenant's clients and not yet run", t->queued)
 
 static void render(cr_buf_t *b, const cr_backend_t *backend)
 {
     size_t free_mem = 0, total_mem = 0;
-    if (backend->d.cuMemGetInfo_v2)
-        backend->d.cuMemGetInfo_v2(&free_mem, &total_mem);
+    if (backend->d.cuMemGetInfo_v2) backend->d.cuMemGetInfo_v2(&free_mem, &total_mem);
     uint64_t total = total_mem ? total_mem : backend->desc.total_mem;
     size_t count = 0;
     cr_tenant_info_t *tenants = cr_status_tenants(&count);
@@ -107,11 +104,11 @@ static void render(cr_buf_t *b, const cr_backend_t *backend)
     put(b, "cuda_remote_device_memory_used_bytes %llu\n",
         (unsigned long long)(total_mem - free_mem));
 
-#define TENANT_FAMILY(metric, type, help, value)                                             \
-    family(b, metric, type, help);                                                           \
-    for (size_t i = 0; i < count; i++) {                                                     \
-        const cr_tenant_info_t *t = &tenants[i];                                             \
-        put(b, "%s{tenant=\"%s\"} %llu\n", metric, t->name, (unsigned long long)(value));    \
+#define TENANT_FAMILY(metric, type, help, value)                                                   \
+    family(b, metric, type, help);                                                                 \
+    for (size_t i = 0; i < count; i++) {                                                           \
+        const cr_tenant_info_t *t = &tenants[i];                                                   \
+        put(b, "%s{tenant=\"%s\"} %llu\n", metric, t->name, (unsigned long long)(value));          \
     }
     TENANT_METRICS(TENANT_FAMILY)
 #undef TENANT_FAMILY
@@ -146,8 +143,7 @@ static void on_handle_closed(uv_handle_t *h)
 
 static void conn_close(conn_t *c)
 {
-    if (c->closing)
-        return;
+    if (c->closing) return;
     c->closing = 1;
     uv_close((uv_handle_t *)&c->timer, on_handle_closed);
     uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
@@ -159,27 +155,23 @@ static void on_written(uv_write_t *w, int status)
     conn_close(w->data);
 }
 
-static void respond(conn_t *c, int code, const char *reason, const char *type,
-                    const cr_buf_t *body)
+static void respond(conn_t *c, int code, const char *reason, const char *type, const cr_buf_t *body)
 {
     c->answered = 1;
     put(&c->reply,
         "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
         code, reason, type, body ? body->len : 0);
-    if (body && body->len)
-        cr_buf_append(&c->reply, body->data, body->len);
+    if (body && body->len) cr_buf_append(&c->reply, body->data, body->len);
     uv_buf_t buf = uv_buf_init((char *)c->reply.data, (unsigned)c->reply.len);
     c->write.data = c;
     uv_read_stop((uv_stream_t *)&c->tcp);
-    if (uv_write(&c->write, (uv_stream_t *)&c->tcp, &buf, 1, on_written) != 0)
-        conn_close(c);
+    if (uv_write(&c->write, (uv_stream_t *)&c->tcp, &buf, 1, on_written) != 0) conn_close(c);
 }
 
 static int on_url(http_parser *p, const char *at, size_t len)
 {
     conn_t *c = p->data;
-    if (c->url_len + len >= sizeof c->url)
-        return 1; /* too long: fails the parse */
+    if (c->url_len + len >= sizeof c->url) return 1; /* too long: fails the parse */
     memcpy(c->url + c->url_len, at, len);
     c->url_len += len;
     c->url[c->url_len] = '\0';
@@ -230,14 +222,11 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
         conn_close(c);
         return;
     }
-    if (n == 0 || c->answered)
-        return;
+    if (n == 0 || c->answered) return;
     c->received += (size_t)n;
     size_t used = http_parser_execute(&c->parser, &settings, buf->base, (size_t)n);
-    if (c->answered)
-        return;
-    if (used != (size_t)n || HTTP_PARSER_ERRNO(&c->parser) != HPE_OK ||
-        c->received > REQUEST_MAX) {
+    if (c->answered) return;
+    if (used != (size_t)n || HTTP_PARSER_ERRNO(&c->parser) != HPE_OK || c->received > REQUEST_MAX) {
         cr_buf_t body = CR_BUF_INIT;
         put(&body, "bad request\n");
         respond(c, 400, "Bad Request", "text/plain", &body);
@@ -248,18 +237,15 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 static void on_timeout(uv_timer_t *t)
 {
     conn_t *c = t->data;
-    if (!c->answered)
-        conn_close(c);
+    if (!c->answered) conn_close(c);
 }
 
 static void on_connection(uv_stream_t *listener, int status)
 {
     metrics_t *m = listener->data;
-    if (status != 0)
-        return;
+    if (status != 0) return;
     conn_t *c = calloc(1, sizeof *c);
-    if (!c)
-        return;
+    if (!c) return;
     c->m = m;
     uv_tcp_init(listener->loop, &c->tcp);
     uv_timer_init(listener->loop, &c->timer);
@@ -281,8 +267,7 @@ int cr_metrics_listen(uv_loop_t *loop, const cr_backend_t *b, const char *addr)
     static metrics_t m;
     char bound[300];
     m.backend = b;
-    if (cr_listen(loop, addr, 0, on_connection, &m, bound, sizeof bound) != 0)
-        return CR_EIO;
+    if (cr_listen(loop, addr, 0, on_connection, &m, bound, sizeof bound) != 0) return CR_EIO;
     CR_INFO("metrics on http://%s/metrics", bound);
     return 0;
 }

@@ -32,10 +32,8 @@ static int write_all(int fd, const void *p, size_t n)
 {
     for (const char *c = p; n;) {
         ssize_t w = write(fd, c, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
         c += w, n -= (size_t)w;
     }
     return 0;
@@ -45,10 +43,8 @@ static int read_all(int fd, void *p, size_t n)
 {
     for (char *c = p; n;) {
         ssize_t r = read(fd, c, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return -1;
         c += r, n -= (size_t)r;
     }
     return 0;
@@ -56,8 +52,8 @@ static int read_all(int fd, void *p, size_t n)
 
 /* Sends a request whose body is `body` and reads its reply's body into *reply (unpacked in
  * *u). 0, or -1 with the reason printed. */
-static int call(int fd, uint16_t opcode, uint64_t call_id, const cr_buf_t *body,
-                cr_buf_t *reply, msgpack_unpacked *u)
+static int call(int fd, uint16_t opcode, uint64_t call_id, const cr_buf_t *body, cr_buf_t *reply,
+                msgpack_unpacked *u)
 {
     uint8_t raw[CR_FRAME_HEADER_SIZE];
     cr_frame_header_t h = {CR_PROTOCOL_VERSION, opcode, 0, (uint32_t)body->len, call_id, 0};
@@ -72,16 +68,15 @@ static int call(int fd, uint16_t opcode, uint64_t call_id, const cr_buf_t *body,
             return -1;
         }
         cr_buf_reset(reply);
-        if (h.body_len && (!cr_buf_grow(reply, h.body_len) ||
-                           read_all(fd, reply->data, h.body_len) != 0)) {
+        if (h.body_len &&
+            (!cr_buf_grow(reply, h.body_len) || read_all(fd, reply->data, h.body_len) != 0)) {
             fprintf(stderr, "%s: the connection broke\n", prog);
             return -1;
         }
         for (uint64_t left = h.bulk_len; left;) { /* no bulk is expected: drop it */
             char sink[4096];
             size_t n = left < sizeof sink ? (size_t)left : sizeof sink;
-            if (read_all(fd, sink, n) != 0)
-                return -1;
+            if (read_all(fd, sink, n) != 0) return -1;
             left -= n;
         }
         if ((h.flags & CR_FRAME_REPLY) && h.call_id == call_id && !(h.flags & CR_FRAME_PARTIAL))
@@ -110,8 +105,7 @@ static void pack_str(msgpack_packer *pk, const char *s)
 
 static const msgpack_object *field(const msgpack_object *map, const char *key)
 {
-    if (!map || map->type != MSGPACK_OBJECT_MAP)
-        return NULL;
+    if (!map || map->type != MSGPACK_OBJECT_MAP) return NULL;
     size_t n = strlen(key);
     for (uint32_t i = 0; i < map->via.map.size; i++) {
         const msgpack_object *k = &map->via.map.ptr[i].key;
@@ -125,10 +119,8 @@ static const msgpack_object *field(const msgpack_object *map, const char *key)
 static uint64_t num(const msgpack_object *map, const char *key)
 {
     const msgpack_object *o = field(map, key);
-    if (!o)
-        return 0;
-    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
-        return o->via.u64;
+    if (!o) return 0;
+    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) return o->via.u64;
     if (o->type == MSGPACK_OBJECT_FLOAT64 || o->type == MSGPACK_OBJECT_FLOAT32)
         return o->via.f64 > 0 ? (uint64_t)o->via.f64 : 0;
     return 0;
@@ -192,43 +184,42 @@ static void print_tables(const msgpack_object *st)
 
     printf("%s  backend %s  %s\n", str(srv, "version", d, sizeof d),
            str(srv, "backend", a, sizeof a), str(srv, "device", c, sizeof c));
-    printf("device memory %s used of %s  up %s%s\n\n",
-           bytes(num(srv, "memory_used"), a, sizeof a), bytes(num(srv, "memory_total"), b, sizeof b),
+    printf("device memory %s used of %s  up %s%s\n\n", bytes(num(srv, "memory_used"), a, sizeof a),
+           bytes(num(srv, "memory_total"), b, sizeof b),
            duration(real(srv, "uptime_s"), e, sizeof e),
            num(srv, "tenants_file") ? "" : "  (no tenants file: everyone is \"default\")");
 
     printf("%-16s %-8s %6s %21s %8s %9s %10s %10s %7s %6s\n", "TENANT", "PRIORITY", "WEIGHT",
            "MEMORY USED / QUOTA", "SESSIONS", "LAUNCHES", "H2D", "D2H", "ERRORS", "QUEUED");
-    for (uint32_t i = 0; tenants && tenants->type == MSGPACK_OBJECT_ARRAY &&
-                         i < tenants->via.array.size; i++) {
+    for (uint32_t i = 0;
+         tenants && tenants->type == MSGPACK_OBJECT_ARRAY && i < tenants->via.array.size; i++) {
         const msgpack_object *t = &tenants->via.array.ptr[i];
         char name[64], prio[16], mem[48], h2d[24], d2h[24];
         uint64_t quota = num(t, "quota");
         snprintf(mem, sizeof mem, "%s / %s", bytes(num(t, "used"), a, sizeof a),
                  quota ? bytes(quota, b, sizeof b) : "-");
         str(t, "name", name, sizeof name);
-        if (num(t, "removed"))
-            strncat(name, " (gone)", sizeof name - strlen(name) - 1);
+        if (num(t, "removed")) strncat(name, " (gone)", sizeof name - strlen(name) - 1);
         printf("%-16s %-8s %6g %21s %8" PRIu64 " %9" PRIu64 " %10s %10s %7" PRIu64 " %6" PRIu64
                "\n",
                name, str(t, "priority", prio, sizeof prio), real(t, "weight"), mem,
-               num(t, "sessions"), num(t, "launches"),
-               bytes(num(t, "bytes_h2d"), h2d, sizeof h2d),
+               num(t, "sessions"), num(t, "launches"), bytes(num(t, "bytes_h2d"), h2d, sizeof h2d),
                bytes(num(t, "bytes_d2h"), d2h, sizeof d2h), num(t, "errors"), num(t, "queued"));
     }
 
-    printf("\n%-7s %-12s %-40s %-22s %10s %9s %9s %7s\n", "SESSION", "TENANT", "PROGRAM",
-           "FROM", "MEMORY", "LAUNCHES", "REQUESTS", "UP");
+    printf("\n%-7s %-12s %-40s %-22s %10s %9s %9s %7s\n", "SESSION", "TENANT", "PROGRAM", "FROM",
+           "MEMORY", "LAUNCHES", "REQUESTS", "UP");
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-    for (uint32_t i = 0; sessions && sessions->type == MSGPACK_OBJECT_ARRAY &&
-                         i < sessions->via.array.size; i++) {
+    for (uint32_t i = 0;
+         sessions && sessions->type == MSGPACK_OBJECT_ARRAY && i < sessions->via.array.size; i++) {
         const msgpack_object *s = &sessions->via.array.ptr[i];
         const msgpack_object *since = field(s, "connected_ns");
         int64_t t0 = since && (since->type == MSGPACK_OBJECT_POSITIVE_INTEGER ||
                                since->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
-                         ? since->via.i64 : now_ns;
+                         ? since->via.i64
+                         : now_ns;
         char tenant[64], who[320], peer[128], id[32];
         snprintf(id, sizeof id, "%" PRIu64 "%s", num(s, "id"), num(s, "id") == self ? "*" : "");
         printf("%-7s %-12s %-40s %-22s %10s %9" PRIu64 " %9" PRIu64 " %7s\n", id,
@@ -276,8 +267,7 @@ static void print_json(const msgpack_object *o)
     case MSGPACK_OBJECT_ARRAY:
         putchar('[');
         for (uint32_t i = 0; i < o->via.array.size; i++) {
-            if (i)
-                putchar(',');
+            if (i) putchar(',');
             print_json(&o->via.array.ptr[i]);
         }
         putchar(']');
@@ -285,8 +275,7 @@ static void print_json(const msgpack_object *o)
     case MSGPACK_OBJECT_MAP:
         putchar('{');
         for (uint32_t i = 0; i < o->via.map.size; i++) {
-            if (i)
-                putchar(',');
+            if (i) putchar(',');
             print_json(&o->via.map.ptr[i].key);
             putchar(':');
             print_json(&o->via.map.ptr[i].val);
@@ -339,8 +328,7 @@ static int status(const char *server, int json)
     int rc = 1;
     msgpack_unpacked u;
     msgpack_unpacked_init(&u);
-    if (call(fd, CR_OP_HELLO, 1, &body, &reply, &u) != 0)
-        goto out;
+    if (call(fd, CR_OP_HELLO, 1, &body, &reply, &u) != 0) goto out;
     if (u.data.via.array.ptr[0].via.u64 != 0) {
         char why[256] = "refused";
         const msgpack_object *o = u.data.via.array.size > 1 ? &u.data.via.array.ptr[1] : NULL;
@@ -351,8 +339,7 @@ static int status(const char *server, int json)
     }
     cr_buf_reset(&body);
     msgpack_pack_array(&pk, 0);
-    if (call(fd, CR_OP_STATUS, 2, &body, &reply, &u) != 0)
-        goto out;
+    if (call(fd, CR_OP_STATUS, 2, &body, &reply, &u) != 0) goto out;
     if (u.data.via.array.ptr[0].via.u64 != 0 || u.data.via.array.size < 2) {
         fprintf(stderr, "%s: status failed (CUresult %" PRIu64 ")\n", prog,
                 u.data.via.array.ptr[0].via.u64);
