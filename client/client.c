@@ -274,9 +274,9 @@ CUresult cr_hand_cuInit(unsigned int flags)
         else
             CR_ERROR("cuda-remoted at %s refused the connection: %s", text,
                      reason[0] ? reason : cr_cuda_error_name(r));
-        if (r != CUDA_ERROR_NO_DEVICE)
-            r = CUDA_ERROR_NO_DEVICE;
+        r = CUDA_ERROR_NO_DEVICE; /* what cudart expects of a driver without a device */
     } else {
+        cr_conn_established(client_state.conn);
         cr_shm_start(client_state.conn, addr.is_unix);
         client_ready = &client_state;
     }

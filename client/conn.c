@@ -73,6 +73,7 @@ struct cr_conn_s {
     cr_pending_t *pending;
     cr_idmap_t async_regs; /* call id -> async_reg_t * */
     int dead;
+    int established; /* the hello succeeded (cr_conn_established) */
     int context_error; /* CUresult the server said broke the context, 0 if none */
 
     /* Reading: one thread at a time holds the read role and reads whole frames. A thread
@@ -408,6 +409,13 @@ int cr_conn_context_error(cr_conn_t *c)
     return __atomic_load_n(&c->context_error, __ATOMIC_ACQUIRE);
 }
 
+void cr_conn_established(cr_conn_t *c)
+{
+    pthread_mutex_lock(&c->lock);
+    c->established = 1;
+    pthread_mutex_unlock(&c->lock);
+}
+
 int cr_conn_dead(cr_conn_t *c)
 {
     pthread_mutex_lock(&c->lock);
@@ -489,7 +497,8 @@ static void mark_dead(cr_conn_t *c, const char *why)
     pthread_mutex_lock(&c->lock);
     if (!c->dead) {
         c->dead = 1;
-        CR_ERROR("connection to cuda-remoted at %s lost: %s", c->address, why);
+        if (c->established) /* before, the hello's own failure says what happened */
+            CR_ERROR("connection to cuda-remoted at %s lost: %s", c->address, why);
     }
     pthread_cond_broadcast(&c->cond);
     pthread_mutex_unlock(&c->lock);

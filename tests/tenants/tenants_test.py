@@ -72,6 +72,8 @@ def check_tokens(args, server):
     expect('a wrong token: cuInit fails', p.returncode, 3)
     if 'token' not in p.stderr or 'rejected' not in p.stderr:
         raise Failure('the refusal does not say the token was rejected:\n' + p.stderr)
+    if 'lost' in p.stderr:
+        raise Failure('a refusal is reported as a lost connection too:\n' + p.stderr)
     print('ok: the refusals say why (%s)' % p.stderr.strip().splitlines()[-1])
     p = program(args, server, TOKENS['alice'], 'init')
     expect('the right token: cuInit works', (p.returncode, p.stdout.strip()),
