@@ -10,6 +10,7 @@
 #include "internal.h"
 #include "log.h"
 #include "mpcheck.h"
+#include "mpfield.h"
 
 /* Lets the server refuse to load this stub as its "real" driver. */
 __attribute__((visibility("default"))) const char cr_remote_stub_version[] = "cuda-remote 0.1.0";
@@ -115,48 +116,15 @@ void cr_reply_done(cr_pending_t *p, msgpack_unpacked *u)
 
 /* --- hello -------------------------------------------------------------------------------- */
 
-static int str_eq(const msgpack_object *o, const char *s)
-{
-    size_t n = strlen(s);
-    return o->type == MSGPACK_OBJECT_STR && o->via.str.size == n && !memcmp(o->via.str.ptr, s, n);
-}
-
-static const msgpack_object *map_get(const msgpack_object *map, const char *key)
-{
-    if (map->type != MSGPACK_OBJECT_MAP)
-        return NULL;
-    for (uint32_t i = 0; i < map->via.map.size; i++)
-        if (str_eq(&map->via.map.ptr[i].key, key))
-            return &map->via.map.ptr[i].val;
-    return NULL;
-}
-
-static void copy_str(char *dst, size_t cap, const msgpack_object *o)
-{
-    size_t n = 0;
-    if (o && o->type == MSGPACK_OBJECT_STR) {
-        n = o->via.str.size < cap - 1 ? o->via.str.size : cap - 1;
-        memcpy(dst, o->via.str.ptr, n);
-    }
-    dst[n] = '\0';
-}
-
-static void pack_str(msgpack_packer *pk, const char *s)
-{
-    size_t n = strlen(s);
-    msgpack_pack_str(pk, n);
-    msgpack_pack_str_body(pk, s, n);
-}
-
 static int parse_device(const msgpack_object *o, cr_device_t *d)
 {
-    const msgpack_object *name = map_get(o, "name"), *uuid = map_get(o, "uuid"),
-                         *mem = map_get(o, "total_mem"), *attrs = map_get(o, "attributes");
+    const msgpack_object *name = cr_mp_field(o, "name"), *uuid = cr_mp_field(o, "uuid");
+    const msgpack_object *mem = cr_mp_field(o, "total_mem"), *attrs = cr_mp_field(o, "attributes");
     if (!name || !uuid || uuid->type != MSGPACK_OBJECT_BIN || uuid->via.bin.size != 16 || !mem ||
         mem->type != MSGPACK_OBJECT_POSITIVE_INTEGER || !attrs ||
         attrs->type != MSGPACK_OBJECT_ARRAY)
         return CR_EPROTO;
-    copy_str(d->name, sizeof d->name, name);
+    cr_mp_copy_str(d->name, sizeof d->name, name);
     memcpy(d->uuid.bytes, uuid->via.bin.ptr, 16);
     d->total_mem = mem->via.u64;
     memset(d->attrs, 0, sizeof d->attrs);
@@ -184,21 +152,21 @@ static CUresult hello(cr_client_t *cl, char *message, size_t message_len)
     if (err)
         return cr_transport_error(err);
     msgpack_pack_map(&m.pk, 7);
-    pack_str(&m.pk, "protocol");
+    cr_mp_pack_str(&m.pk, "protocol");
     msgpack_pack_uint32(&m.pk, CR_PROTOCOL_VERSION);
-    pack_str(&m.pk, "cuda_version");
+    cr_mp_pack_str(&m.pk, "cuda_version");
     msgpack_pack_int(&m.pk, CR_CUDA_VERSION);
-    pack_str(&m.pk, "client");
-    pack_str(&m.pk, cr_remote_stub_version);
-    pack_str(&m.pk, "pid");
+    cr_mp_pack_str(&m.pk, "client");
+    cr_mp_pack_str(&m.pk, cr_remote_stub_version);
+    cr_mp_pack_str(&m.pk, "pid");
     msgpack_pack_int(&m.pk, (int)getpid());
-    pack_str(&m.pk, "host");
-    pack_str(&m.pk, host);
-    pack_str(&m.pk, "program");
-    pack_str(&m.pk, exe);
-    pack_str(&m.pk, "token");
+    cr_mp_pack_str(&m.pk, "host");
+    cr_mp_pack_str(&m.pk, host);
+    cr_mp_pack_str(&m.pk, "program");
+    cr_mp_pack_str(&m.pk, exe);
+    cr_mp_pack_str(&m.pk, "token");
     if (token)
-        pack_str(&m.pk, token);
+        cr_mp_pack_str(&m.pk, token);
     else
         msgpack_pack_nil(&m.pk);
 
@@ -206,14 +174,14 @@ static CUresult hello(cr_client_t *cl, char *message, size_t message_len)
     if (r != CUDA_SUCCESS) {
         /* a refusal carries its reason as the second element */
         if (u.data.type == MSGPACK_OBJECT_ARRAY && u.data.via.array.size >= 2)
-            copy_str(message, message_len, &u.data.via.array.ptr[1]);
+            cr_mp_copy_str(message, message_len, &u.data.via.array.ptr[1]);
         cr_reply_done(&p, &u);
         return r;
     }
     const msgpack_object *info = u.data.via.array.size >= 2 ? &u.data.via.array.ptr[1] : NULL;
-    const msgpack_object *ver = info ? map_get(info, "driver_version") : NULL;
-    const msgpack_object *devs = info ? map_get(info, "devices") : NULL;
-    const msgpack_object *windows = info ? map_get(info, "device_windows") : NULL;
+    const msgpack_object *ver = info ? cr_mp_field(info, "driver_version") : NULL;
+    const msgpack_object *devs = info ? cr_mp_field(info, "devices") : NULL;
+    const msgpack_object *windows = info ? cr_mp_field(info, "device_windows") : NULL;
     if (!ver || ver->type != MSGPACK_OBJECT_POSITIVE_INTEGER || !devs ||
         devs->type != MSGPACK_OBJECT_ARRAY) {
         cr_reply_done(&p, &u);
@@ -221,7 +189,7 @@ static CUresult hello(cr_client_t *cl, char *message, size_t message_len)
         return CUDA_ERROR_UNKNOWN;
     }
     cl->server_driver_version = (int)ver->via.u64;
-    copy_str(cl->backend, sizeof cl->backend, map_get(info, "backend"));
+    cr_mp_copy_str(cl->backend, sizeof cl->backend, cr_mp_field(info, "backend"));
     cl->device_count = 0;
     for (uint32_t i = 0; i < devs->via.array.size && i < CR_MAX_DEVICES; i++) {
         if (parse_device(&devs->via.array.ptr[i], &cl->devices[i]) != 0) {

@@ -14,6 +14,7 @@
 #include "dispatch.h"
 #include "error.h"
 #include "log.h"
+#include "mpfield.h"
 #include "protocol.h"
 
 #define FIRST_HANDLE_ID 0x10000 /* well above NULL, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD */
@@ -666,51 +667,17 @@ void cr_session_release_resources(cr_session_t *s, int keep_code)
 
 /* --- hello --------------------------------------------------------------------------------- */
 
-static void pack_str(msgpack_packer *pk, const char *str)
-{
-    size_t n = strlen(str);
-    msgpack_pack_str(pk, n);
-    msgpack_pack_str_body(pk, str, n);
-}
-
+/* A field of the hello's map as text fit for the log (a number printed, control characters
+ * replaced); "" when absent. */
 static void copy_field(char *dst, size_t cap, const msgpack_object *map, const char *key)
 {
-    dst[0] = '\0';
-    if (map->type != MSGPACK_OBJECT_MAP)
-        return;
-    size_t klen = strlen(key);
-    for (uint32_t i = 0; i < map->via.map.size; i++) {
-        const msgpack_object *k = &map->via.map.ptr[i].key, *v = &map->via.map.ptr[i].val;
-        if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == klen &&
-            !memcmp(k->via.str.ptr, key, klen)) {
-            if (v->type == MSGPACK_OBJECT_STR) {
-                size_t n = v->via.str.size < cap - 1 ? v->via.str.size : cap - 1;
-                memcpy(dst, v->via.str.ptr, n);
-                dst[n] = '\0';
-                for (size_t j = 0; j < n; j++) /* log-safe */
-                    if ((unsigned char)dst[j] < 0x20)
-                        dst[j] = '?';
-            } else if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-                snprintf(dst, cap, "%llu", (unsigned long long)v->via.u64);
-            }
-            return;
-        }
-    }
-}
-
-/* A string field of the hello's map, as is (NULL when absent or not a string). */
-static const char *map_str(const msgpack_object *map, const char *key, size_t *len)
-{
-    size_t klen = strlen(key);
-    for (uint32_t i = 0; i < map->via.map.size; i++) {
-        const msgpack_object *k = &map->via.map.ptr[i].key, *v = &map->via.map.ptr[i].val;
-        if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == klen &&
-            !memcmp(k->via.str.ptr, key, klen) && v->type == MSGPACK_OBJECT_STR) {
-            *len = v->via.str.size;
-            return v->via.str.ptr;
-        }
-    }
-    return NULL;
+    const msgpack_object *v = cr_mp_field(map, key);
+    cr_mp_copy_str(dst, cap, v);
+    if (v && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+        snprintf(dst, cap, "%llu", (unsigned long long)v->via.u64);
+    for (char *c = dst; *c; c++)
+        if ((unsigned char)*c < 0x20)
+            *c = '?';
 }
 
 /* Answers a hello with a refusal and its reason. */
@@ -718,7 +685,7 @@ static void refuse_hello(cr_session_t *s, cr_request_t *req, CUresult r, const c
 {
     cr_reply_t reply;
     if (cr_reply_begin(req, &reply, r, 1) == 0) {
-        pack_str(&reply.pk, why);
+        cr_mp_pack_str(&reply.pk, why);
         cr_reply_send(req, &reply, 0);
     }
     CR_WARN("session %llu: refused %s from %s: %s", (unsigned long long)s->id, s->who, s->peer,
@@ -746,10 +713,11 @@ static int handle_hello(cr_session_t *s, cr_request_t *req)
         refuse_hello(s, req, CUDA_ERROR_NOT_SUPPORTED, why);
         return CR_EVERSION;
     }
-    size_t token_len = 0;
-    const char *token = map_str(info, "token", &token_len);
+    const msgpack_object *token = cr_mp_field(info, "token");
+    int has_token = token && token->type == MSGPACK_OBJECT_STR;
     const char *why = NULL;
-    cr_tenant_t *tenant = cr_tenants_find(token, token_len, &why);
+    cr_tenant_t *tenant = cr_tenants_find(has_token ? token->via.str.ptr : NULL,
+                                          has_token ? token->via.str.size : 0, &why);
     if (!tenant) {
         refuse_hello(s, req, CUDA_ERROR_NOT_PERMITTED, why);
         return CR_EPERM;
@@ -773,31 +741,31 @@ static int handle_hello(cr_session_t *s, cr_request_t *req)
     uint64_t quota = __atomic_load_n(&tenant->quota, __ATOMIC_RELAXED);
     uint64_t total_mem = quota && quota < b->desc.total_mem ? quota : b->desc.total_mem;
     msgpack_pack_map(&r.pk, 7);
-    pack_str(&r.pk, "protocol");
+    cr_mp_pack_str(&r.pk, "protocol");
     msgpack_pack_int(&r.pk, CR_PROTOCOL_VERSION);
-    pack_str(&r.pk, "server");
-    pack_str(&r.pk, "cuda-remoted 0.1.0");
-    pack_str(&r.pk, "backend");
-    pack_str(&r.pk, b->kind);
-    pack_str(&r.pk, "driver_version");
+    cr_mp_pack_str(&r.pk, "server");
+    cr_mp_pack_str(&r.pk, "cuda-remoted 0.1.0");
+    cr_mp_pack_str(&r.pk, "backend");
+    cr_mp_pack_str(&r.pk, b->kind);
+    cr_mp_pack_str(&r.pk, "driver_version");
     msgpack_pack_int(&r.pk, b->driver_version);
-    pack_str(&r.pk, "session");
+    cr_mp_pack_str(&r.pk, "session");
     msgpack_pack_uint64(&r.pk, s->id);
-    pack_str(&r.pk, "devices");
+    cr_mp_pack_str(&r.pk, "devices");
     msgpack_pack_array(&r.pk, 1); /* one server per GPU */
     msgpack_pack_map(&r.pk, 4);
-    pack_str(&r.pk, "name");
-    pack_str(&r.pk, b->desc.name);
-    pack_str(&r.pk, "uuid");
+    cr_mp_pack_str(&r.pk, "name");
+    cr_mp_pack_str(&r.pk, b->desc.name);
+    cr_mp_pack_str(&r.pk, "uuid");
     msgpack_pack_bin(&r.pk, 16);
     msgpack_pack_bin_body(&r.pk, b->desc.uuid.bytes, 16);
-    pack_str(&r.pk, "total_mem");
+    cr_mp_pack_str(&r.pk, "total_mem");
     msgpack_pack_uint64(&r.pk, total_mem);
-    pack_str(&r.pk, "attributes");
+    cr_mp_pack_str(&r.pk, "attributes");
     msgpack_pack_array(&r.pk, CU_DEVICE_ATTRIBUTE_MAX);
     for (int i = 0; i < CU_DEVICE_ATTRIBUTE_MAX; i++)
         msgpack_pack_int(&r.pk, b->desc.attrs[i]);
-    pack_str(&r.pk, "device_windows");
+    cr_mp_pack_str(&r.pk, "device_windows");
     if (b->window_size) {
         msgpack_pack_array(&r.pk, 1);
         msgpack_pack_array(&r.pk, 2);

@@ -9,6 +9,7 @@
 
 #include "dispatch.h"
 #include "log.h"
+#include "mpfield.h"
 
 static struct timespec started;
 
@@ -91,23 +92,25 @@ cr_tenant_info_t *cr_status_tenants(size_t *count)
 
 /* ---- @status ---- */
 
-static void pack_str(msgpack_packer *pk, const char *s)
+static void kv_u64(msgpack_packer *pk, const char *key, uint64_t value)
 {
-    size_t n = strlen(s);
-    msgpack_pack_str(pk, n);
-    msgpack_pack_str_body(pk, s, n);
+    cr_mp_pack_str(pk, key);
+    msgpack_pack_uint64(pk, value);
 }
 
+static void kv_str(msgpack_packer *pk, const char *key, const char *value)
+{
+    cr_mp_pack_str(pk, key);
+    cr_mp_pack_str(pk, value);
+}
+
+#define USAGE_FIELDS 4 /* what pack_usage adds to a map */
 static void pack_usage(msgpack_packer *pk, const cr_usage_t *u)
 {
-    pack_str(pk, "launches");
-    msgpack_pack_uint64(pk, u->launches);
-    pack_str(pk, "bytes_h2d");
-    msgpack_pack_uint64(pk, u->bytes_h2d);
-    pack_str(pk, "bytes_d2h");
-    msgpack_pack_uint64(pk, u->bytes_d2h);
-    pack_str(pk, "errors");
-    msgpack_pack_uint64(pk, u->errors);
+    kv_u64(pk, "launches", u->launches);
+    kv_u64(pk, "bytes_h2d", u->bytes_h2d);
+    kv_u64(pk, "bytes_d2h", u->bytes_d2h);
+    kv_u64(pk, "errors", u->errors);
 }
 
 typedef struct {
@@ -159,73 +162,49 @@ void cr_status_reply(cr_request_t *req)
     }
     msgpack_packer *pk = &r.pk;
     msgpack_pack_map(pk, 4);
-    pack_str(pk, "server");
+    cr_mp_pack_str(pk, "server");
     msgpack_pack_map(pk, 7);
-    pack_str(pk, "version");
-    pack_str(pk, "cuda-remoted 0.1.0");
-    pack_str(pk, "backend");
-    pack_str(pk, b->kind);
-    pack_str(pk, "device");
-    pack_str(pk, b->desc.name);
-    pack_str(pk, "memory_total");
-    msgpack_pack_uint64(pk, total_mem ? total_mem : b->desc.total_mem);
-    pack_str(pk, "memory_used");
-    msgpack_pack_uint64(pk, total_mem - free_mem);
-    pack_str(pk, "uptime_s");
+    kv_str(pk, "version", "cuda-remoted 0.1.0");
+    kv_str(pk, "backend", b->kind);
+    kv_str(pk, "device", b->desc.name);
+    kv_u64(pk, "memory_total", total_mem ? total_mem : b->desc.total_mem);
+    kv_u64(pk, "memory_used", total_mem - free_mem);
+    cr_mp_pack_str(pk, "uptime_s");
     msgpack_pack_double(pk, cr_status_uptime());
-    pack_str(pk, "tenants_file");
-    msgpack_pack_int(pk, cr_tenants_from_file());
-    pack_str(pk, "self");
-    msgpack_pack_uint64(pk, self->id);
-    pack_str(pk, "tenants");
+    kv_u64(pk, "tenants_file", (uint64_t)cr_tenants_from_file());
+    kv_u64(pk, "self", self->id);
+    cr_mp_pack_str(pk, "tenants");
     msgpack_pack_array(pk, shown);
     for (size_t i = 0; i < tenant_count; i++) {
         const cr_tenant_info_t *t = &tenants[i];
         if (!all && t->tenant != viewer) continue;
-        msgpack_pack_map(pk, 10 + 4);
-        pack_str(pk, "name");
-        pack_str(pk, t->name);
-        pack_str(pk, "quota");
-        msgpack_pack_uint64(pk, t->quota);
-        pack_str(pk, "used");
-        msgpack_pack_uint64(pk, t->used);
-        pack_str(pk, "weight");
+        msgpack_pack_map(pk, 10 + USAGE_FIELDS);
+        kv_str(pk, "name", t->name);
+        kv_u64(pk, "quota", t->quota);
+        kv_u64(pk, "used", t->used);
+        cr_mp_pack_str(pk, "weight");
         msgpack_pack_double(pk, t->weight);
-        pack_str(pk, "priority");
-        pack_str(pk, cr_priority_name(t->priority));
-        pack_str(pk, "admin");
-        msgpack_pack_int(pk, t->admin);
-        pack_str(pk, "removed");
-        msgpack_pack_int(pk, t->removed);
-        pack_str(pk, "sessions");
-        msgpack_pack_uint64(pk, t->sessions);
-        pack_str(pk, "sessions_total");
-        msgpack_pack_uint64(pk, t->sessions_total);
-        pack_str(pk, "queued");
-        msgpack_pack_uint64(pk, t->queued);
+        kv_str(pk, "priority", cr_priority_name(t->priority));
+        kv_u64(pk, "admin", t->admin);
+        kv_u64(pk, "removed", t->removed);
+        kv_u64(pk, "sessions", t->sessions);
+        kv_u64(pk, "sessions_total", t->sessions_total);
+        kv_u64(pk, "queued", t->queued);
         pack_usage(pk, &t->usage);
     }
-    pack_str(pk, "sessions");
+    cr_mp_pack_str(pk, "sessions");
     msgpack_pack_array(pk, sessions.count);
     for (size_t i = 0; i < sessions.count; i++) {
         const cr_session_info_t *s = &sessions.list[i];
-        msgpack_pack_map(pk, 8 + 4);
-        pack_str(pk, "id");
-        msgpack_pack_uint64(pk, s->id);
-        pack_str(pk, "tenant");
-        pack_str(pk, s->tenant ? s->tenant->name : "");
-        pack_str(pk, "who");
-        pack_str(pk, s->who);
-        pack_str(pk, "peer");
-        pack_str(pk, s->peer);
-        pack_str(pk, "memory");
-        msgpack_pack_uint64(pk, s->memory);
-        pack_str(pk, "requests");
-        msgpack_pack_uint64(pk, s->requests);
-        pack_str(pk, "queued");
-        msgpack_pack_uint64(pk, s->queued);
-        pack_str(pk, "connected_ns");
-        msgpack_pack_int64(pk, s->connected_ns);
+        msgpack_pack_map(pk, 8 + USAGE_FIELDS);
+        kv_u64(pk, "id", s->id);
+        kv_str(pk, "tenant", s->tenant ? s->tenant->name : "");
+        kv_str(pk, "who", s->who);
+        kv_str(pk, "peer", s->peer);
+        kv_u64(pk, "memory", s->memory);
+        kv_u64(pk, "requests", s->requests);
+        kv_u64(pk, "queued", s->queued);
+        kv_u64(pk, "connected_ns", s->connected_ns);
         pack_usage(pk, &s->usage);
     }
     free(tenants);

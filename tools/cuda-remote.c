@@ -23,6 +23,7 @@
 #include "error.h"
 #include "frame.h"
 #include "mpcheck.h"
+#include "mpfield.h"
 
 static const char *prog = "cuda-remote";
 
@@ -94,31 +95,11 @@ static int call(int fd, uint16_t opcode, uint64_t call_id, const cr_buf_t *body,
     return 0;
 }
 
-static void pack_str(msgpack_packer *pk, const char *s)
-{
-    size_t n = strlen(s);
-    msgpack_pack_str(pk, n);
-    msgpack_pack_str_body(pk, s, n);
-}
-
 /* ---- reading the reply ---- */
-
-static const msgpack_object *field(const msgpack_object *map, const char *key)
-{
-    if (!map || map->type != MSGPACK_OBJECT_MAP) return NULL;
-    size_t n = strlen(key);
-    for (uint32_t i = 0; i < map->via.map.size; i++) {
-        const msgpack_object *k = &map->via.map.ptr[i].key;
-        if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == n &&
-            memcmp(k->via.str.ptr, key, n) == 0)
-            return &map->via.map.ptr[i].val;
-    }
-    return NULL;
-}
 
 static uint64_t num(const msgpack_object *map, const char *key)
 {
-    const msgpack_object *o = field(map, key);
+    const msgpack_object *o = cr_mp_field(map, key);
     if (!o) return 0;
     if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) return o->via.u64;
     if (o->type == MSGPACK_OBJECT_FLOAT64 || o->type == MSGPACK_OBJECT_FLOAT32)
@@ -128,7 +109,7 @@ static uint64_t num(const msgpack_object *map, const char *key)
 
 static double real(const msgpack_object *map, const char *key)
 {
-    const msgpack_object *o = field(map, key);
+    const msgpack_object *o = cr_mp_field(map, key);
     if (o && (o->type == MSGPACK_OBJECT_FLOAT64 || o->type == MSGPACK_OBJECT_FLOAT32))
         return o->via.f64;
     return (double)num(map, key);
@@ -136,13 +117,7 @@ static double real(const msgpack_object *map, const char *key)
 
 static const char *str(const msgpack_object *map, const char *key, char *buf, size_t cap)
 {
-    const msgpack_object *o = field(map, key);
-    size_t n = 0;
-    if (o && o->type == MSGPACK_OBJECT_STR) {
-        n = o->via.str.size < cap - 1 ? o->via.str.size : cap - 1;
-        memcpy(buf, o->via.str.ptr, n);
-    }
-    buf[n] = '\0';
+    cr_mp_copy_str(buf, cap, cr_mp_field(map, key));
     return buf;
 }
 
@@ -176,9 +151,9 @@ static const char *duration(double s, char *buf, size_t cap)
 
 static void print_tables(const msgpack_object *st)
 {
-    const msgpack_object *srv = field(st, "server");
-    const msgpack_object *tenants = field(st, "tenants");
-    const msgpack_object *sessions = field(st, "sessions");
+    const msgpack_object *srv = cr_mp_field(st, "server");
+    const msgpack_object *tenants = cr_mp_field(st, "tenants");
+    const msgpack_object *sessions = cr_mp_field(st, "sessions");
     uint64_t self = num(st, "self");
     char a[64], b[64], c[64], d[256], e[64];
 
@@ -215,7 +190,7 @@ static void print_tables(const msgpack_object *st)
     for (uint32_t i = 0;
          sessions && sessions->type == MSGPACK_OBJECT_ARRAY && i < sessions->via.array.size; i++) {
         const msgpack_object *s = &sessions->via.array.ptr[i];
-        const msgpack_object *since = field(s, "connected_ns");
+        const msgpack_object *since = cr_mp_field(s, "connected_ns");
         int64_t t0 = since && (since->type == MSGPACK_OBJECT_POSITIVE_INTEGER ||
                                since->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
                          ? since->via.i64
@@ -307,21 +282,21 @@ static int status(const char *server, int json)
     msgpack_packer pk;
     msgpack_packer_init(&pk, &body, cr_buf_msgpack_write);
     msgpack_pack_map(&pk, 7);
-    pack_str(&pk, "protocol");
+    cr_mp_pack_str(&pk, "protocol");
     msgpack_pack_uint32(&pk, CR_PROTOCOL_VERSION);
-    pack_str(&pk, "cuda_version");
+    cr_mp_pack_str(&pk, "cuda_version");
     msgpack_pack_int(&pk, 0);
-    pack_str(&pk, "client");
-    pack_str(&pk, "cuda-remote status");
-    pack_str(&pk, "pid");
+    cr_mp_pack_str(&pk, "client");
+    cr_mp_pack_str(&pk, "cuda-remote status");
+    cr_mp_pack_str(&pk, "pid");
     msgpack_pack_int(&pk, (int)getpid());
-    pack_str(&pk, "host");
-    pack_str(&pk, host);
-    pack_str(&pk, "program");
-    pack_str(&pk, "cuda-remote");
-    pack_str(&pk, "token");
+    cr_mp_pack_str(&pk, "host");
+    cr_mp_pack_str(&pk, host);
+    cr_mp_pack_str(&pk, "program");
+    cr_mp_pack_str(&pk, "cuda-remote");
+    cr_mp_pack_str(&pk, "token");
     if (token)
-        pack_str(&pk, token);
+        cr_mp_pack_str(&pk, token);
     else
         msgpack_pack_nil(&pk);
 
