@@ -70,13 +70,18 @@ static void launch(cr_request_t *req, int cooperative)
     CUresult r = parse_launch(req, &l);
     if (r == CUDA_SUCCESS) {
         cr_session_stream_prepare(req->session, l.stream);
-        if (cooperative)
-            r = d->cuLaunchCooperativeKernel(l.f, l.grid[0], l.grid[1], l.grid[2], l.block[0],
-                                             l.block[1], l.block[2], l.shared, l.stream->obj,
-                                             l.params);
-        else
-            r = d->cuLaunchKernel(l.f, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
-                                  l.block[2], l.shared, l.stream->obj, l.params, NULL);
+        r = cr_sched_launch_begin(req->session, l.stream);
+        if (r == CUDA_SUCCESS) {
+            if (cooperative)
+                r = d->cuLaunchCooperativeKernel(l.f, l.grid[0], l.grid[1], l.grid[2],
+                                                 l.block[0], l.block[1], l.block[2], l.shared,
+                                                 l.stream->obj, l.params);
+            else
+                r = d->cuLaunchKernel(l.f, l.grid[0], l.grid[1], l.grid[2], l.block[0],
+                                      l.block[1], l.block[2], l.shared, l.stream->obj, l.params,
+                                      NULL);
+            cr_sched_launch_end(req->session, l.stream, r);
+        }
         free(l.params);
         if (r == CUDA_SUCCESS)
             cr_session_count_launch(req->session);
@@ -140,8 +145,12 @@ void cr_srv_cuLaunchKernelEx(cr_request_t *req)
             .attrs = attrs, .numAttrs = list->size,
         };
         cr_session_stream_prepare(s, l.stream);
-        r = d->cuLaunchKernelEx ? d->cuLaunchKernelEx(&config, l.f, l.params, NULL)
-                                : CUDA_ERROR_NOT_SUPPORTED;
+        if (!d->cuLaunchKernelEx)
+            r = CUDA_ERROR_NOT_SUPPORTED;
+        else if ((r = cr_sched_launch_begin(s, l.stream)) == CUDA_SUCCESS) {
+            r = d->cuLaunchKernelEx(&config, l.f, l.params, NULL);
+            cr_sched_launch_end(s, l.stream, r);
+        }
         if (r == CUDA_SUCCESS)
             cr_session_count_launch(s);
     }

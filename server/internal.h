@@ -87,7 +87,23 @@ typedef struct {
     uint64_t launches;
     uint64_t bytes_h2d, bytes_d2h; /* copies between host and device, either way */
     uint64_t errors;               /* calls that failed (CUDA_ERROR_NOT_READY is no failure) */
+    uint64_t device_ns;            /* device time of its kernels (sched.c) */
 } cr_usage_t;
+
+/* A tenant as the scheduler sees it (sched.c; under the scheduler's lock). */
+typedef struct {
+    struct cr_tenant_s *next_known; /* tenants that launched at least once */
+    int known;
+    unsigned waiting;        /* executors waiting to launch */
+    unsigned inflight;       /* launches admitted and not yet finished on the device */
+    double vtime;            /* device ns / weight: the least goes next within a level */
+    double launch_ns;        /* estimated device time of one launch, 0: not known yet */
+    double slice_ns;         /* device time charged since it last took the device */
+    int64_t progress_ns;     /* when its work last finished, or it took the device */
+    int64_t idle_since;      /* when its work in flight last finished */
+    double recent_ns;        /* device time, decaying: its share lately */
+    int64_t recent_at;
+} cr_sched_tenant_t;
 
 typedef struct cr_tenant_s {
     struct cr_tenant_s *next;
@@ -103,6 +119,7 @@ typedef struct cr_tenant_s {
     uint64_t sessions;       /* connected now */
     uint64_t sessions_total;
     cr_usage_t usage;
+    cr_sched_tenant_t sched;
 } cr_tenant_t;
 
 const char *cr_priority_name(int priority);
@@ -154,6 +171,7 @@ typedef struct {
     /* libraries and modules: their globals' initial contents (handlers_code.c) */
     struct cr_code_globals_s *globals;
     uint64_t charged;        /* device memory charged to the tenant for it (globals) */
+    struct cr_batch_s *batch; /* streams: the open batch of measured launches (sched.c) */
 } cr_handle_t;
 
 struct cr_session_s {
@@ -192,6 +210,7 @@ struct cr_session_s {
     pthread_t executor;
     cr_handle_t legacy;      /* the session's own legacy default stream (id 0) */
     uint64_t legacy_gen;
+    struct cr_batch_s *open_batches; /* launches measured, end not yet recorded (sched.c) */
 
     /* output: written straight from the sending thread when nothing is queued before it
      * (no hand-off to the loop on the way out), else queued for the loop */
@@ -301,6 +320,25 @@ void cr_session_track_code(cr_session_t *s, CUdeviceptr p, size_t size, uint64_t
  * addresses a client passes must be its own. */
 int cr_session_owns(cr_session_t *s, CUdeviceptr p, uint64_t len);
 
+/* --- sched.c: device time per tenant, and whose launches go next ------------------------- */
+
+/* Starts measuring and dispatching (the harvester thread). 0 or CR_ENOMEM. */
+int cr_sched_start(const cr_backend_t *b);
+/* Before a launch on `stream` (executor): waits until the session's tenant may put more
+ * work on the device, then makes sure the launch is measured. CUDA_SUCCESS, or an error
+ * when the session is closing or out of memory (do not launch). */
+CUresult cr_sched_launch_begin(cr_session_t *s, cr_handle_t *stream);
+/* After the launch that cr_sched_launch_begin admitted; r is its result. */
+void cr_sched_launch_end(cr_session_t *s, cr_handle_t *stream, CUresult r);
+/* Ends the session's open batches (executor): before any request other than a launch and
+ * before the executor waits, so no admitted work is left unmeasured. */
+void cr_sched_flush(cr_session_t *s);
+/* Wakes executors waiting for admission (a session is closing). */
+void cr_sched_wake(void);
+/* The tenant's part of the device time all tenants used lately (0 to 1), and its launches
+ * in flight on the device now. */
+void cr_sched_figures(const cr_tenant_t *t, double *share, unsigned *inflight);
+
 /* --- handlers_code.c ---------------------------------------------------------------------- */
 
 /* Gives every global of the session's libraries and modules its initial contents again:
@@ -369,6 +407,8 @@ typedef struct {
     double weight;
     int priority, admin, removed;
     cr_usage_t usage;
+    double share;            /* of the device time used lately (cr_sched_figures) */
+    unsigned inflight;       /* launches on the device now */
 } cr_tenant_info_t;
 /* Every tenant's figures (*count of them; free the array), or NULL when out of memory. */
 cr_tenant_info_t *cr_status_tenants(size_t *count);

@@ -158,6 +158,10 @@ int main(int argc, char **argv)
             strcmp(backend.kind, "cuda") == 0 ? backend.path : "", backend.desc.name,
             backend.desc.total_mem >> 20, backend.driver_version);
     cr_waiter_init(&backend);
+    if (cr_sched_start(&backend) != 0) {
+        CR_ERROR("cannot start the scheduler: out of memory");
+        return 1;
+    }
     cr_status_start();
     return cr_server_run(&backend, listen, listen_count, metrics);
 }

@@ -102,6 +102,7 @@ void cr_sessions_foreach(void (*fn)(const cr_session_info_t *info, void *arg), v
         info.usage.bytes_h2d = __atomic_load_n(&s->usage.bytes_h2d, __ATOMIC_RELAXED);
         info.usage.bytes_d2h = __atomic_load_n(&s->usage.bytes_d2h, __ATOMIC_RELAXED);
         info.usage.errors = __atomic_load_n(&s->usage.errors, __ATOMIC_RELAXED);
+        info.usage.device_ns = __atomic_load_n(&s->usage.device_ns, __ATOMIC_RELAXED);
         fn(&info, arg);
     }
     pthread_mutex_unlock(&all_lock);
@@ -786,6 +787,12 @@ static int handle_hello(cr_session_t *s, cr_request_t *req)
 
 /* --- the executor ---------------------------------------------------------------------------- */
 
+static int is_launch(uint16_t opcode)
+{
+    return opcode == CR_OP_cuLaunchKernel || opcode == CR_OP_cuLaunchKernelEx ||
+           opcode == CR_OP_cuLaunchCooperativeKernel;
+}
+
 static void *executor_main(void *arg)
 {
     cr_session_t *s = arg;
@@ -801,6 +808,8 @@ static void *executor_main(void *arg)
         while (!__atomic_load_n(&s->inbox_head, __ATOMIC_ACQUIRE) &&
                !__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE) && now_ns() < until)
             cr_cpu_relax();
+        if (!__atomic_load_n(&s->inbox_head, __ATOMIC_ACQUIRE))
+            cr_sched_flush(s); /* what it launched is measured before it sleeps */
         pthread_mutex_lock(&s->lock);
         while (!s->inbox_head && !s->closing)
             pthread_cond_wait(&s->cond, &s->lock);
@@ -849,6 +858,8 @@ static void *executor_main(void *arg)
             msgpack_zone_clear(&exec_zone);
             continue;
         }
+        if (!is_launch(req->hdr.opcode))
+            cr_sched_flush(s); /* launches in a measured batch are consecutive */
         if (req->hdr.opcode == CR_OP_HELLO)
             cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         else if (req->hdr.opcode == CR_OP_SHM_ATTACH)
@@ -862,6 +873,7 @@ static void *executor_main(void *arg)
         msgpack_zone_clear(&exec_zone); /* nothing the executor decoded is used after this */
     }
     msgpack_zone_destroy(&exec_zone);
+    cr_sched_flush(s);
 
     /* wait for the waiter threads and host functions still using the session */
     pthread_mutex_lock(&s->lock);
@@ -946,6 +958,7 @@ void cr_session_close(cr_session_t *s, const char *why)
         pthread_cond_wait(&s->cond, &s->lock);
     pthread_cond_broadcast(&s->cond); /* the executor and blocked host functions */
     pthread_mutex_unlock(&s->lock);
+    cr_sched_wake(); /* its executor may wait to launch */
     if (first)
         CR_INFO("session %llu: %s from %s ended: %s", (unsigned long long)s->id,
                 s->who[0] ? s->who : "client", s->peer, why);

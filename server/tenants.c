@@ -217,7 +217,7 @@ static int apply(const cr_tenant_t *entries, int n, char *err, size_t len)
         }
         memcpy(t->token, entries[i].token, sizeof t->token);
         __atomic_store_n(&t->quota, entries[i].quota, __ATOMIC_RELAXED);
-        t->weight = entries[i].weight;
+        __atomic_store(&t->weight, &entries[i].weight, __ATOMIC_RELAXED); /* sched.c reads it */
         __atomic_store_n(&t->priority, entries[i].priority, __ATOMIC_RELAXED);
         __atomic_store_n(&t->admin, entries[i].admin, __ATOMIC_RELAXED);
         t->removed = 0;
