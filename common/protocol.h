@@ -30,10 +30,12 @@
  *   reply [CUresult, map {server: {version, backend, device, memory_total, memory_used,
  *          uptime_s, tenants_file}, self: the caller's session id,
  *          tenants: [{name, quota (0: none), used, weight, priority, admin, removed,
- *                     sessions, sessions_total, queued, launches, bytes_h2d, bytes_d2h,
- *                     errors}],
+ *                     sessions, sessions_total, queued, share (of the device time used
+ *                     lately, 0 to 1), inflight (launches on the device), launches,
+ *                     bytes_h2d, bytes_d2h, errors, device_ns}],
  *          sessions: [{id, tenant, who, peer, memory, requests, queued, connected_ns
- *                      (CLOCK_REALTIME), launches, bytes_h2d, bytes_d2h, errors}]}]
+ *                      (CLOCK_REALTIME), launches, bytes_h2d, bytes_d2h, errors,
+ *                      device_ns}]}]
  *          the caller's own tenant and its sessions; every one for an admin tenant
  *
  * cuMemcpyHtoD_v2 (waits) / cuMemcpyHtoDAsync_v2 (async)

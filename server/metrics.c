@@ -82,7 +82,9 @@ static void family(cr_buf_t *b, const char *name, const char *type, const char *
     X("cuda_remote_tenant_launches_total", "counter", "kernel launches", t->usage.launches)        \
     X("cuda_remote_tenant_errors_total", "counter", "calls that failed", t->usage.errors)          \
     X("cuda_remote_tenant_queued_requests", "gauge",                                               \
-      "requests received from the tenant's clients and not yet run", t->queued)
+      "requests received from the tenant's clients and not yet run", t->queued)                    \
+    X("cuda_remote_tenant_inflight_launches", "gauge",                                             \
+      "launches admitted to the device and not finished", t->inflight)
 
 static void render(cr_buf_t *b, const cr_backend_t *backend)
 {
@@ -122,6 +124,16 @@ static void render(cr_buf_t *b, const cr_backend_t *backend)
         put(b, "cuda_remote_tenant_copy_bytes_total{tenant=\"%s\",direction=\"d2h\"} %llu\n",
             t->name, (unsigned long long)t->usage.bytes_d2h);
     }
+    family(b, "cuda_remote_tenant_device_seconds_total", "counter",
+           "device time of the tenant's kernels");
+    for (size_t i = 0; i < count; i++)
+        put(b, "cuda_remote_tenant_device_seconds_total{tenant=\"%s\"} %.9f\n", tenants[i].name,
+            (double)tenants[i].usage.device_ns / 1e9);
+    family(b, "cuda_remote_tenant_device_share", "gauge",
+           "the tenant's part of the device time all tenants used lately (decaying over seconds)");
+    for (size_t i = 0; i < count; i++)
+        put(b, "cuda_remote_tenant_device_share{tenant=\"%s\"} %.4f\n", tenants[i].name,
+            tenants[i].share);
     family(b, "cuda_remote_tenant_weight", "gauge", "the tenant's share under contention");
     for (size_t i = 0; i < count; i++)
         put(b, "cuda_remote_tenant_weight{tenant=\"%s\",priority=\"%s\"} %g\n", tenants[i].name,

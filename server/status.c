@@ -68,6 +68,8 @@ static void add_tenant(const cr_tenant_t *t, void *arg)
     i->usage.bytes_h2d = __atomic_load_n(&t->usage.bytes_h2d, __ATOMIC_RELAXED);
     i->usage.bytes_d2h = __atomic_load_n(&t->usage.bytes_d2h, __ATOMIC_RELAXED);
     i->usage.errors = __atomic_load_n(&t->usage.errors, __ATOMIC_RELAXED);
+    i->usage.device_ns = __atomic_load_n(&t->usage.device_ns, __ATOMIC_RELAXED);
+    cr_sched_figures(t, &i->share, &i->inflight);
 }
 
 static void add_queued(const cr_session_info_t *s, void *arg)
@@ -104,13 +106,14 @@ static void kv_str(msgpack_packer *pk, const char *key, const char *value)
     cr_mp_pack_str(pk, value);
 }
 
-#define USAGE_FIELDS 4 /* what pack_usage adds to a map */
+#define USAGE_FIELDS 5 /* what pack_usage adds to a map */
 static void pack_usage(msgpack_packer *pk, const cr_usage_t *u)
 {
     kv_u64(pk, "launches", u->launches);
     kv_u64(pk, "bytes_h2d", u->bytes_h2d);
     kv_u64(pk, "bytes_d2h", u->bytes_d2h);
     kv_u64(pk, "errors", u->errors);
+    kv_u64(pk, "device_ns", u->device_ns);
 }
 
 typedef struct {
@@ -178,7 +181,7 @@ void cr_status_reply(cr_request_t *req)
     for (size_t i = 0; i < tenant_count; i++) {
         const cr_tenant_info_t *t = &tenants[i];
         if (!all && t->tenant != viewer) continue;
-        msgpack_pack_map(pk, 10 + USAGE_FIELDS);
+        msgpack_pack_map(pk, 12 + USAGE_FIELDS);
         kv_str(pk, "name", t->name);
         kv_u64(pk, "quota", t->quota);
         kv_u64(pk, "used", t->used);
@@ -190,6 +193,9 @@ void cr_status_reply(cr_request_t *req)
         kv_u64(pk, "sessions", t->sessions);
         kv_u64(pk, "sessions_total", t->sessions_total);
         kv_u64(pk, "queued", t->queued);
+        cr_mp_pack_str(pk, "share");
+        msgpack_pack_double(pk, t->share);
+        kv_u64(pk, "inflight", t->inflight);
         pack_usage(pk, &t->usage);
     }
     cr_mp_pack_str(pk, "sessions");

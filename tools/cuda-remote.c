@@ -149,6 +149,16 @@ static const char *duration(double s, char *buf, size_t cap)
     return buf;
 }
 
+/* Device time: milliseconds up to a minute, then as a duration. */
+static const char *device_time(uint64_t ns, char *buf, size_t cap)
+{
+    if (ns < 60000000000ull)
+        snprintf(buf, cap, "%.1f ms", (double)ns / 1e6);
+    else
+        duration((double)ns / 1e9, buf, cap);
+    return buf;
+}
+
 static void print_tables(const msgpack_object *st)
 {
     const msgpack_object *srv = cr_mp_field(st, "server");
@@ -164,26 +174,30 @@ static void print_tables(const msgpack_object *st)
            duration(real(srv, "uptime_s"), e, sizeof e),
            num(srv, "tenants_file") ? "" : "  (no tenants file: everyone is \"default\")");
 
-    printf("%-16s %-8s %6s %21s %8s %9s %10s %10s %7s %6s\n", "TENANT", "PRIORITY", "WEIGHT",
-           "MEMORY USED / QUOTA", "SESSIONS", "LAUNCHES", "H2D", "D2H", "ERRORS", "QUEUED");
+    printf("%-16s %-8s %6s %21s %8s %9s %10s %6s %10s %10s %7s %6s\n", "TENANT", "PRIORITY",
+           "WEIGHT", "MEMORY USED / QUOTA", "SESSIONS", "LAUNCHES", "GPU TIME", "SHARE", "H2D",
+           "D2H", "ERRORS", "QUEUED");
     for (uint32_t i = 0;
          tenants && tenants->type == MSGPACK_OBJECT_ARRAY && i < tenants->via.array.size; i++) {
         const msgpack_object *t = &tenants->via.array.ptr[i];
-        char name[64], prio[16], mem[48], h2d[24], d2h[24];
+        char name[64], prio[16], mem[48], h2d[24], d2h[24], gpu[24], share[16];
         uint64_t quota = num(t, "quota");
         snprintf(mem, sizeof mem, "%s / %s", bytes(num(t, "used"), a, sizeof a),
                  quota ? bytes(quota, b, sizeof b) : "-");
         str(t, "name", name, sizeof name);
         if (num(t, "removed")) strncat(name, " (gone)", sizeof name - strlen(name) - 1);
-        printf("%-16s %-8s %6g %21s %8" PRIu64 " %9" PRIu64 " %10s %10s %7" PRIu64 " %6" PRIu64
-               "\n",
+        snprintf(share, sizeof share, "%.0f%%", 100 * real(t, "share"));
+        printf("%-16s %-8s %6g %21s %8" PRIu64 " %9" PRIu64 " %10s %6s %10s %10s %7" PRIu64
+               " %6" PRIu64 "\n",
                name, str(t, "priority", prio, sizeof prio), real(t, "weight"), mem,
-               num(t, "sessions"), num(t, "launches"), bytes(num(t, "bytes_h2d"), h2d, sizeof h2d),
+               num(t, "sessions"), num(t, "launches"),
+               device_time(num(t, "device_ns"), gpu, sizeof gpu), share,
+               bytes(num(t, "bytes_h2d"), h2d, sizeof h2d),
                bytes(num(t, "bytes_d2h"), d2h, sizeof d2h), num(t, "errors"), num(t, "queued"));
     }
 
-    printf("\n%-7s %-12s %-40s %-22s %10s %9s %9s %7s\n", "SESSION", "TENANT", "PROGRAM", "FROM",
-           "MEMORY", "LAUNCHES", "REQUESTS", "UP");
+    printf("\n%-7s %-12s %-40s %-22s %10s %9s %10s %9s %7s\n", "SESSION", "TENANT", "PROGRAM",
+           "FROM", "MEMORY", "LAUNCHES", "GPU TIME", "REQUESTS", "UP");
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
@@ -197,11 +211,11 @@ static void print_tables(const msgpack_object *st)
                          : now_ns;
         char tenant[64], who[320], peer[128], id[32];
         snprintf(id, sizeof id, "%" PRIu64 "%s", num(s, "id"), num(s, "id") == self ? "*" : "");
-        printf("%-7s %-12s %-40s %-22s %10s %9" PRIu64 " %9" PRIu64 " %7s\n", id,
+        printf("%-7s %-12s %-40s %-22s %10s %9" PRIu64 " %10s %9" PRIu64 " %7s\n", id,
                str(s, "tenant", tenant, sizeof tenant), str(s, "who", who, sizeof who),
                str(s, "peer", peer, sizeof peer), bytes(num(s, "memory"), a, sizeof a),
-               num(s, "launches"), num(s, "requests"),
-               duration((double)(now_ns - t0) / 1e9, e, sizeof e));
+               num(s, "launches"), device_time(num(s, "device_ns"), b, sizeof b),
+               num(s, "requests"), duration((double)(now_ns - t0) / 1e9, e, sizeof e));
     }
     printf("\n* this command's own session\n");
 }
