@@ -58,13 +58,15 @@ typedef struct cr_batch_s {
 } batch_t;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t admit_cond; /* monotonic clock */
-static pthread_cond_t harvest_cond = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t admit_cond;   /* monotonic clock */
+static pthread_cond_t harvest_cond; /* monotonic clock */
 static const cr_backend_t *backend;
 static cr_tenant_t *known;
 static cr_tenant_t *holder;
 static double vclock;
-static unsigned waiters; /* executors in cr_sched_launch_begin */
+static unsigned blocked;     /* executors waiting for admission */
+static unsigned waiting_all; /* executors in cr_sched_launch_begin */
+static int harvester_idle;   /* nothing pending: it waits for a batch */
 static batch_t *pending_head, *pending_tail;
 static CUevent *event_pool; /* timing events to reuse */
 static size_t pool_count, pool_cap;
@@ -74,6 +76,20 @@ static int64_t now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* CLOCK_MONOTONIC, ns from now, for the timed waits. */
+static struct timespec deadline(int64_t ns)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += ns / 1000000000;
+    ts.tv_nsec += ns % 1000000000;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    return ts;
 }
 
 static int level(const cr_tenant_t *t)
@@ -293,7 +309,7 @@ static void close_batch(cr_session_t *s, batch_t *b)
         else
             pending_head = b;
         pending_tail = b;
-        pthread_cond_signal(&harvest_cond);
+        if (harvester_idle) pthread_cond_signal(&harvest_cond);
         pthread_mutex_unlock(&lock);
         return;
     }
@@ -323,9 +339,11 @@ CUresult cr_sched_launch_begin(cr_session_t *s, cr_handle_t *stream)
     if (st->waiting++ == 0 && st->inflight == 0 && now_ns() - st->idle_since > IDLE_NS &&
         st->vtime < vclock)
         st->vtime = vclock;
-    waiters++;
+    waiting_all++;
     CUresult r = CUDA_SUCCESS;
     for (;;) {
+        /* the common case, a holder nobody else waits for, in few instructions */
+        if (holder == t && waiting_all == st->waiting && own_room(t)) break;
         update_holder(now_ns());
         if (may_admit(t)) break;
         if (__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE)) {
@@ -338,17 +356,14 @@ CUresult cr_sched_launch_begin(cr_session_t *s, cr_handle_t *stream)
             pthread_mutex_lock(&lock);
             continue;
         }
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += ADMIT_RECHECK_NS;
-        if (until.tv_nsec >= 1000000000) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000;
-        }
+        struct timespec until = deadline(ADMIT_RECHECK_NS);
+        blocked++;
+        pthread_cond_signal(&harvest_cond); /* what it waits for is found sooner */
         pthread_cond_timedwait(&admit_cond, &lock, &until);
+        blocked--;
     }
     st->waiting--;
-    waiters--;
+    waiting_all--;
     if (r == CUDA_SUCCESS) st->inflight++;
     double estimate = launch_estimate(t);
     pthread_mutex_unlock(&lock);
@@ -415,8 +430,10 @@ static void *harvester_main(void *unused)
     int64_t poll = POLL_MIN_NS;
     for (;;) {
         pthread_mutex_lock(&lock);
+        harvester_idle = 1;
         while (!pending_head)
             pthread_cond_wait(&harvest_cond, &lock);
+        harvester_idle = 0;
         batch_t *list = pending_head;
         pending_head = pending_tail = NULL;
         pthread_mutex_unlock(&lock);
@@ -451,16 +468,18 @@ static void *harvester_main(void *unused)
             pending_head = left;
         }
         if (done) pthread_cond_broadcast(&admit_cond);
-        poll = done || waiters ? POLL_MIN_NS : poll * 2 > POLL_MAX_NS ? POLL_MAX_NS : poll * 2;
+        poll = done || blocked ? POLL_MIN_NS : poll * 2 > POLL_MAX_NS ? POLL_MAX_NS : poll * 2;
         pthread_mutex_unlock(&lock);
         while (done) {
             batch_t *b = done;
             done = b->next;
             batch_free(b);
         }
-        if (left) {
-            struct timespec ts = {0, poll};
-            nanosleep(&ts, NULL);
+        if (left) { /* an executor that starts waiting for admission wakes it */
+            struct timespec until = deadline(poll);
+            pthread_mutex_lock(&lock);
+            pthread_cond_timedwait(&harvest_cond, &lock, &until);
+            pthread_mutex_unlock(&lock);
         }
     }
     return NULL;
@@ -473,6 +492,7 @@ int cr_sched_start(const cr_backend_t *b)
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     int rc = pthread_cond_init(&admit_cond, &attr);
+    if (rc == 0) rc = pthread_cond_init(&harvest_cond, &attr);
     pthread_condattr_destroy(&attr);
     pthread_t thread;
     if (rc != 0 || pthread_create(&thread, NULL, harvester_main, NULL) != 0) return CR_ENOMEM;
