@@ -17,6 +17,12 @@ and then kernel execution (bench/kernels_bench.cu, nvcc-built, through the stub 
 socket): a 1 M-element vector add and a 256x256 tiled matrix multiply on the emulated
 device's PTX interpreter, beside the same computation as a host loop (the ratio is the
 slowdown). --no-kernels leaves it out.
+
+Last, tenant priority (tests/tenants/spin.cu, over a Unix socket, against a server with a
+tenants file): the launch-and-wait round trip of 100 us kernels of a `high` tenant alone,
+and while a `low` tenant keeps the device busy with 2 ms kernels; for comparison, the same
+for a `normal` tenant under another `normal` one, which shares by time slices instead.
+--no-priority leaves it out.
 """
 import argparse
 import datetime
@@ -62,6 +68,57 @@ def start_server(build, transport, workdir, extra):
     sys.exit('bench: the server did not start:\n' + log.read())
 
 
+PRIORITY_TENANTS = [('high', 'high'), ('low', 'low'), ('normal', 'normal'), ('rival', 'normal')]
+
+
+def priority_latency(build, add):
+    """Round trips of a high tenant alone and under a saturating low tenant (and of a normal
+    tenant under a normal one)."""
+    spin = os.path.join(build, 'tests', 'tenants', 'spin')
+    with tempfile.TemporaryDirectory(prefix='cr-bench-') as workdir:
+        tenants = os.path.join(workdir, 'tenants.json')
+        with open(tenants, 'w') as f:
+            json.dump({'tenants': [{'name': n, 'token': n + '-bench-token', 'priority': p}
+                                   for n, p in PRIORITY_TENANTS]}, f)
+        proc, address = start_server(build, 'unix', workdir, ['--tenants', tenants])
+        try:
+            def env(name):
+                return dict(os.environ, CUDA_REMOTE_ADDR=address,
+                            CUDA_REMOTE_TOKEN=name + '-bench-token',
+                            LD_LIBRARY_PATH=':'.join(p for p in (
+                                os.path.join(build, 'client'),
+                                os.environ.get('LD_LIBRARY_PATH')) if p))
+
+            def latency(name):
+                out = subprocess.run([spin, 'latency', '300', '100'], env=env(name),
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, timeout=300)
+                m = re.search(r'LATENCY_US (\S+) (\S+)', out.stdout)
+                if out.returncode != 0 or not m:
+                    sys.exit('bench: spin latency failed:\n' + out.stderr)
+                return float(m.group(1)), float(m.group(2))
+
+            for who, load, mode in (('high', None, 'high_alone'), ('high', 'low', 'high_under_low'),
+                                    ('normal', None, 'normal_alone'),
+                                    ('normal', 'rival', 'normal_under_normal')):
+                busy = None
+                if load:
+                    busy = subprocess.Popen([spin, 'saturate', '600', '2000'], env=env(load),
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                    time.sleep(1)  # it has the device
+                try:
+                    p50, p90 = latency(who)
+                finally:
+                    if busy:
+                        busy.kill()
+                        busy.wait()
+                add({'metric': 'launch_wait_us', 'mode': mode + '_p50', 'value': p50}, 'emu')
+                add({'metric': 'launch_wait_us', 'mode': mode + '_p90', 'value': p90}, 'emu')
+        finally:
+            proc.terminate()
+            proc.wait()
+
+
 def key(r):
     return (r.get('transport', ''), r['metric'], r.get('mode', ''), r.get('size', 0))
 
@@ -74,6 +131,8 @@ def main():
     ap.add_argument('--quick', action='store_true', help='fewer iterations (a smoke run)')
     ap.add_argument('--output', help='machine-readable results (JSON)')
     ap.add_argument('--no-kernels', action='store_true', help='skip kernel execution speed')
+    ap.add_argument('--no-priority', action='store_true',
+                    help='skip the latency of a high-priority tenant under load')
     ap.add_argument('--server-arg', action='append', default=[],
                     help='an extra argument for cuda-remoted')
     args = ap.parse_args()
@@ -127,6 +186,9 @@ def main():
                     proc.terminate()
                     proc.wait()
 
+        if not args.no_priority:
+            priority_latency(build, add)
+
     def stat(k):
         v = samples.get(k)
         if not v:
@@ -170,6 +232,14 @@ def main():
     for kernel, what in (('vector_add_1m', 'vector add 1M'), ('matmul_256', 'matmul 256x256')):
         row('%s kernel (s) vs the host loop (s)' % what, 'emu', ('emu', 'kernel_s', kernel, 0),
             ('emu', 'host_s', kernel, 0))
+
+    for q in ('p50', 'p90'):
+        row('high tenant launch+wait %s (us) under low load vs alone' % q, 'emu',
+            ('emu', 'launch_wait_us', 'high_under_low_' + q, 0),
+            ('emu', 'launch_wait_us', 'high_alone_' + q, 0))
+        row('normal tenant launch+wait %s (us) under normal vs alone' % q, 'emu',
+            ('emu', 'launch_wait_us', 'normal_under_normal_' + q, 0),
+            ('emu', 'launch_wait_us', 'normal_alone_' + q, 0))
 
     print('\n%-5s %-56s %12s %12s %8s' % ('path', 'figure (median [min-max])', 'value',
                                           'limit', 'ratio'))
