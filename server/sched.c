@@ -16,14 +16,16 @@
  * level, and within it the one with the least virtual time (device time / weight). The holder
  * keeps the device while no other tenant of its level waits; with a rival, it stops after
  * QUANTUM_NS of device time. Its admitted work drains before the next holder starts (a lower
- * level waits for that too: it only gets what the others leave). So,
- * under contention, different tenants' kernels do not overlap on the device, each batch's time
- * is its own, and device time goes by weight (a GPU time-slices between processes the same
- * way). A tenant of a higher level takes the device at once, without waiting for the drain,
- * and its streams outrank the others' on the device (handlers_stream.c). A tenant that comes
- * back from idle starts at the virtual clock (the least virtual time of the busy tenants): it
+ * level waits for that too: it only gets what the others leave). So, under contention,
+ * different tenants' kernels do not overlap on the device, each batch's time is its own, and
+ * device time goes by weight (a GPU time-slices between processes the same way). A tenant of
+ * a higher level takes the device at once, without waiting for the drain, and its streams
+ * outrank the others' on the device (handlers_stream.c). A tenant back from more than IDLE_NS
+ * without work starts at the virtual clock (the least virtual time of the busy tenants): it
  * banks no credit for the time it did not use. Work that makes no progress for STUCK_NS (a
  * kernel waiting for the host, or one that runs very long) no longer keeps others waiting.
+ * The harvester polls every POLL_MIN_NS while an executor waits for admission (the first
+ * to wait wakes it), backing off to POLL_MAX_NS otherwise.
  *
  * A lone tenant runs at full speed: it is never made to drain, and only its own bound applies. */
 #include <math.h>

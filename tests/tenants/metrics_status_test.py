@@ -125,6 +125,18 @@ def check_metrics(url):
            1 << 30)
     if v[('cuda_remote_device_memory_used_bytes', frozenset())] < 6 * MiB:
         raise Failure('the device reports less memory used than the tenants hold')
+    deadline = time.time() + 5
+    while tenant_value(v, 'cuda_remote_tenant_inflight_launches', 'alice') and \
+            time.time() < deadline:  # the scheduler has not seen her kernels end yet
+        time.sleep(0.01)
+        v = scrape(url, quiet=True)
+    expect('/metrics: alice\'s launches finished',
+           tenant_value(v, 'cuda_remote_tenant_inflight_launches', 'alice'), 0)
+    if not tenant_value(v, 'cuda_remote_tenant_device_seconds_total', 'alice') > 0:
+        raise Failure('alice\'s five kernels took no device time')
+    for tenant in ('bob', 'ops'):
+        expect('/metrics: %s launched nothing, used no device time' % tenant,
+               tenant_value(v, 'cuda_remote_tenant_device_seconds_total', tenant), 0)
 
 
 def check_http_errors(url, port):
