@@ -38,7 +38,7 @@
 
 #define QUANTUM_NS 4e6         /* a holder's device time before a rival of its level goes */
 #define AHEAD_NS 50e6          /* estimated device time a tenant may have in flight */
-#define INFLIGHT_LAUNCHES 1024 /* launches a tenant may have in flight */
+#define INFLIGHT_LAUNCHES 4096 /* launches a tenant may have in flight */
 #define BATCH_NS 1e6           /* estimated device time of one measured batch */
 #define BATCH_LAUNCHES 64
 #define STUCK_NS 250000000        /* no progress for this long: stop waiting for that work */
