@@ -18,6 +18,7 @@
 
 #include <cuda.h>
 
+#include "clock.h"
 #include "cr_opcodes.h"
 #include "error.h"
 #include "frame.h"
@@ -504,18 +505,11 @@ static void mark_dead(cr_conn_t *c, const char *why)
     pthread_mutex_unlock(&c->lock);
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* Refills the read buffer. With `spin`, polls the socket without sleeping for up to spin_ns
  * first: a reply that comes within that time costs no wake-up. */
 static int fill(cr_conn_t *c, int spin)
 {
-    uint64_t deadline = spin && c->spin_ns ? now_ns() + c->spin_ns : 0;
+    int64_t deadline = spin && c->spin_ns ? cr_now_ns() + (int64_t)c->spin_ns : 0;
     for (;;) {
         ssize_t r = recv(c->fd, c->rbuf, READ_BUFFER, deadline ? MSG_DONTWAIT : 0);
         if (r > 0) {
@@ -529,7 +523,7 @@ static int fill(cr_conn_t *c, int spin)
             continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             return CR_EIO;
-        if (now_ns() >= deadline)
+        if (cr_now_ns() >= deadline)
             deadline = 0; /* from now on, sleep in recv */
     }
 }

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "clock.h"
 #include "error.h"
 #include "internal.h"
 #include "log.h"
@@ -72,13 +73,6 @@ static int harvester_idle;   /* nothing pending: it waits for a batch */
 static batch_t *pending_head, *pending_tail;
 static CUevent *event_pool; /* timing events to reuse */
 static size_t pool_count, pool_cap;
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* CLOCK_MONOTONIC, ns from now, for the timed waits. */
 static struct timespec deadline(int64_t ns)
@@ -315,7 +309,7 @@ static void close_batch(cr_session_t *s, batch_t *b)
         pthread_mutex_unlock(&lock);
         return;
     }
-    charge(b, 0, now_ns());
+    charge(b, 0, cr_now_ns());
     pthread_mutex_unlock(&lock);
     batch_free(b);
 }
@@ -338,7 +332,7 @@ CUresult cr_sched_launch_begin(cr_session_t *s, cr_handle_t *stream)
     }
     /* back from idle: no credit for the time it did not use (a gap shorter than IDLE_NS
      * is a client between two launches, which must not cost it its share) */
-    if (st->waiting++ == 0 && st->inflight == 0 && now_ns() - st->idle_since > IDLE_NS &&
+    if (st->waiting++ == 0 && st->inflight == 0 && cr_now_ns() - st->idle_since > IDLE_NS &&
         st->vtime < vclock)
         st->vtime = vclock;
     waiting_all++;
@@ -346,7 +340,7 @@ CUresult cr_sched_launch_begin(cr_session_t *s, cr_handle_t *stream)
     for (;;) {
         /* the common case, a holder nobody else waits for, in few instructions */
         if (holder == t && waiting_all == st->waiting && own_room(t)) break;
-        update_holder(now_ns());
+        update_holder(cr_now_ns());
         if (may_admit(t)) break;
         if (__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE)) {
             r = CUDA_ERROR_DEINITIALIZED; /* nobody reads the answer */
@@ -371,7 +365,7 @@ CUresult cr_sched_launch_begin(cr_session_t *s, cr_handle_t *stream)
     pthread_mutex_unlock(&lock);
     if (r == CUDA_SUCCESS && (r = open_batch(s, stream, estimate)) != CUDA_SUCCESS) {
         pthread_mutex_lock(&lock);
-        leave_flight(t, 1, now_ns());
+        leave_flight(t, 1, cr_now_ns());
         pthread_mutex_unlock(&lock);
     }
     return r;
@@ -385,7 +379,7 @@ void cr_sched_launch_end(cr_session_t *s, cr_handle_t *stream, CUresult r)
         return;
     }
     pthread_mutex_lock(&lock); /* it never reached the device */
-    leave_flight(s->tenant, 1, now_ns());
+    leave_flight(s->tenant, 1, cr_now_ns());
     pthread_mutex_unlock(&lock);
 }
 
@@ -398,7 +392,7 @@ void cr_sched_wake(void)
 
 void cr_sched_figures(const cr_tenant_t *t, double *share, unsigned *inflight)
 {
-    int64_t now = now_ns();
+    int64_t now = cr_now_ns();
     double all = 0, mine = 0;
     pthread_mutex_lock(&lock);
     for (const cr_tenant_t *u = known; u; u = u->sched.next_known) {
@@ -460,7 +454,7 @@ static void *harvester_main(void *unused)
             done = b;
         }
 
-        int64_t now = now_ns();
+        int64_t now = cr_now_ns();
         pthread_mutex_lock(&lock);
         for (batch_t *b = done; b; b = b->next)
             charge(b, b->ns, now);

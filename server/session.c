@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "cpu.h"
 #include "dispatch.h"
 #include "error.h"
@@ -33,13 +34,6 @@ static uint64_t executor_spin_ns = 20000;
 void cr_session_set_spin(uint64_t ns)
 {
     executor_spin_ns = ns;
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
 static size_t request_bytes(const cr_request_t *req)
@@ -804,9 +798,9 @@ static void *executor_main(void *arg)
     for (;;) {
         /* a client that just sent something often sends more at once: look for it a
          * little while before sleeping, which would cost a wake-up per request */
-        uint64_t until = now_ns() + executor_spin_ns;
+        int64_t until = cr_now_ns() + (int64_t)executor_spin_ns;
         while (!__atomic_load_n(&s->inbox_head, __ATOMIC_ACQUIRE) &&
-               !__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE) && now_ns() < until)
+               !__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE) && cr_now_ns() < until)
             cr_cpu_relax();
         if (!__atomic_load_n(&s->inbox_head, __ATOMIC_ACQUIRE))
             cr_sched_flush(s); /* what it launched is measured before it sleeps */
