@@ -353,8 +353,8 @@ CUresult cr_sched_launch_begin(cr_session_t *s, cr_handle_t *stream)
             continue;
         }
         struct timespec until = deadline(ADMIT_RECHECK_NS);
-        blocked++;
-        pthread_cond_signal(&harvest_cond); /* what it waits for is found sooner */
+        if (blocked++ == 0) /* the harvester polls faster while anyone waits */
+            pthread_cond_signal(&harvest_cond);
         pthread_cond_timedwait(&admit_cond, &lock, &until);
         blocked--;
     }
