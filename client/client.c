@@ -39,6 +39,10 @@ CUresult cr_transport_error(int err)
         return client_ready ? (CUresult)cr_conn_context_error(client_ready->conn)
                             : CUDA_ERROR_LAUNCH_FAILED;
     default:
+        /* after a context error the server closes the connection: calls that were waiting
+         * then fail with that error too */
+        if (client_ready && cr_conn_context_error(client_ready->conn))
+            return (CUresult)cr_conn_context_error(client_ready->conn);
         /* the server is gone: the device is as unreachable as a lost GPU */
         return CUDA_ERROR_DEVICE_UNAVAILABLE;
     }

@@ -76,6 +76,7 @@ struct cr_conn_s {
     int dead;
     int established; /* the hello succeeded (cr_conn_established) */
     int context_error; /* CUresult the server said broke the context, 0 if none */
+    int context_reason_told; /* the server's reason was printed (receiving thread only) */
 
     /* Reading: one thread at a time holds the read role and reads whole frames. A thread
      * waiting for its reply reads itself (spinning briefly first), so a round trip costs no
@@ -498,7 +499,9 @@ static void mark_dead(cr_conn_t *c, const char *why)
     pthread_mutex_lock(&c->lock);
     if (!c->dead) {
         c->dead = 1;
-        if (c->established) /* before, the hello's own failure says what happened */
+        /* before the hello, its own failure says what happened; after a context error, the
+         * server closed the connection on purpose */
+        if (c->established && !__atomic_load_n(&c->context_error, __ATOMIC_ACQUIRE))
             CR_ERROR("connection to cuda-remoted at %s lost: %s", c->address, why);
     }
     pthread_cond_broadcast(&c->cond);
@@ -661,10 +664,15 @@ static int handle_context_error(cr_conn_t *c, const cr_frame_header_t *h, const 
     if (body->len && cr_mpcheck(body->data, body->len) == 0 &&
         msgpack_unpack_next(&u, (const char *)body->data, body->len, &off) ==
             MSGPACK_UNPACK_SUCCESS &&
-        u.data.type == MSGPACK_OBJECT_ARRAY && u.data.via.array.size == 1 &&
+        u.data.type == MSGPACK_OBJECT_ARRAY && u.data.via.array.size >= 1 &&
         u.data.via.array.ptr[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
-        u.data.via.array.ptr[0].via.u64 != 0)
+        u.data.via.array.ptr[0].via.u64 != 0) {
         r = (int)u.data.via.array.ptr[0].via.u64;
+        const msgpack_object *why = u.data.via.array.size >= 2 ? &u.data.via.array.ptr[1] : NULL;
+        /* once: the faulting call may have told this client already, without a reason */
+        if (why && why->type == MSGPACK_OBJECT_STR && !c->context_reason_told++)
+            CR_ERROR("%.*s", (int)why->via.str.size, why->via.str.ptr);
+    }
     msgpack_unpacked_destroy(&u);
     __atomic_store_n(&c->context_error, r, __ATOMIC_RELEASE);
     return read_exact(c, NULL, h->bulk_len);

@@ -14,8 +14,11 @@
  * @host_func_done      client -> server: it returned (call_id of the launch)
  * @d2h_data            server -> client: bulk bytes of the asynchronous device-to-host
  *                      copy with this call_id, in order; CR_FRAME_PARTIAL until the last
- * @context_error       server -> client: body [CUresult]: a kernel fault broke the
- *                      client's context; every later call fails with it, as on a GPU
+ * @context_error       server -> client: body [CUresult] or [CUresult, reason]: a kernel
+ *                      fault broke the client's context; every later call fails with it,
+ *                      as on a GPU. With a reason (the device context every session
+ *                      shares was lost), the client prints it; the server then closes
+ *                      the connection
  * @device_output       server -> client: bulk: device printf text, to the client's stdout,
  *                      sent before anything that reports the stream's work complete
  * @goodbye             reserved, unused
@@ -28,7 +31,8 @@
  *                      streams are done with it, the server unmaps the region
  * @status              client -> server, waits; body []   (`cuda-remote status`)
  *   reply [CUresult, map {server: {version, backend, device, memory_total, memory_used,
- *          uptime_s, tenants_file}, self: the caller's session id,
+ *          uptime_s, restarts (server processes started afresh after a lost context),
+ *          tenants_file}, self: the caller's session id,
  *          tenants: [{name, quota (0: none), used, weight, priority, admin, removed,
  *                     sessions, sessions_total, queued, share (of the device time used
  *                     lately, 0 to 1), inflight (launches on the device), launches,

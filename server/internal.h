@@ -47,6 +47,7 @@ typedef struct {
     int device;
     uint64_t emu_memory;     /* 0: the emulated device's default */
     const char *emu_trace;
+    int emu_context_faults;  /* a kernel fault breaks the whole emulated context, as on a GPU */
 } cr_backend_options_t;
 
 int cr_backend_open(const cr_backend_options_t *opt, cr_backend_t *b, char *err, size_t err_len);
@@ -380,24 +381,49 @@ void cr_server_send(cr_session_t *s, cr_outmsg_t *m);
 void cr_server_wake(cr_session_t *s);
 /* Closes the session's connection once its queued output is written (any thread). */
 void cr_server_close_connection(cr_session_t *s);
-/* Listens on every address (and serves /metrics on `metrics`, unless NULL) until
+/* A listening socket, bound and listening before any server process starts, so that it
+ * outlives a restart of the server process (supervisor.c). */
+typedef struct {
+    int fd;
+    int is_unix;
+    char bound[300]; /* the address really bound (the port for port 0) */
+} cr_listener_t;
+
+/* Exit status of a server process that lost the device context: the supervisor starts a
+ * fresh one. */
+#define CR_EXIT_RESTART 75
+
+/* Serves clients on the listeners (and /metrics on `metrics`, unless NULL) until
  * SIGINT/SIGTERM. Returns the exit status. */
-int cr_server_run(const cr_backend_t *b, const char *const *listen, int listen_count,
-                  const char *metrics);
-/* Listens on text (host:port, or unix:/path when allow_unix) with on_conn and data on the
- * listening handle; bound_text gets the address really bound (the port for port 0). 0 or
- * CR_E* (logged). */
-int cr_listen(uv_loop_t *loop, const char *text, int allow_unix, uv_connection_cb on_conn,
-              void *data, char *bound_text, size_t bound_len);
+int cr_server_run(const cr_backend_t *b, const cr_listener_t *listeners, int listener_count,
+                  const cr_listener_t *metrics);
+/* Ends this server process once its sessions have been told (any thread): listeners are
+ * closed, connections close after their queued output, and the process exits with
+ * CR_EXIT_RESTART (at the latest after a short grace period). */
+void cr_server_restart(void);
+/* Binds and listens on text (host:port, or unix:/path when allow_unix). 0 or CR_E*
+ * (logged). */
+int cr_listen_bind(const char *text, int allow_unix, cr_listener_t *out);
+/* In the first process: returns in each server process it starts (0 for the first, n for
+ * the n-th restart); the supervisor itself exits with the last one's status. */
+int cr_supervise(void);
+/* Accepts connections on a bound listener with on_conn and data on the handle, or NULL
+ * (logged). */
+uv_stream_t *cr_listen_adopt(uv_loop_t *loop, const cr_listener_t *l, uv_connection_cb on_conn,
+                             void *data);
 
 /* --- status.c and metrics.c: what the server and its tenants are doing ------------------- */
 
-/* Notes the server's start (for its uptime). */
+/* Notes the server's start (for its uptime), in the supervisor. */
 void cr_status_start(void);
+/* How many times the server process was started afresh (supervisor.c), for status and
+ * metrics. */
+void cr_status_set_generation(int n);
+int cr_status_restarts(void);
 /* Answers @status: the server, tenants and sessions the caller's tenant may see. */
 void cr_status_reply(cr_request_t *req);
-/* Serves Prometheus metrics at http://ADDR/metrics on the loop. 0 or CR_E* (logged). */
-int cr_metrics_listen(uv_loop_t *loop, const cr_backend_t *b, const char *addr);
+/* Serves Prometheus metrics at /metrics on a bound listener. 0 or CR_E* (logged). */
+int cr_metrics_listen(uv_loop_t *loop, const cr_backend_t *b, const cr_listener_t *l);
 
 /* One tenant's figures, collected for status and metrics. */
 typedef struct {

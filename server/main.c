@@ -1,8 +1,11 @@
 /* cuda-remoted: serves one GPU (or the emulated device) to cuda-remote clients.
  *
  *   cuda-remoted [--listen ADDR]... [--backend auto|cuda|emu] [--device N]
- *                [--driver PATH] [--emu-memory SIZE] [--emu-trace FILE] [--no-shm]
- *                [--tenants FILE] [--metrics ADDR]
+ *                [--driver PATH] [--emu-memory SIZE] [--emu-trace FILE]
+ *                [--emu-faults session|context] [--no-shm] [--tenants FILE] [--metrics ADDR]
+ *
+ * The first process binds the listening sockets and supervises the server process, which
+ * it starts again when the device context is lost (supervisor.c).
  */
 #include <getopt.h>
 #include <signal.h>
@@ -28,6 +31,9 @@ static void usage(FILE *out)
             "  --emu-memory SIZE  emulated device memory, e.g. 4GiB (default 16GiB)\n"
             "  --emu-trace FILE   record emulated launches there (default:\n"
             "                     $CUDA_REMOTE_EMU_TRACE)\n"
+            "  --emu-faults SCOPE what an emulated kernel fault breaks: session (default:\n"
+            "                     only the faulting client's) or context (every session's\n"
+            "                     state, as on a GPU; the server then starts afresh)\n"
             "  --max-queued SIZE  input a client may have waiting to run before the server\n"
             "                     stops reading its connection (default 256MiB)\n"
             "  --no-shm           decline shared memory from clients on Unix sockets\n"
@@ -49,6 +55,7 @@ int main(int argc, char **argv)
         OPT_DRIVER,
         OPT_EMU_MEMORY,
         OPT_EMU_TRACE,
+        OPT_EMU_FAULTS,
         OPT_LOG,
         OPT_MAX_QUEUED,
         OPT_NO_SHM,
@@ -62,6 +69,7 @@ int main(int argc, char **argv)
         {"driver", required_argument, NULL, OPT_DRIVER},
         {"emu-memory", required_argument, NULL, OPT_EMU_MEMORY},
         {"emu-trace", required_argument, NULL, OPT_EMU_TRACE},
+        {"emu-faults", required_argument, NULL, OPT_EMU_FAULTS},
         {"log", required_argument, NULL, OPT_LOG},
         {"max-queued", required_argument, NULL, OPT_MAX_QUEUED},
         {"no-shm", no_argument, NULL, OPT_NO_SHM},
@@ -101,6 +109,13 @@ int main(int argc, char **argv)
             break;
         case OPT_EMU_TRACE:
             opt.emu_trace = optarg;
+            break;
+        case OPT_EMU_FAULTS:
+            if (strcmp(optarg, "session") != 0 && strcmp(optarg, "context") != 0) {
+                fprintf(stderr, "cuda-remoted: --emu-faults %s: session or context\n", optarg);
+                return 2;
+            }
+            opt.emu_context_faults = strcmp(optarg, "context") == 0;
             break;
         case OPT_LOG:
             log_level = optarg;
@@ -149,19 +164,39 @@ int main(int argc, char **argv)
         CR_ERROR("--tenants: %s", err);
         return 2;
     }
+    cr_listener_t listeners[16], metrics_listener;
+    for (int i = 0; i < listen_count; i++)
+        if (cr_listen_bind(listen[i], 1, &listeners[i]) != 0)
+            return 1;
+    if (metrics && cr_listen_bind(metrics, 0, &metrics_listener) != 0)
+        return 1;
+    cr_status_start();
+
+    /* from here on, in the server process (started again after a lost context) */
+    int generation = cr_supervise();
+    cr_status_set_generation(generation);
+    if (generation > 0 && tenants_file) /* the file as it is now, not as it was at start */
+        cr_tenants_reload();
     if (cr_backend_open(&opt, &backend, err, sizeof err) != 0) {
         CR_ERROR("backend %s: %s", opt.kind, err);
         return 1;
     }
-    CR_INFO("backend %s%s%s: %s, %zu MiB, driver %d", backend.kind,
-            strcmp(backend.kind, "cuda") == 0 ? " " : "",
-            strcmp(backend.kind, "cuda") == 0 ? backend.path : "", backend.desc.name,
-            backend.desc.total_mem >> 20, backend.driver_version);
+    if (generation == 0) {
+        CR_INFO("backend %s%s%s: %s, %zu MiB, driver %d", backend.kind,
+                strcmp(backend.kind, "cuda") == 0 ? " " : "",
+                strcmp(backend.kind, "cuda") == 0 ? backend.path : "", backend.desc.name,
+                backend.desc.total_mem >> 20, backend.driver_version);
+        for (int i = 0; i < listen_count; i++)
+            CR_INFO("listening on %s", listeners[i].bound);
+        if (metrics)
+            CR_INFO("metrics on http://%s/metrics", metrics_listener.bound);
+    } else {
+        CR_INFO("server process %d with a new device context: serving again", generation);
+    }
     cr_waiter_init(&backend);
     if (cr_sched_start(&backend) != 0) {
         CR_ERROR("cannot start the scheduler: out of memory");
         return 1;
     }
-    cr_status_start();
-    return cr_server_run(&backend, listen, listen_count, metrics);
+    return cr_server_run(&backend, listeners, listen_count, metrics ? &metrics_listener : NULL);
 }

@@ -100,6 +100,9 @@ static void render(cr_buf_t *b, const cr_backend_t *backend)
     put(b, "\"} 1\n");
     family(b, "cuda_remote_uptime_seconds", "gauge", "seconds since the server started");
     put(b, "cuda_remote_uptime_seconds %.3f\n", cr_status_uptime());
+    family(b, "cuda_remote_server_restarts_total", "counter",
+           "server processes started afresh after the device context was lost");
+    put(b, "cuda_remote_server_restarts_total %d\n", cr_status_restarts());
     family(b, "cuda_remote_device_memory_total_bytes", "gauge", "the device's memory");
     put(b, "cuda_remote_device_memory_total_bytes %llu\n", (unsigned long long)total);
     family(b, "cuda_remote_device_memory_used_bytes", "gauge", "device memory in use");
@@ -274,12 +277,9 @@ static void on_connection(uv_stream_t *listener, int status)
     uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
-int cr_metrics_listen(uv_loop_t *loop, const cr_backend_t *b, const char *addr)
+int cr_metrics_listen(uv_loop_t *loop, const cr_backend_t *b, const cr_listener_t *l)
 {
     static metrics_t m;
-    char bound[300];
     m.backend = b;
-    if (cr_listen(loop, addr, 0, on_connection, &m, bound, sizeof bound) != 0) return CR_EIO;
-    CR_INFO("metrics on http://%s/metrics", bound);
-    return 0;
+    return cr_listen_adopt(loop, l, on_connection, &m) ? 0 : CR_EIO;
 }

@@ -22,6 +22,8 @@
 #define DIRECT_READ_MIN (16u << 10)
 #define MAX_LAUNCH_PARAMS ((uint64_t)1 << 20)
 #define MAX_PASSED_FDS 8 /* descriptors received ahead of the frames they belong to */
+#define MAX_LISTENERS 16
+#define RESTART_GRACE_MS 2000
 
 typedef struct conn_s {
     union {
@@ -50,7 +52,12 @@ struct cr_server_s {
     pthread_mutex_t lock;
     cr_session_t *output; /* sessions with queued output or a close request */
     uint64_t next_session;
+    uv_stream_t *listener[MAX_LISTENERS];
     int listeners;
+    int connections; /* open */
+    uv_async_t restart;
+    uv_timer_t restart_deadline;
+    int restarting;
 };
 
 /* --- output -------------------------------------------------------------------------------- */
@@ -266,13 +273,18 @@ static void on_wakeup(uv_async_t *a)
 
 /* --- input ---------------------------------------------------------------------------------- */
 
+static void exit_for_restart(void);
+
 static void on_closed(uv_handle_t *h)
 {
     conn_t *c = h->data;
+    cr_server_t *srv = c->server;
     cr_request_free(c->req);
     if (c->session)
         cr_session_unref(c->session);
     free(c);
+    if (--srv->connections == 0 && srv->restarting)
+        exit_for_restart();
 }
 
 static void begin_close(conn_t *c, const char *why)
@@ -496,6 +508,7 @@ static void on_connection(uv_stream_t *listener, int status)
     if (!c)
         return;
     c->server = srv;
+    srv->connections++;
     if (is_pipe) /* ipc: the client may pass memfds (shared memory, shm.c) */
         uv_pipe_init(srv->loop, &c->h.pipe, 1);
     else
@@ -526,48 +539,64 @@ static void on_connection(uv_stream_t *listener, int status)
 
 /* --- listeners and the loop ---------------------------------------------------------------- */
 
-int cr_listen(uv_loop_t *loop, const char *text, int allow_unix, uv_connection_cb on_conn,
-              void *data, char *bound_text, size_t bound_len)
+int cr_listen_bind(const char *text, int allow_unix, cr_listener_t *out)
 {
+    static uv_loop_t bind_loop; /* holds the bound handles for as long as the process lives */
+    static int bind_loop_ready;
     cr_address_t addr;
     if (cr_address_parse(text, &addr) != 0 || (addr.is_unix && !allow_unix)) {
         CR_ERROR("%s: not an address (%s)", text, allow_unix ? "host:port or unix:/path"
                                                              : "host:port");
         return CR_EINVAL;
     }
+    if (!bind_loop_ready) {
+        if (uv_loop_init(&bind_loop) != 0)
+            return CR_ENOMEM;
+        bind_loop_ready = 1;
+    }
     int rc;
-    uv_stream_t *stream;
+    uv_handle_t *handle;
     if (addr.is_unix) {
         uv_pipe_t *p = malloc(sizeof *p);
-        uv_pipe_init(loop, p, 0);
+        if (!p)
+            return CR_ENOMEM;
+        uv_pipe_init(&bind_loop, p, 0);
         unlink(addr.path); /* a stale socket of an earlier run */
         rc = uv_pipe_bind(p, addr.path);
-        stream = (uv_stream_t *)p;
+        handle = (uv_handle_t *)p;
     } else {
         uv_tcp_t *t = malloc(sizeof *t);
+        if (!t)
+            return CR_ENOMEM;
         struct sockaddr_storage sa;
-        uv_tcp_init(loop, t);
+        uv_tcp_init(&bind_loop, t);
         rc = uv_ip4_addr(addr.host, addr.port, (struct sockaddr_in *)&sa);
         if (rc != 0)
             rc = uv_ip6_addr(addr.host, addr.port, (struct sockaddr_in6 *)&sa);
         if (rc == 0)
             rc = uv_tcp_bind(t, (struct sockaddr *)&sa, 0);
-        stream = (uv_stream_t *)t;
+        handle = (uv_handle_t *)t;
     }
-    stream->data = data;
+    uv_os_fd_t fd = -1;
     if (rc == 0)
-        rc = uv_listen(stream, 128, on_conn);
+        rc = uv_fileno(handle, &fd);
+    /* listening here, before any server process runs: clients that connect while the
+     * server process restarts wait in the backlog */
+    if (rc == 0 && listen(fd, 128) != 0)
+        rc = uv_translate_sys_error(errno);
     if (rc != 0) {
         CR_ERROR("cannot listen on %s: %s", text, uv_strerror(rc));
-        uv_close((uv_handle_t *)stream, (uv_close_cb)free);
+        uv_close(handle, (uv_close_cb)free);
         return CR_EIO;
     }
-    snprintf(bound_text, bound_len, "%s", text);
+    out->fd = fd;
+    out->is_unix = addr.is_unix;
+    snprintf(out->bound, sizeof out->bound, "%s", text);
     if (!addr.is_unix) { /* the real port: tests listen on port 0 */
         struct sockaddr_storage bound;
         int len = sizeof bound;
         char host[64] = "?";
-        if (uv_tcp_getsockname((uv_tcp_t *)stream, (struct sockaddr *)&bound, &len) == 0) {
+        if (uv_tcp_getsockname((uv_tcp_t *)handle, (struct sockaddr *)&bound, &len) == 0) {
             int port = 0;
             if (bound.ss_family == AF_INET) {
                 uv_ip4_name((struct sockaddr_in *)&bound, host, sizeof host);
@@ -576,21 +605,84 @@ int cr_listen(uv_loop_t *loop, const char *text, int allow_unix, uv_connection_c
                 uv_ip6_name((struct sockaddr_in6 *)&bound, host, sizeof host);
                 port = ntohs(((struct sockaddr_in6 *)&bound)->sin6_port);
             }
-            snprintf(bound_text, bound_len, "%s%s%s:%d", bound.ss_family == AF_INET6 ? "[" : "",
-                     host, bound.ss_family == AF_INET6 ? "]" : "", port);
+            snprintf(out->bound, sizeof out->bound, "%s%s%s:%d",
+                     bound.ss_family == AF_INET6 ? "[" : "", host,
+                     bound.ss_family == AF_INET6 ? "]" : "", port);
         }
     }
     return 0;
 }
 
-static int listen_on(cr_server_t *srv, const char *text)
+uv_stream_t *cr_listen_adopt(uv_loop_t *loop, const cr_listener_t *l, uv_connection_cb on_conn,
+                             void *data)
 {
-    char bound[300];
-    if (cr_listen(srv->loop, text, 1, on_connection, srv, bound, sizeof bound) != 0)
-        return CR_EIO;
-    srv->listeners++;
-    CR_INFO("listening on %s", bound);
-    return 0;
+    uv_stream_t *stream;
+    int rc;
+    if (l->is_unix) {
+        uv_pipe_t *p = malloc(sizeof *p);
+        if (!p)
+            return NULL;
+        uv_pipe_init(loop, p, 0);
+        rc = uv_pipe_open(p, l->fd);
+        stream = (uv_stream_t *)p;
+    } else {
+        uv_tcp_t *t = malloc(sizeof *t);
+        if (!t)
+            return NULL;
+        uv_tcp_init(loop, t);
+        rc = uv_tcp_open(t, l->fd);
+        stream = (uv_stream_t *)t;
+    }
+    stream->data = data;
+    if (rc == 0)
+        rc = uv_listen(stream, 128, on_conn);
+    if (rc != 0) {
+        CR_ERROR("cannot accept on %s: %s", l->bound, uv_strerror(rc));
+        uv_close((uv_handle_t *)stream, (uv_close_cb)free);
+        return NULL;
+    }
+    return stream;
+}
+
+/* --- restarting: the device context is lost ------------------------------------------------ */
+
+static cr_server_t *the_server; /* for a restart asked for from any thread */
+
+static void exit_for_restart(void)
+{
+    CR_INFO("the server process exits; a fresh one takes over the device");
+    _exit(CR_EXIT_RESTART); /* no teardown: the broken context is the driver's to drop */
+}
+
+static void on_restart_deadline(uv_timer_t *t)
+{
+    (void)t;
+    exit_for_restart();
+}
+
+static void on_restart(uv_async_t *a)
+{
+    cr_server_t *srv = a->data;
+    if (srv->restarting)
+        return;
+    srv->restarting = 1;
+    /* no new connections here: they wait in the listening sockets' backlog, which the
+     * supervisor keeps open, for the next server process */
+    for (int i = 0; i < srv->listeners; i++)
+        uv_close((uv_handle_t *)srv->listener[i], (uv_close_cb)free);
+    srv->listeners = 0;
+    if (srv->connections == 0)
+        exit_for_restart();
+    /* sessions were told and asked to close once their output is written; a client that
+     * does not read gets RESTART_GRACE_MS */
+    uv_timer_init(srv->loop, &srv->restart_deadline);
+    uv_timer_start(&srv->restart_deadline, on_restart_deadline, RESTART_GRACE_MS, 0);
+}
+
+void cr_server_restart(void)
+{
+    if (the_server)
+        uv_async_send(&the_server->restart);
 }
 
 static void on_signal(uv_signal_t *sig, int signum)
@@ -604,25 +696,35 @@ static void on_sighup(uv_signal_t *sig, int signum)
     cr_tenants_reload(); /* sessions carry on */
 }
 
-int cr_server_run(const cr_backend_t *b, const char *const *listen, int listen_count,
-                  const char *metrics)
+int cr_server_run(const cr_backend_t *b, const cr_listener_t *listeners, int listener_count,
+                  const cr_listener_t *metrics)
 {
-    cr_server_t srv = {0};
+    static cr_server_t srv;
     cr_backend_bind_thread(b); /* the loop releases staging buffers once they are written */
     srv.loop = uv_default_loop();
     srv.backend = b;
     pthread_mutex_init(&srv.lock, NULL);
     uv_async_init(srv.loop, &srv.wakeup, on_wakeup);
     srv.wakeup.data = &srv;
+    uv_async_init(srv.loop, &srv.restart, on_restart);
+    srv.restart.data = &srv;
+    the_server = &srv;
     uv_signal_init(srv.loop, &srv.sigint);
     uv_signal_init(srv.loop, &srv.sigterm);
     uv_signal_start(&srv.sigint, on_signal, SIGINT);
     uv_signal_start(&srv.sigterm, on_signal, SIGTERM);
     uv_signal_init(srv.loop, &srv.sighup);
     uv_signal_start(&srv.sighup, on_sighup, SIGHUP);
-    for (int i = 0; i < listen_count; i++)
-        if (listen_on(&srv, listen[i]) != 0)
+    if (listener_count > MAX_LISTENERS) {
+        CR_ERROR("at most %d addresses to listen on", MAX_LISTENERS);
+        return 1;
+    }
+    for (int i = 0; i < listener_count; i++) {
+        uv_stream_t *l = cr_listen_adopt(srv.loop, &listeners[i], on_connection, &srv);
+        if (!l)
             return 1;
+        srv.listener[srv.listeners++] = l;
+    }
     if (metrics && cr_metrics_listen(srv.loop, b, metrics) != 0)
         return 1;
     uv_run(srv.loop, UV_RUN_DEFAULT);

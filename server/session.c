@@ -203,6 +203,65 @@ int cr_is_context_error(CUresult r)
     }
 }
 
+/* Tells the client that its device state is broken: every later call fails with r. A
+ * reason, when given, is printed by the client. */
+static void send_context_error(cr_session_t *s, CUresult r, const char *reason)
+{
+    msgpack_packer pk;
+    cr_outmsg_t *m = cr_message_new(CR_OP_CONTEXT_ERROR, 0, 0, &pk);
+    if (!m)
+        return;
+    msgpack_pack_array(&pk, reason ? 2 : 1);
+    msgpack_pack_int(&pk, (int)r);
+    if (reason)
+        cr_mp_pack_str(&pk, reason);
+    cr_message_finish(m, CR_OP_CONTEXT_ERROR, 0, 0);
+    cr_server_send(s, m);
+}
+
+/* --- a lost device context ------------------------------------------------------------------ */
+
+static int context_lost;
+static CUresult context_fault; /* what a session saw, for the probe */
+
+/* Every session's device state is gone: each is told, with the reason, and closed once
+ * that is written; then the server process ends and the supervisor starts a fresh one. */
+static void lose_every_session(CUresult r)
+{
+    static const char reason[] =
+        "the device context that cuda-remoted shares among its clients was lost (a kernel "
+        "faulted); this process's device memory, streams and modules are gone: every later "
+        "CUDA call fails. The server has started a new context: run the program again";
+    pthread_mutex_lock(&all_lock);
+    for (cr_session_t *s = all_head; s; s = s->all_next) {
+        pthread_mutex_lock(&s->lock);
+        if (s->context_error == CUDA_SUCCESS)
+            s->context_error = r;
+        pthread_mutex_unlock(&s->lock);
+        send_context_error(s, r, reason);
+        cr_server_close_connection(s);
+    }
+    pthread_mutex_unlock(&all_lock);
+}
+
+/* On a waiter thread: whether the fault a session saw broke the context itself (always on
+ * a GPU; with --emu-faults context on the emulated device) or only that session's streams.
+ * A broken context fails every call, a query of free memory too. */
+static void probe_context(void *arg)
+{
+    const cr_backend_t *b = arg;
+    size_t free_bytes, total;
+    CUresult r = b->d.cuMemGetInfo_v2(&free_bytes, &total);
+    if (!cr_is_context_error(r) || __atomic_exchange_n(&context_lost, 1, __ATOMIC_ACQ_REL))
+        return;
+    CR_ERROR("the device context is lost (%s; a session saw %s): every session's device "
+             "state is gone; the server process restarts with a new context",
+             cr_cuda_error_name(r), cr_cuda_error_name(__atomic_load_n(&context_fault,
+                                                                        __ATOMIC_RELAXED)));
+    lose_every_session(r);
+    cr_server_restart();
+}
+
 void cr_session_note_result(cr_session_t *s, CUresult r)
 {
     if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)
@@ -214,18 +273,14 @@ void cr_session_note_result(cr_session_t *s, CUresult r)
     if (first)
         s->context_error = r;
     pthread_mutex_unlock(&s->lock);
-    if (!first)
+    if (!first || __atomic_load_n(&context_lost, __ATOMIC_ACQUIRE))
         return;
     CR_INFO("session %llu: %s broke its context (%s): every later call fails with it",
             (unsigned long long)s->id, s->who[0] ? s->who : s->peer, cr_cuda_error_name(r));
-    msgpack_packer pk;
-    cr_outmsg_t *m = cr_message_new(CR_OP_CONTEXT_ERROR, 0, 0, &pk);
-    if (m) {
-        msgpack_pack_array(&pk, 1);
-        msgpack_pack_int(&pk, (int)r);
-        cr_message_finish(m, CR_OP_CONTEXT_ERROR, 0, 0);
-        cr_server_send(s, m);
-    }
+    send_context_error(s, r, NULL);
+    /* not on this thread: it may be the driver's callback thread, which must not call it */
+    __atomic_store_n(&context_fault, r, __ATOMIC_RELAXED);
+    cr_waiter_run(probe_context, (void *)s->backend);
 }
 
 void cr_session_defer_error(cr_session_t *s, CUresult r)

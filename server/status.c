@@ -12,10 +12,21 @@
 #include "mpfield.h"
 
 static struct timespec started;
+static int generation;
 
 void cr_status_start(void)
 {
     clock_gettime(CLOCK_MONOTONIC, &started);
+}
+
+void cr_status_set_generation(int n)
+{
+    generation = n;
+}
+
+int cr_status_restarts(void)
+{
+    return generation;
 }
 
 double cr_status_uptime(void)
@@ -166,7 +177,7 @@ void cr_status_reply(cr_request_t *req)
     msgpack_packer *pk = &r.pk;
     msgpack_pack_map(pk, 4);
     cr_mp_pack_str(pk, "server");
-    msgpack_pack_map(pk, 7);
+    msgpack_pack_map(pk, 8);
     kv_str(pk, "version", "cuda-remoted 0.1.0");
     kv_str(pk, "backend", b->kind);
     kv_str(pk, "device", b->desc.name);
@@ -174,6 +185,7 @@ void cr_status_reply(cr_request_t *req)
     kv_u64(pk, "memory_used", total_mem - free_mem);
     cr_mp_pack_str(pk, "uptime_s");
     msgpack_pack_double(pk, cr_status_uptime());
+    kv_u64(pk, "restarts", (uint64_t)generation);
     kv_u64(pk, "tenants_file", (uint64_t)cr_tenants_from_file());
     kv_u64(pk, "self", self->id);
     cr_mp_pack_str(pk, "tenants");

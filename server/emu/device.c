@@ -76,7 +76,8 @@ CUresult cr__check_ctx(void)
 {
     if (!atomic_load_explicit(&cr__emu.initialized, memory_order_acquire))
         return CUDA_ERROR_NOT_INITIALIZED;
-    return current_ctx == cr__emu.ctx_handle ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+    if (current_ctx != cr__emu.ctx_handle) return CUDA_ERROR_INVALID_CONTEXT;
+    return (CUresult)atomic_load_explicit(&cr__emu.context_fault, memory_order_acquire);
 }
 
 static uint64_t default_memory(void)
@@ -111,6 +112,7 @@ int cr_emu_configure(const cr_emu_config_t *cfg)
         cr__emu.memory_bytes = mem;
         free(cr__emu.trace_path);
         cr__emu.trace_path = path;
+        cr__emu.context_faults = cfg->context_faults;
         path = NULL;
     }
     pthread_mutex_unlock(&cr__emu.init_lock);

@@ -143,6 +143,8 @@ typedef struct {
     cr_emu_launch_hook_t hook;
     void *hook_user;
     int no_execute; /* cr_emu_set_execution(0): launches are only recorded */
+    int context_faults;          /* cr_emu_config_t.context_faults */
+    _Atomic int context_fault;   /* with context_faults: the fault every call now returns */
 } cr__emu_t;
 
 extern cr__emu_t cr__emu;

@@ -19,6 +19,9 @@ typedef struct {
                                0x2000000000 under ThreadSanitizer) */
     const char *trace_path; /* launch trace file (JSON lines, truncated at cuInit), NULL = none;
                                copied */
+    int context_faults;     /* 1: a kernel fault breaks the whole context, as on a GPU: every
+                               later call that needs the context returns it, for good;
+                               0 (default): only the faulting stream and its events */
 } cr_emu_config_t;
 
 /* Sets the configuration. Call before cr_emu_cuInit (later calls return CR_EBUSY); without a

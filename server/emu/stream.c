@@ -370,6 +370,10 @@ void cr__stream_fault(cr__stream_t *s, CUresult fault)
     pthread_mutex_lock(&s->lock);
     if (s->fault == CUDA_SUCCESS) s->fault = fault;
     pthread_mutex_unlock(&s->lock);
+    if (cr__emu.context_faults) { /* the first fault breaks the context for good */
+        int none = CUDA_SUCCESS;
+        atomic_compare_exchange_strong(&cr__emu.context_fault, &none, (int)fault);
+    }
 }
 
 int cr_emu_stream_set_output(void *stream, cr_emu_output_fn fn, void (*release)(void *user),
