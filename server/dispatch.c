@@ -99,8 +99,17 @@ void cr_message_finish(cr_outmsg_t *m, uint16_t opcode, uint64_t call_id, uint32
     outmsg_header(m, opcode, call_id, flags);
 }
 
+/* At --log debug, every call that failed, as the client will see it. */
+static void log_failure(const cr_request_t *req, CUresult result)
+{
+    if (result != CUDA_SUCCESS && result != CUDA_ERROR_NOT_READY)
+        CR_DEBUG("session %llu: %s: %s", (unsigned long long)req->session->id,
+                 cr_opcode_name(req->hdr.opcode), cr_cuda_error_name(result));
+}
+
 int cr_reply_begin(cr_request_t *req, cr_reply_t *r, CUresult result, uint32_t extra)
 {
+    log_failure(req, result);
     cr_session_note_result(req->session, result);
     r->msg = cr_message_new(req->hdr.opcode, req->hdr.call_id, CR_FRAME_REPLY, &r->pk);
     if (!r->msg)
@@ -133,6 +142,7 @@ void cr_request_finish(cr_request_t *req, CUresult result)
         if (cr_reply_begin(req, &r, result, 0) == 0)
             cr_reply_send(req, &r, 0);
     } else if (result != CUDA_SUCCESS) {
+        log_failure(req, result);
         cr_session_defer_error(req->session, result);
     }
     cr_request_free(req);
