@@ -698,6 +698,12 @@ void cr_session_release_resources(cr_session_t *s, int keep_code)
             cr_session_remove_handle(s, victim->id);
         }
     }
+    /* what the session freed back into the device's default pool stays reserved there:
+     * return it to the device (what other sessions hold stays) */
+    CUmemoryPool pool;
+    if (d->cuDeviceGetDefaultMemPool && d->cuMemPoolTrimTo &&
+        d->cuDeviceGetDefaultMemPool(&pool, s->backend->device) == CUDA_SUCCESS)
+        d->cuMemPoolTrimTo(pool, 0);
     if (!keep_code) { /* handles into the unloaded code are gone too */
         pthread_mutex_lock(&s->lock);
         size_t pos = 0;
