@@ -269,6 +269,9 @@ def check_priorities(server, path, ops):
                                              [[0, 8]]], bulk=struct.pack('<Q', 0))[0], SUCCESS)
             expect('and synchronizes', c.call('cuCtxSynchronize_v2', []), [SUCCESS])
         c.sock.close()
+    if not os.path.exists(server.trace_path):  # only the emulated device records launches
+        print('(a GPU: the priorities of launches on the default stream are not traced)')
+        return
     launches = {t['grid'][0]: t['priority'] for t in server.trace() if t['kernel'] == 'touch'}
     expect('the trace: bob\'s launch at -5, carol\'s at 0', (launches.get(2), launches.get(3)),
            (-5, 0))
