@@ -119,6 +119,18 @@ static void pack_dim3(msgpack_packer *pk, const unsigned d[3])
         msgpack_pack_uint32(pk, d[i]);
 }
 
+/* Launch attributes: [[id, value bytes]...] (events inside are the client's handles). */
+static void pack_attrs(msgpack_packer *pk, const CUlaunchAttribute *attrs, unsigned count)
+{
+    msgpack_pack_array(pk, count);
+    for (unsigned i = 0; i < count; i++) {
+        msgpack_pack_array(pk, 2);
+        msgpack_pack_int(pk, attrs[i].id);
+        msgpack_pack_bin(pk, sizeof attrs[i].value);
+        msgpack_pack_bin_body(pk, &attrs[i].value, sizeof attrs[i].value);
+    }
+}
+
 static CUresult launch(uint16_t opcode, CUfunction f, const dims_t *d, CUstream stream,
                        void **kernel_params, void **extra, const CUlaunchAttribute *attrs,
                        unsigned attr_count)
@@ -164,15 +176,8 @@ static CUresult launch(uint16_t opcode, CUfunction f, const dims_t *d, CUstream 
         msgpack_pack_uint32(&m.pk, p.params[i].offset);
         msgpack_pack_uint32(&m.pk, p.params[i].size);
     }
-    if (opcode == CR_OP_cuLaunchKernelEx) {
-        msgpack_pack_array(&m.pk, attr_count);
-        for (unsigned i = 0; i < attr_count; i++) {
-            msgpack_pack_array(&m.pk, 2);
-            msgpack_pack_int(&m.pk, attrs[i].id);
-            msgpack_pack_bin(&m.pk, sizeof attrs[i].value);
-            msgpack_pack_bin_body(&m.pk, &attrs[i].value, sizeof attrs[i].value);
-        }
-    }
+    if (opcode == CR_OP_cuLaunchKernelEx)
+        pack_attrs(&m.pk, attrs, attr_count);
     cr_msg_bulk(&m, p.buf, p.size);
     err = cr_msg_send(&m); /* small buffers are copied; large ones are written by now */
     free(p.buf);
@@ -307,6 +312,53 @@ CUresult cr_hand_cuOccupancyMaxPotentialBlockSizeWithFlags(int *min_grid, int *b
     }
     cr_reply_done(&p, &u);
     return r;
+}
+
+/* Cluster queries: [function, grid, block, shared, attributes] -> [CUresult, value]. The
+ * stream of the configuration plays no part in them and is not sent. */
+static CUresult cluster_query(uint16_t opcode, int *out, CUfunction f, const CUlaunchConfig *config)
+{
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!out || !config || (config->numAttrs && !config->attrs))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!f || !cr_handles_valid((uint64_t)(uintptr_t)f, CR_HT_CUfunc))
+        return CUDA_ERROR_INVALID_HANDLE;
+    cr_msg_t m;
+    cr_pending_t p = {0};
+    msgpack_unpacked u;
+    int err = cr_msg_begin(cl->conn, &m, opcode);
+    if (err)
+        return cr_transport_error(err);
+    msgpack_pack_array(&m.pk, 5);
+    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)f);
+    pack_dim3(&m.pk, (unsigned[3]){config->gridDimX, config->gridDimY, config->gridDimZ});
+    pack_dim3(&m.pk, (unsigned[3]){config->blockDimX, config->blockDimY, config->blockDimZ});
+    msgpack_pack_uint32(&m.pk, config->sharedMemBytes);
+    pack_attrs(&m.pk, config->attrs, config->numAttrs);
+    CUresult r = cr_call(&m, &p, &u);
+    if (r == CUDA_SUCCESS) {
+        const msgpack_object_array *a = &u.data.via.array;
+        if (a->size < 2 || a->ptr[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+            r = CUDA_ERROR_UNKNOWN;
+        else
+            *out = (int)a->ptr[1].via.u64;
+    }
+    cr_reply_done(&p, &u);
+    return r;
+}
+
+CUresult cr_hand_cuOccupancyMaxActiveClusters(int *num_clusters, CUfunction f,
+                                              const CUlaunchConfig *config)
+{
+    return cluster_query(CR_OP_cuOccupancyMaxActiveClusters, num_clusters, f, config);
+}
+
+CUresult cr_hand_cuOccupancyMaxPotentialClusterSize(int *cluster_size, CUfunction f,
+                                                    const CUlaunchConfig *config)
+{
+    return cluster_query(CR_OP_cuOccupancyMaxPotentialClusterSize, cluster_size, f, config);
 }
 
 CUresult cr_hand_cuOccupancyMaxPotentialBlockSize(int *min_grid, int *block_size, CUfunction f,

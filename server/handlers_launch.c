@@ -99,33 +99,23 @@ void cr_srv_cuLaunchCooperativeKernel(cr_request_t *req)
     launch(req, 1);
 }
 
-void cr_srv_cuLaunchKernelEx(cr_request_t *req)
+/* [[id, value bytes]...] into attrs (at most MAX_ATTRS); events inside the values are the
+ * session's ids, replaced by the driver's events. */
+static CUresult parse_attrs(cr_session_t *s, const msgpack_object_array *list,
+                            CUlaunchAttribute *attrs)
 {
-    cr_session_t *s = req->session;
-    const cr_driver_t *d = &s->backend->d;
-    launch_t l;
-    CUlaunchAttribute attrs[MAX_ATTRS];
-    const msgpack_object_array *list;
-    CUresult r = parse_launch(req, &l);
-    if (r != CUDA_SUCCESS) {
-        cr_request_finish(req, r);
-        return;
-    }
-    if (req->argc != 7 || cr_arg_array(req, 6, &list) || list->size > MAX_ATTRS)
-        r = CUDA_ERROR_INVALID_VALUE;
-    for (uint32_t i = 0; r == CUDA_SUCCESS && i < list->size; i++) {
+    if (list->size > MAX_ATTRS)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (uint32_t i = 0; i < list->size; i++) {
         const msgpack_object *e = &list->ptr[i];
         uint64_t id;
         memset(&attrs[i], 0, sizeof attrs[i]);
         if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 2 ||
             cr_obj_u64(&e->via.array.ptr[0], &id) || e->via.array.ptr[1].type != MSGPACK_OBJECT_BIN ||
-            e->via.array.ptr[1].via.bin.size != sizeof attrs[i].value) {
-            r = CUDA_ERROR_INVALID_VALUE;
-            break;
-        }
+            e->via.array.ptr[1].via.bin.size != sizeof attrs[i].value)
+            return CUDA_ERROR_INVALID_VALUE;
         attrs[i].id = (CUlaunchAttributeID)id;
         memcpy(&attrs[i].value, e->via.array.ptr[1].via.bin.ptr, sizeof attrs[i].value);
-        /* events inside attribute values are client ids */
         if (id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT ||
             id == CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT) {
             CUevent *ev = id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT
@@ -133,10 +123,29 @@ void cr_srv_cuLaunchKernelEx(cr_request_t *req)
                               : &attrs[i].value.launchCompletionEvent.event;
             void *obj = cr_session_handle(s, CR_HT_CUevent, (uint64_t)(uintptr_t)*ev);
             if (!obj)
-                r = CUDA_ERROR_INVALID_HANDLE;
+                return CUDA_ERROR_INVALID_HANDLE;
             *ev = obj;
         }
     }
+    return CUDA_SUCCESS;
+}
+
+void cr_srv_cuLaunchKernelEx(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    const cr_driver_t *d = &s->backend->d;
+    launch_t l;
+    CUlaunchAttribute attrs[MAX_ATTRS];
+    const msgpack_object_array *list = NULL;
+    CUresult r = parse_launch(req, &l);
+    if (r != CUDA_SUCCESS) {
+        cr_request_finish(req, r);
+        return;
+    }
+    if (req->argc != 7 || cr_arg_array(req, 6, &list))
+        r = CUDA_ERROR_INVALID_VALUE;
+    else
+        r = parse_attrs(s, list, attrs);
     if (r == CUDA_SUCCESS) {
         CUlaunchConfig config = {
             .gridDimX = l.grid[0], .gridDimY = l.grid[1], .gridDimZ = l.grid[2],
@@ -156,6 +165,58 @@ void cr_srv_cuLaunchKernelEx(cr_request_t *req)
     }
     free(l.params);
     cr_request_finish(req, r);
+}
+
+/* [function, grid, block, shared, attributes] -> [CUresult, value] */
+static void cluster_query(cr_request_t *req,
+                          CUresult (*query)(int *, CUfunction, const CUlaunchConfig *))
+{
+    cr_session_t *s = req->session;
+    CUlaunchAttribute attrs[MAX_ATTRS];
+    const msgpack_object_array *list;
+    unsigned grid[3], block[3];
+    uint64_t fid, shared;
+    CUfunction f = NULL;
+    CUresult r = CUDA_SUCCESS;
+    if (req->argc != 5 || cr_arg_u64(req, 0, &fid) || dim3(&req->args[1], grid) ||
+        dim3(&req->args[2], block) || cr_arg_u64(req, 3, &shared) || shared > UINT32_MAX ||
+        cr_arg_array(req, 4, &list))
+        r = CUDA_ERROR_INVALID_VALUE;
+    else if (!(f = cr_session_handle(s, CR_HT_CUfunc, fid)))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    else if (!query)
+        r = CUDA_ERROR_NOT_SUPPORTED;
+    else
+        r = parse_attrs(s, list, attrs);
+    int value = 0;
+    if (r == CUDA_SUCCESS) {
+        CUlaunchConfig config = {
+            .gridDimX = grid[0], .gridDimY = grid[1], .gridDimZ = grid[2],
+            .blockDimX = block[0], .blockDimY = block[1], .blockDimZ = block[2],
+            .sharedMemBytes = (unsigned)shared, .attrs = attrs, .numAttrs = list->size,
+        };
+        r = query(&value, f, &config);
+    }
+    if (r != CUDA_SUCCESS) {
+        cr_request_finish(req, r);
+        return;
+    }
+    cr_reply_t reply;
+    if (cr_reply_begin(req, &reply, r, 1) == 0) {
+        msgpack_pack_int(&reply.pk, value);
+        cr_reply_send(req, &reply, 0);
+    }
+    cr_request_free(req);
+}
+
+void cr_srv_cuOccupancyMaxActiveClusters(cr_request_t *req)
+{
+    cluster_query(req, req->session->backend->d.cuOccupancyMaxActiveClusters);
+}
+
+void cr_srv_cuOccupancyMaxPotentialClusterSize(cr_request_t *req)
+{
+    cluster_query(req, req->session->backend->d.cuOccupancyMaxPotentialClusterSize);
 }
 
 /* --- host functions: run in the client, in stream order ------------------------------------ */

@@ -100,6 +100,35 @@ int main()
         check_results(run, d_out, n, 2.0f, dim3(16), dim3(256));
     }
 
+    // cluster occupancy (cuBLAS asks at cublasCreate): answered by the device
+    {
+        cudaDeviceProp prop;
+        CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+        cudaLaunchAttribute cluster;
+        cluster.id = cudaLaunchAttributeClusterDimension;
+        cluster.val.clusterDim.x = 2;
+        cluster.val.clusterDim.y = 1;
+        cluster.val.clusterDim.z = 1;
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(8);
+        cfg.blockDim = dim3(128);
+        cfg.attrs = &cluster;
+        cfg.numAttrs = 1;
+        int clusters = 0, size = 0;
+        CHECK_CUDA(cudaOccupancyMaxActiveClusters(&clusters, ex_kernel, &cfg));
+        int most = prop.multiProcessorCount * prop.maxBlocksPerMultiProcessor / 2;
+        CHECK(clusters >= 1 && clusters <= most, "%d clusters of 2 blocks at once (at most %d)",
+              clusters, most);
+        CHECK_CUDA(cudaOccupancyMaxPotentialClusterSize(&size, ex_kernel, &cfg));
+        CHECK(size >= 2 && size <= 16, "largest cluster %d", size);
+        cluster.val.clusterDim.x = 64; // beyond any device's cluster size
+        EXPECT_CUDA_ERROR(cudaOccupancyMaxActiveClusters(&clusters, ex_kernel, &cfg),
+                          cudaErrorInvalidClusterSize);
+        EXPECT_CUDA_ERROR(cudaGetLastError(), cudaErrorInvalidClusterSize); // and clears it
+        printf("cluster occupancy: %d clusters of 2 at once, clusters up to %d blocks\n",
+               clusters, size);
+    }
+
     // cudaLaunchKernel with void **args
     {
         dim3 grid(5, 3), block(32, 8);
