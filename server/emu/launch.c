@@ -383,8 +383,10 @@ static CUresult launch(uint64_t fh, const launch_args_t *a, void **kernelParams,
         goto out;
     uint64_t threads = (uint64_t)a->block[0] * a->block[1] * a->block[2];
     if (threads > CR__MAX_THREADS_PER_BLOCK) goto out;
+    /* over __launch_bounds__ a GPU answers CUDA_ERROR_INVALID_VALUE (seen on an H100) */
+    if (k->info->max_threads_per_block && threads > k->info->max_threads_per_block) goto out;
     if (threads > (uint64_t)cr__kernel_max_threads(k)) {
-        rc = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES; /* registers or __launch_bounds__ */
+        rc = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES; /* too many registers for the block */
         goto out;
     }
     /* shared memory */

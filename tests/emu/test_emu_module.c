@@ -488,7 +488,7 @@ static void test_launches(void)
                                    xargs, NULL),
              CUDA_ERROR_INVALID_VALUE);
     CHECK_CU(cr_emu_cuLaunchKernel((CUfunction)bounded, 1, 1, 1, 256, 1, 1, 0, s, xargs, NULL),
-             CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+             CUDA_ERROR_INVALID_VALUE); /* over __launch_bounds__, as on a GPU */
     CHECK_CU(cr_emu_cuLaunchKernel((CUfunction)mixed, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL),
              CUDA_ERROR_INVALID_VALUE); /* parameters missing */
     CHECK_CU(cr_emu_cuLaunchKernel(f_vec, 1, 1, 1, 1, 1, 1, 0, s, args, extra),
