@@ -196,7 +196,9 @@ def check_status(tool, address):
     t = st['tenants'][0]
     expect('her tenant as status shows it', (t['quota'], t['used'], t['priority'], t['admin']),
            (64 * MiB, 4 * MiB, 'normal', 0))
-    expect('the server', (st['server']['backend'], st['server']['tenants_file']), ('emu', 1))
+    backend = 'cuda' if '--backend cuda' in os.environ.get('CR_SERVER_ARGS', '') else 'emu'
+    expect('the server', (st['server']['backend'], st['server']['tenants_file'],
+                          st['server']['restarts']), (backend, 1, 0))
 
     p = status(tool, address, TOKENS['bob'], json_out=False)
     expect('status as bob (tables)', p.returncode, 0)
