@@ -219,32 +219,123 @@ void cr_srv_cuOccupancyMaxPotentialClusterSize(cr_request_t *req)
     cluster_query(req, req->session->backend->d.cuOccupancyMaxPotentialClusterSize);
 }
 
-/* --- host functions: run in the client, in stream order ------------------------------------ */
+/* --- host functions: run in the client, in stream order ------------------------------------
+ *
+ * A GPU's driver runs the host functions of every stream of the context on one thread:
+ * holding that thread while a client runs its function would hold every other session's
+ * host functions, and the device-to-host copies that finish with one, for as long (seen on
+ * an H100). So the driver's thread only asks the client to run the function, and the
+ * stream itself waits on the device (cuStreamWaitValue32) for its gate, a word of
+ * page-locked host memory that the server opens when the client says the function
+ * returned, or when the client is gone. Each stream has its own gate, counting its host
+ * functions. Where the device cannot wait on memory, the driver's thread waits instead. */
+
+#define GATES 1024 /* streams of a session with a gate of their own; later ones wait the old way */
+
+struct cr_gates_s {
+    uint32_t *words;  /* page-locked, mapped */
+    CUdeviceptr base; /* their device address */
+    unsigned used;
+};
 
 typedef struct {
     cr_session_t *session;
     uint64_t call_id;
+    uint32_t *gate; /* NULL: the driver's thread waits for the client */
+    uint32_t count; /* the gate opens at this count */
+    int refs;       /* gated: the driver's call and the client's answer (or its end) */
 } host_func_t;
 
-/* On the backend's callback thread: ask the client to run its function, and hold the
- * stream until it says it returned (or the client is gone). */
-static void host_func_trampoline(void *arg)
+static void host_func_unref(host_func_t *h)
 {
-    host_func_t *h = arg;
-    cr_session_t *s = h->session;
+    if (__atomic_sub_fetch(&h->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        cr_session_unref(h->session);
+        free(h);
+    }
+}
+
+static void gate_open(uint32_t *gate, uint32_t count)
+{
+    uint32_t now = __atomic_load_n(gate, __ATOMIC_ACQUIRE);
+    while ((int32_t)(count - now) > 0 &&
+           !__atomic_compare_exchange_n(gate, &now, count, 0, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE))
+        ;
+}
+
+static void ask_client(host_func_t *h)
+{
     msgpack_packer pk;
     cr_outmsg_t *m = cr_message_new(CR_OP_HOST_FUNC, h->call_id, 0, &pk);
     if (m) {
         msgpack_pack_array(&pk, 0);
         cr_message_finish(m, CR_OP_HOST_FUNC, h->call_id, 0);
-        cr_server_send(s, m);
-        pthread_mutex_lock(&s->lock);
-        while (!s->closing && !cr_idmap_remove(&s->host_func_acks, h->call_id, NULL))
-            pthread_cond_wait(&s->cond, &s->lock);
-        pthread_mutex_unlock(&s->lock);
+        cr_server_send(h->session, m);
     }
-    cr_session_unref(s);
-    free(h);
+}
+
+/* On the driver's callback thread, gated: ask, and return at once. */
+static void host_func_ask(void *arg)
+{
+    host_func_t *h = arg;
+    ask_client(h);
+    host_func_unref(h);
+}
+
+/* On the driver's callback thread, without a gate: ask, and hold the thread (and so the
+ * stream) until the client says it returned or is gone. */
+static void host_func_hold(void *arg)
+{
+    host_func_t *h = arg;
+    cr_session_t *s = h->session;
+    ask_client(h);
+    pthread_mutex_lock(&s->lock);
+    while (!s->closing && !cr_idmap_remove(&s->host_func_acks, h->call_id, NULL))
+        pthread_cond_wait(&s->cond, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+    host_func_unref(h);
+}
+
+/* The stream's gate and its device address, or NULL (executor only). The first call finds
+ * out whether the device can wait on mapped host memory at all. */
+static uint32_t *stream_gate(cr_session_t *s, cr_handle_t *stream, CUdeviceptr *dev)
+{
+    const cr_driver_t *d = &s->backend->d;
+    if (!s->gates_tried) {
+        s->gates_tried = 1;
+        struct cr_gates_s *g = calloc(1, sizeof *g);
+        void *p = NULL;
+        if (g && d->cuMemHostAlloc && d->cuMemHostGetDevicePointer_v2 &&
+            d->cuStreamWaitValue32_v2 && d->cuMemFreeHost &&
+            d->cuMemHostAlloc(&p, GATES * sizeof *g->words,
+                              CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) ==
+                CUDA_SUCCESS) {
+            memset(p, 0, GATES * sizeof *g->words);
+            /* a wait that is already satisfied tells whether the device can wait here */
+            if (d->cuMemHostGetDevicePointer_v2(&g->base, p, 0) == CUDA_SUCCESS &&
+                d->cuStreamWaitValue32_v2(s->legacy.obj, g->base, 0,
+                                          CU_STREAM_WAIT_VALUE_GEQ) == CUDA_SUCCESS) {
+                g->words = p;
+                s->gates = g;
+            }
+        }
+        if (!s->gates) {
+            CR_DEBUG("session %llu: host functions hold the driver's callback thread (the "
+                     "device cannot wait on host memory here)", (unsigned long long)s->id);
+            if (p)
+                d->cuMemFreeHost(p);
+            free(g);
+        }
+    }
+    struct cr_gates_s *g = s->gates;
+    if (!g)
+        return NULL;
+    if (!stream->gate) {
+        if (g->used == GATES)
+            return NULL;
+        stream->gate = ++g->used;
+    }
+    *dev = g->base + (stream->gate - 1) * sizeof *g->words;
+    return &g->words[stream->gate - 1];
 }
 
 void cr_srv_cuLaunchHostFunc(cr_request_t *req)
@@ -257,21 +348,91 @@ void cr_srv_cuLaunchHostFunc(cr_request_t *req)
         return;
     }
     cr_handle_t *stream = cr_session_stream(s, sid);
-    host_func_t *h = stream ? malloc(sizeof *h) : NULL;
+    host_func_t *h = stream ? calloc(1, sizeof *h) : NULL;
     if (!h) {
         cr_request_finish(req, stream ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_HANDLE);
         return;
     }
     h->session = s;
     h->call_id = req->hdr.call_id;
+    h->refs = 1;
     cr_session_ref(s);
     cr_session_stream_prepare(s, stream);
-    CUresult r = d->cuLaunchHostFunc(stream->obj, host_func_trampoline, h);
-    if (r != CUDA_SUCCESS) {
-        cr_session_unref(s);
-        free(h);
+    CUdeviceptr gate_dev;
+    h->gate = stream_gate(s, stream, &gate_dev);
+    CUresult r;
+    if (!h->gate) {
+        r = d->cuLaunchHostFunc(stream->obj, host_func_hold, h);
+        if (r != CUDA_SUCCESS)
+            host_func_unref(h);
+        cr_request_finish(req, r);
+        return;
     }
+    h->count = ++stream->gate_count;
+    h->refs = 2; /* the driver's call, and the answer */
+    r = d->cuLaunchHostFunc(stream->obj, host_func_ask, h);
+    if (r != CUDA_SUCCESS) {
+        stream->gate_count--;
+        free(h);
+        cr_session_unref(s);
+        cr_request_finish(req, r);
+        return;
+    }
+    pthread_mutex_lock(&s->lock);
+    int open_now = s->closing || cr_idmap_put(&s->gated, h->call_id, (uint64_t)(uintptr_t)h);
+    pthread_mutex_unlock(&s->lock);
+    if (open_now) { /* nobody will answer */
+        gate_open(h->gate, h->count);
+        host_func_unref(h);
+    }
+    /* the stream goes on once the client answered; a failure here leaves it open */
+    if ((r = d->cuStreamWaitValue32_v2(stream->obj, gate_dev, h->count,
+                                       CU_STREAM_WAIT_VALUE_GEQ)) != CUDA_SUCCESS)
+        CR_WARN("session %llu: a host function's stream cannot wait for it: %s",
+                (unsigned long long)s->id, cr_cuda_error_name(r));
     cr_request_finish(req, r);
+}
+
+int cr_host_func_answered(cr_session_t *s, uint64_t call_id)
+{
+    uint64_t v;
+    pthread_mutex_lock(&s->lock);
+    int gated = cr_idmap_remove(&s->gated, call_id, &v);
+    pthread_mutex_unlock(&s->lock);
+    if (!gated)
+        return 0;
+    host_func_t *h = (host_func_t *)(uintptr_t)v;
+    gate_open(h->gate, h->count);
+    host_func_unref(h);
+    return 1;
+}
+
+void cr_host_funcs_open_all(cr_session_t *s)
+{
+    for (;;) {
+        size_t pos = 0;
+        uint64_t id, v;
+        pthread_mutex_lock(&s->lock);
+        int found = cr_idmap_next(&s->gated, &pos, &id, &v);
+        if (found)
+            cr_idmap_remove(&s->gated, id, NULL);
+        pthread_mutex_unlock(&s->lock);
+        if (!found)
+            return;
+        host_func_t *h = (host_func_t *)(uintptr_t)v;
+        gate_open(h->gate, h->count);
+        host_func_unref(h);
+    }
+}
+
+void cr_host_func_gates_free(cr_session_t *s)
+{
+    if (s->gates) {
+        s->backend->d.cuMemFreeHost(s->gates->words);
+        free(s->gates);
+        s->gates = NULL;
+    }
+    cr_idmap_free(&s->gated);
 }
 
 /* --- occupancy ------------------------------------------------------------------------------ */

@@ -173,6 +173,8 @@ typedef struct {
     struct cr_code_globals_s *globals;
     uint64_t charged;        /* device memory charged to the tenant for it (globals) */
     struct cr_batch_s *batch; /* streams: the open batch of measured launches (sched.c) */
+    unsigned gate;           /* streams: 1 + index of its host-function gate, 0: none yet */
+    uint32_t gate_count;     /* streams: host functions gated so far (handlers_launch.c) */
 } cr_handle_t;
 
 struct cr_session_s {
@@ -202,6 +204,9 @@ struct cr_session_s {
     cr_rangemap_t allocations; /* device memory the session holds (value: charged bytes) */
     cr_rangemap_t code_ranges; /* globals of its code (value: the library/module id) */
     cr_idmap_t host_func_acks; /* call ids acknowledged by the client */
+    cr_idmap_t gated;        /* call id -> host function whose stream waits for its answer */
+    struct cr_gates_s *gates; /* host-function gates (handlers_launch.c); executor only */
+    int gates_tried;
     CUresult deferred_error; /* first failure of an asynchronous request, not yet reported */
     CUresult context_error;  /* a kernel fault broke the client's context: every call fails */
     cr_idmap_t regions;      /* shared-memory regions: id -> shm.c's region */
@@ -374,6 +379,14 @@ typedef struct cr_outmsg_s {
     uv_write_t write;
     cr_session_t *session;
 } cr_outmsg_t;
+
+/* Host functions (handlers_launch.c). The client answered call_id: opens its stream's gate
+ * and returns 1, or 0 when that host function holds the driver's thread instead. */
+int cr_host_func_answered(cr_session_t *s, uint64_t call_id);
+/* The client is gone: opens every gate its streams wait on. */
+void cr_host_funcs_open_all(cr_session_t *s);
+/* Frees the gates, once the session's streams are done. */
+void cr_host_func_gates_free(cr_session_t *s);
 
 /* Queues a message for the client (any thread). Takes ownership of m. */
 void cr_server_send(cr_session_t *s, cr_outmsg_t *m);

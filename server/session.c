@@ -941,6 +941,7 @@ static void *executor_main(void *arg)
         if (s->legacy.marker)
             d->cuEventDestroy_v2(s->legacy.marker);
     }
+    cr_host_func_gates_free(s); /* its streams are done */
     cr_shm_release_all(s); /* after the work that may still have used the regions */
     if (s->tenant)
         __atomic_sub_fetch(&s->tenant->sessions, 1, __ATOMIC_RELAXED);
@@ -1013,6 +1014,7 @@ void cr_session_close(cr_session_t *s, const char *why)
         pthread_cond_wait(&s->cond, &s->lock);
     pthread_cond_broadcast(&s->cond); /* the executor and blocked host functions */
     pthread_mutex_unlock(&s->lock);
+    cr_host_funcs_open_all(s); /* its streams must not wait for answers that cannot come */
     cr_sched_wake(); /* its executor may wait to launch */
     if (first)
         CR_INFO("session %llu: %s from %s ended: %s", (unsigned long long)s->id,
@@ -1021,6 +1023,8 @@ void cr_session_close(cr_session_t *s, const char *why)
 
 void cr_session_host_func_done(cr_session_t *s, uint64_t call_id)
 {
+    if (cr_host_func_answered(s, call_id))
+        return;
     pthread_mutex_lock(&s->lock);
     cr_idmap_put(&s->host_func_acks, call_id, 1);
     pthread_cond_broadcast(&s->cond);

@@ -113,6 +113,7 @@ int cr_emu_configure(const cr_emu_config_t *cfg)
         free(cr__emu.trace_path);
         cr__emu.trace_path = path;
         cr__emu.context_faults = cfg->context_faults;
+        cr__emu.serial_callbacks = cfg->serial_callbacks;
         path = NULL;
     }
     pthread_mutex_unlock(&cr__emu.init_lock);

@@ -144,6 +144,7 @@ typedef struct {
     void *hook_user;
     int no_execute; /* cr_emu_set_execution(0): launches are only recorded */
     int context_faults;          /* cr_emu_config_t.context_faults */
+    int serial_callbacks;        /* cr_emu_config_t.serial_callbacks */
     _Atomic int context_fault;   /* with context_faults: the fault every call now returns */
 } cr__emu_t;
 
@@ -153,6 +154,8 @@ extern cr__emu_t cr__emu;
  * cr__check_ctx: also a context is current on the calling thread. */
 CUresult cr__check_init(void);
 CUresult cr__check_ctx(void);
+/* Whether [p, p + len) is page-locked host memory (memory.c). */
+int cr__host_mapped(uintptr_t p, size_t len);
 CUresult cr__error_to_cuda(int err); /* one CR_E* -> CUresult mapping */
 int64_t cr__now_ns(void);            /* CLOCK_MONOTONIC */
 

@@ -22,6 +22,9 @@ typedef struct {
     int context_faults;     /* 1: a kernel fault breaks the whole context, as on a GPU: every
                                later call that needs the context returns it, for good;
                                0 (default): only the faulting stream and its events */
+    int serial_callbacks;   /* 1: host functions of all streams run on one thread, one at a
+                               time, as a GPU's driver runs them; 0 (default): each stream
+                               runs its own */
 } cr_emu_config_t;
 
 /* Sets the configuration. Call before cr_emu_cuInit (later calls return CR_EBUSY); without a

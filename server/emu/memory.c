@@ -510,6 +510,28 @@ CUresult cr_emu_cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
     return CUDA_SUCCESS;
 }
 
+/* Page-locked host memory is the device's too here: its device address is its own. */
+CUresult cr_emu_cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags)
+{
+    CR__ENTER();
+    if (!pdptr || !p || Flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&host_lock);
+    int found = host_find((uintptr_t)p) != NULL;
+    pthread_mutex_unlock(&host_lock);
+    if (!found) return CUDA_ERROR_INVALID_VALUE;
+    *pdptr = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
+
+int cr__host_mapped(uintptr_t p, size_t len)
+{
+    pthread_mutex_lock(&host_lock);
+    const host_range_t *r = host_find(p);
+    int ok = r && len <= r->size - (p - r->base);
+    pthread_mutex_unlock(&host_lock);
+    return ok;
+}
+
 CUresult cr_emu_cuMemAllocHost_v2(void **pp, size_t bytesize)
 {
     return cr_emu_cuMemHostAlloc(pp, bytesize, 0);

@@ -567,24 +567,86 @@ CUresult cr_emu_cuStreamGetDevice(CUstream hStream, CUdevice *device)
     return CUDA_SUCCESS;
 }
 
-/* ---- host functions ---- */
+/* ---- host functions ----
+ * A GPU runs the host functions of every stream of a context on one thread of the driver's,
+ * in the order their streams reach them: one that waits holds all the others. With
+ * serial_callbacks so does this device (the stream's thread hands the function to the
+ * context's callback thread and waits for it to return); otherwise each stream's thread
+ * runs its own. */
 
-typedef struct {
+typedef struct host_op_s {
     cr__op_t op;
     CUhostFn fn;
     CUstreamCallback callback;
     CUstream handle; /* as the caller named the stream, for the callback */
     void *user;
+    struct host_op_s *next_call; /* the callback thread's queue */
+    int done;
 } host_op_t;
+
+static pthread_mutex_t callback_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t callback_cond = PTHREAD_COND_INITIALIZER;
+static host_op_t *calls_head, *calls_tail;
+static int callback_thread_started;
+
+static void *callback_main(void *unused)
+{
+    (void)unused;
+    pthread_mutex_lock(&callback_lock);
+    for (;;) {
+        while (!calls_head)
+            pthread_cond_wait(&callback_cond, &callback_lock);
+        host_op_t *h = calls_head;
+        calls_head = h->next_call;
+        if (!calls_head) calls_tail = NULL;
+        pthread_mutex_unlock(&callback_lock);
+        if (h->fn)
+            h->fn(h->user);
+        else
+            h->callback(h->handle, CUDA_SUCCESS, h->user);
+        pthread_mutex_lock(&callback_lock);
+        h->done = 1;
+        pthread_cond_broadcast(&callback_cond);
+    }
+    return NULL;
+}
 
 static CUresult host_run(cr__op_t *op, cr__stream_t *s)
 {
     host_op_t *h = (host_op_t *)op;
     (void)s;
-    if (h->fn)
-        h->fn(h->user);
+    if (!cr__emu.serial_callbacks) {
+        if (h->fn)
+            h->fn(h->user);
+        else
+            h->callback(h->handle, CUDA_SUCCESS, h->user);
+        return CUDA_SUCCESS;
+    }
+    pthread_mutex_lock(&callback_lock);
+    if (!callback_thread_started) {
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int rc = pthread_create(&t, &attr, callback_main, NULL);
+        pthread_attr_destroy(&attr);
+        if (rc != 0) {
+            pthread_mutex_unlock(&callback_lock);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        callback_thread_started = 1;
+    }
+    h->next_call = NULL;
+    h->done = 0;
+    if (calls_tail)
+        calls_tail->next_call = h;
     else
-        h->callback(h->handle, CUDA_SUCCESS, h->user);
+        calls_head = h;
+    calls_tail = h;
+    pthread_cond_broadcast(&callback_cond);
+    while (!h->done)
+        pthread_cond_wait(&callback_cond, &callback_lock);
+    pthread_mutex_unlock(&callback_lock);
     return CUDA_SUCCESS;
 }
 
@@ -619,6 +681,62 @@ CUresult cr_emu_cuStreamAddCallback(CUstream hStream, CUstreamCallback callback,
     CR__ENTER();
     if (!callback || flags != 0) return CUDA_ERROR_INVALID_VALUE;
     return submit_host(hStream, NULL, callback, userData);
+}
+
+/* ---- waiting on memory (stream memory operations) ---- */
+
+typedef struct {
+    cr__op_t op;
+    const _Atomic uint32_t *addr;
+    uint32_t value;
+    unsigned condition;
+} wait_value_op_t;
+
+static int value_reached(uint32_t v, uint32_t want, unsigned condition)
+{
+    switch (condition) {
+    case CU_STREAM_WAIT_VALUE_GEQ: return (int32_t)(v - want) >= 0;
+    case CU_STREAM_WAIT_VALUE_EQ: return v == want;
+    case CU_STREAM_WAIT_VALUE_AND: return (v & want) != 0;
+    default: return ~(v | ~want) != 0; /* CU_STREAM_WAIT_VALUE_NOR */
+    }
+}
+
+static CUresult wait_value_run(cr__op_t *op, cr__stream_t *s)
+{
+    wait_value_op_t *w = (wait_value_op_t *)op;
+    (void)s;
+    struct timespec pause = {0, 1000};
+    while (!value_reached(atomic_load_explicit(w->addr, memory_order_acquire), w->value,
+                          w->condition)) {
+        nanosleep(&pause, NULL);
+        if (pause.tv_nsec < 200000) pause.tv_nsec *= 2; /* a GPU polls; this backs off */
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult cr_emu_cuStreamWaitValue32_v2(CUstream hStream, CUdeviceptr addr, cuuint32_t value,
+                                       unsigned int flags)
+{
+    CR__ENTER();
+    unsigned condition = flags & ~(unsigned)CU_STREAM_WAIT_VALUE_FLUSH;
+    if (condition > CU_STREAM_WAIT_VALUE_NOR || addr % 4) return CUDA_ERROR_INVALID_VALUE;
+    /* page-locked host memory or device memory: both are this process's memory here */
+    if (!cr__host_mapped((uintptr_t)addr, 4) && cr__mem_check(addr, 4) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_VALUE;
+    GET_STREAM(s, hStream);
+    wait_value_op_t *w = calloc(1, sizeof *w);
+    if (!w) {
+        cr__stream_put(s);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    w->op.run = wait_value_run;
+    w->addr = (const _Atomic uint32_t *)(uintptr_t)addr;
+    w->value = value;
+    w->condition = condition;
+    CUresult rc = cr__stream_submit(s, &w->op, NULL);
+    cr__stream_put(s);
+    return rc;
 }
 
 /* ---- events ---- */
