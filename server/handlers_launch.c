@@ -370,17 +370,23 @@ void cr_srv_cuLaunchHostFunc(cr_request_t *req)
     }
     h->count = ++stream->gate_count;
     h->refs = 2; /* the driver's call, and the answer */
-    r = d->cuLaunchHostFunc(stream->obj, host_func_ask, h);
-    if (r != CUDA_SUCCESS) {
-        stream->gate_count--;
-        free(h);
-        cr_session_unref(s);
-        cr_request_finish(req, r);
-        return;
-    }
+    /* listed before the driver may run it: the answer can come back at once */
     pthread_mutex_lock(&s->lock);
     int open_now = s->closing || cr_idmap_put(&s->gated, h->call_id, (uint64_t)(uintptr_t)h);
     pthread_mutex_unlock(&s->lock);
+    r = d->cuLaunchHostFunc(stream->obj, host_func_ask, h);
+    if (r != CUDA_SUCCESS) {
+        uint32_t *gate = h->gate, count = h->count;
+        pthread_mutex_lock(&s->lock);
+        int listed = !open_now && cr_idmap_remove(&s->gated, h->call_id, NULL);
+        pthread_mutex_unlock(&s->lock);
+        if (listed || open_now) /* no answer will come (else the client's end took it) */
+            host_func_unref(h);
+        host_func_unref(h); /* nor the driver's call */
+        gate_open(gate, count); /* later host functions of the stream do not wait for it */
+        cr_request_finish(req, r);
+        return;
+    }
     if (open_now) { /* nobody will answer */
         gate_open(h->gate, h->count);
         host_func_unref(h);
