@@ -368,7 +368,8 @@ void cr_srv_cuLaunchHostFunc(cr_request_t *req)
         cr_request_finish(req, r);
         return;
     }
-    h->count = ++stream->gate_count;
+    /* h may be gone as soon as the driver has it: what comes after uses these */
+    uint32_t *gate = h->gate, count = h->count = ++stream->gate_count;
     h->refs = 2; /* the driver's call, and the answer */
     /* listed before the driver may run it: the answer can come back at once */
     pthread_mutex_lock(&s->lock);
@@ -376,7 +377,6 @@ void cr_srv_cuLaunchHostFunc(cr_request_t *req)
     pthread_mutex_unlock(&s->lock);
     r = d->cuLaunchHostFunc(stream->obj, host_func_ask, h);
     if (r != CUDA_SUCCESS) {
-        uint32_t *gate = h->gate, count = h->count;
         pthread_mutex_lock(&s->lock);
         int listed = !open_now && cr_idmap_remove(&s->gated, h->call_id, NULL);
         pthread_mutex_unlock(&s->lock);
@@ -388,11 +388,11 @@ void cr_srv_cuLaunchHostFunc(cr_request_t *req)
         return;
     }
     if (open_now) { /* nobody will answer */
-        gate_open(h->gate, h->count);
+        gate_open(gate, count);
         host_func_unref(h);
     }
     /* the stream goes on once the client answered; a failure here leaves it open */
-    if ((r = d->cuStreamWaitValue32_v2(stream->obj, gate_dev, h->count,
+    if ((r = d->cuStreamWaitValue32_v2(stream->obj, gate_dev, count,
                                        CU_STREAM_WAIT_VALUE_GEQ)) != CUDA_SUCCESS)
         CR_WARN("session %llu: a host function's stream cannot wait for it: %s",
                 (unsigned long long)s->id, cr_cuda_error_name(r));
