@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # GPU check: on a machine with an NVIDIA GPU, starts cuda-remoted on the real driver and runs
 # the driver-API test and the integration programs through the stub, with kernel results
-# checked (the programs check them whenever kernels really execute). Exits 77 (skipped)
-# when no GPU is usable.
+# checked (the programs check them whenever kernels really execute), then the tenants tests
+# (quotas, isolation, metrics, scheduling, a lost context). Exits 77 (skipped) when no GPU
+# is usable.
 #
 #   tests/gpu/run.sh [BUILD_DIR]      (default: build; builds it if needed)
 set -uo pipefail
@@ -44,5 +45,21 @@ for exe in "$build"/tests/integration/*_static "$build"/tests/integration/*_shar
     *) check "$name" "$exe" ;;
   esac
 done
+# the tenants tests, each against its own server on the real driver
+tenants() { # name, then the test's own arguments
+  local name=$1; shift
+  if CR_SERVER_ARGS="--backend cuda" python3 "tests/tenants/$name.py" \
+       --server "$build/server/cuda-remoted" "$@" >"/tmp/cr-gpu-$name.log" 2>&1; then
+    pass=$((pass + 1)); echo "PASS tenants $name"
+  else
+    fail=$((fail + 1)); failed+=("$name"); echo "FAIL tenants $name"; tail -n 30 "/tmp/cr-gpu-$name.log"
+  fi
+}
+t=$build/tests/tenants
+tenants tenants_test --stub "$build/client" --opcodes codegen/opcodes.txt \
+  --program "$build/tests/integration/tenant_quota_static"
+tenants metrics_status_test --tool "$build/tools/cuda-remote" --opcodes codegen/opcodes.txt
+tenants sched_test --stub "$build/client" --program "$t/spin"
+tenants context_test --stub "$build/client" --program "$t/fault"
 echo "gpu: $pass passed, $fail failed ${failed[*]:-}"
 [ "$fail" -eq 0 ]
