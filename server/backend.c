@@ -166,8 +166,16 @@ int cr_backend_capture_output(const cr_backend_t *b, void *stream,
     return cr_emu_stream_set_output(stream, fn, release, user);
 }
 
+static __thread int thread_bound;
+
 void cr_backend_bind_thread(const cr_backend_t *b)
 {
     if (b->ctx && b->d.cuCtxSetCurrent)
         b->d.cuCtxSetCurrent(b->ctx);
+    thread_bound = 1;
+}
+
+int cr_backend_thread_bound(void)
+{
+    return thread_bound;
 }

@@ -54,6 +54,9 @@ int cr_backend_open(const cr_backend_options_t *opt, cr_backend_t *b, char *err,
 /* Makes the backend's context current on the calling thread (every server thread that
  * calls the driver does this first). */
 void cr_backend_bind_thread(const cr_backend_t *b);
+/* Whether this thread is one of the server's own bound ones (not the driver's callback
+ * thread, which must not call the driver). */
+int cr_backend_thread_bound(void);
 /* Device printf of kernels on `stream` goes to fn(user, text, len) from the backend's threads,
  * before the work completes; release(user) once the stream is gone. The emulated device does
  * this; a GPU's printf reaches the server's stdout instead (CR_EUNSUPPORTED, release not

@@ -244,22 +244,30 @@ static void lose_every_session(CUresult r)
     pthread_mutex_unlock(&all_lock);
 }
 
-/* On a waiter thread: whether the fault a session saw broke the context itself (always on
- * a GPU; with --emu-faults context on the emulated device) or only that session's streams.
- * A broken context fails every call, a query of free memory too. */
-static void probe_context(void *arg)
+/* Whether the fault a session saw broke the context itself (always on a GPU; with
+ * --emu-faults context on the emulated device) or only that session's streams: a broken
+ * context fails every call, a query of free memory too. The first to find it lost tells
+ * every session and restarts the server process. */
+static int context_is_lost(const cr_backend_t *b)
 {
-    const cr_backend_t *b = arg;
     size_t free_bytes, total;
     CUresult r = b->d.cuMemGetInfo_v2(&free_bytes, &total);
-    if (!cr_is_context_error(r) || __atomic_exchange_n(&context_lost, 1, __ATOMIC_ACQ_REL))
-        return;
-    CR_ERROR("the device context is lost (%s; a session saw %s): every session's device "
-             "state is gone; the server process restarts with a new context",
-             cr_cuda_error_name(r), cr_cuda_error_name(__atomic_load_n(&context_fault,
-                                                                        __ATOMIC_RELAXED)));
-    lose_every_session(r);
-    cr_server_restart();
+    if (!cr_is_context_error(r))
+        return 0;
+    if (!__atomic_exchange_n(&context_lost, 1, __ATOMIC_ACQ_REL)) {
+        CR_ERROR("the device context is lost (%s; a session saw %s): every session's device "
+                 "state is gone; the server process restarts with a new context",
+                 cr_cuda_error_name(r),
+                 cr_cuda_error_name(__atomic_load_n(&context_fault, __ATOMIC_RELAXED)));
+        lose_every_session(r);
+        cr_server_restart();
+    }
+    return 1;
+}
+
+static void probe_later(void *backend)
+{
+    context_is_lost(backend);
 }
 
 void cr_session_note_result(cr_session_t *s, CUresult r)
@@ -277,10 +285,16 @@ void cr_session_note_result(cr_session_t *s, CUresult r)
         return;
     CR_INFO("session %llu: %s broke its context (%s): every later call fails with it",
             (unsigned long long)s->id, s->who[0] ? s->who : s->peer, cr_cuda_error_name(r));
-    send_context_error(s, r, NULL);
-    /* not on this thread: it may be the driver's callback thread, which must not call it */
     __atomic_store_n(&context_fault, r, __ATOMIC_RELAXED);
-    cr_waiter_run(probe_context, (void *)s->backend);
+    /* asked before this call's reply goes out, so that the client reads why before it
+     * sees the error; the driver's callback thread must not call the driver: a waiter does */
+    if (cr_backend_thread_bound()) {
+        if (!context_is_lost(s->backend))
+            send_context_error(s, r, NULL);
+        return;
+    }
+    send_context_error(s, r, NULL);
+    cr_waiter_run(probe_later, (void *)s->backend);
 }
 
 void cr_session_defer_error(cr_session_t *s, CUresult r)
