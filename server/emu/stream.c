@@ -584,6 +584,14 @@ typedef struct host_op_s {
     int done;
 } host_op_t;
 
+static void call_host(const host_op_t *h)
+{
+    if (h->fn)
+        h->fn(h->user);
+    else
+        h->callback(h->handle, CUDA_SUCCESS, h->user);
+}
+
 static pthread_mutex_t callback_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t callback_cond = PTHREAD_COND_INITIALIZER;
 static host_op_t *calls_head, *calls_tail;
@@ -600,10 +608,7 @@ static void *callback_main(void *unused)
         calls_head = h->next_call;
         if (!calls_head) calls_tail = NULL;
         pthread_mutex_unlock(&callback_lock);
-        if (h->fn)
-            h->fn(h->user);
-        else
-            h->callback(h->handle, CUDA_SUCCESS, h->user);
+        call_host(h);
         pthread_mutex_lock(&callback_lock);
         h->done = 1;
         pthread_cond_broadcast(&callback_cond);
@@ -616,10 +621,7 @@ static CUresult host_run(cr__op_t *op, cr__stream_t *s)
     host_op_t *h = (host_op_t *)op;
     (void)s;
     if (!cr__emu.serial_callbacks) {
-        if (h->fn)
-            h->fn(h->user);
-        else
-            h->callback(h->handle, CUDA_SUCCESS, h->user);
+        call_host(h);
         return CUDA_SUCCESS;
     }
     pthread_mutex_lock(&callback_lock);
