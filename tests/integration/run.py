@@ -282,8 +282,8 @@ def hold_and_kill(args, server, expected_after):
 def scenario_sigkill(args, server):
     """Clients killed with SIGKILL while holding device memory leave none behind. A GPU's
     driver keeps a little for the process at the first use of some features (2 MiB on an
-    H100, with the default memory pool's first allocation), so a second client must leave
-    exactly what the first one left."""
+    H100 after the first such client, likely the default memory pool's), so a second client
+    must leave exactly what the first one left."""
     before = device_free_bytes(args, server)
     held, after = hold_and_kill(args, server, before)
     kept = before - after
