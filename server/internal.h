@@ -409,6 +409,9 @@ typedef struct {
  * fresh one. */
 #define CR_EXIT_RESTART 75
 
+/* --listen addresses one server takes */
+#define CR_MAX_LISTEN 16
+
 /* Serves clients on the listeners (and /metrics on `metrics`, unless NULL) until
  * SIGINT/SIGTERM. Returns the exit status. */
 int cr_server_run(const cr_backend_t *b, const cr_listener_t *listeners, int listener_count,
@@ -434,7 +437,7 @@ uv_stream_t *cr_listen_adopt(uv_loop_t *loop, const cr_listener_t *l, uv_connect
 void cr_status_start(void);
 /* How many times the server process was started afresh (supervisor.c), for status and
  * metrics. */
-void cr_status_set_generation(int n);
+void cr_status_set_restarts(int n);
 int cr_status_restarts(void);
 /* Answers @status: the server, tenants and sessions the caller's tenant may see. */
 void cr_status_reply(cr_request_t *req);

@@ -78,7 +78,7 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *listen[16];
+    const char *listen[CR_MAX_LISTEN];
     int listen_count = 0;
     cr_backend_options_t opt = {.kind = "auto", .emu_trace = getenv("CUDA_REMOTE_EMU_TRACE")};
     const char *log_level = NULL, *tenants_file = NULL, *metrics = NULL;
@@ -86,8 +86,8 @@ int main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "l:h", options, NULL)) != -1) {
         switch (c) {
         case 'l':
-            if (listen_count == 16) {
-                fprintf(stderr, "cuda-remoted: at most 16 --listen addresses\n");
+            if (listen_count == CR_MAX_LISTEN) {
+                fprintf(stderr, "cuda-remoted: at most %d --listen addresses\n", CR_MAX_LISTEN);
                 return 2;
             }
             listen[listen_count++] = optarg;
@@ -164,7 +164,7 @@ int main(int argc, char **argv)
         CR_ERROR("--tenants: %s", err);
         return 2;
     }
-    cr_listener_t listeners[16], metrics_listener;
+    cr_listener_t listeners[CR_MAX_LISTEN], metrics_listener;
     for (int i = 0; i < listen_count; i++)
         if (cr_listen_bind(listen[i], 1, &listeners[i]) != 0)
             return 1;
@@ -174,7 +174,7 @@ int main(int argc, char **argv)
 
     /* from here on, in the server process (started again after a lost context) */
     int generation = cr_supervise();
-    cr_status_set_generation(generation);
+    cr_status_set_restarts(generation);
     if (generation > 0 && tenants_file) /* the file as it is now, not as it was at start */
         cr_tenants_reload();
     if (cr_backend_open(&opt, &backend, err, sizeof err) != 0) {

@@ -22,7 +22,6 @@
 #define DIRECT_READ_MIN (16u << 10)
 #define MAX_LAUNCH_PARAMS ((uint64_t)1 << 20)
 #define MAX_PASSED_FDS 8 /* descriptors received ahead of the frames they belong to */
-#define MAX_LISTENERS 16
 #define RESTART_GRACE_MS 2000
 
 typedef struct conn_s {
@@ -52,7 +51,7 @@ struct cr_server_s {
     pthread_mutex_t lock;
     cr_session_t *output; /* sessions with queued output or a close request */
     uint64_t next_session;
-    uv_stream_t *listener[MAX_LISTENERS];
+    uv_stream_t *listener[CR_MAX_LISTEN];
     int listeners;
     int connections; /* open */
     uv_async_t restart;
@@ -715,10 +714,6 @@ int cr_server_run(const cr_backend_t *b, const cr_listener_t *listeners, int lis
     uv_signal_start(&srv.sigterm, on_signal, SIGTERM);
     uv_signal_init(srv.loop, &srv.sighup);
     uv_signal_start(&srv.sighup, on_sighup, SIGHUP);
-    if (listener_count > MAX_LISTENERS) {
-        CR_ERROR("at most %d addresses to listen on", MAX_LISTENERS);
-        return 1;
-    }
     for (int i = 0; i < listener_count; i++) {
         uv_stream_t *l = cr_listen_adopt(srv.loop, &listeners[i], on_connection, &srv);
         if (!l)

@@ -12,21 +12,21 @@
 #include "mpfield.h"
 
 static struct timespec started;
-static int generation;
+static int restarts;
 
 void cr_status_start(void)
 {
     clock_gettime(CLOCK_MONOTONIC, &started);
 }
 
-void cr_status_set_generation(int n)
+void cr_status_set_restarts(int n)
 {
-    generation = n;
+    restarts = n;
 }
 
 int cr_status_restarts(void)
 {
-    return generation;
+    return restarts;
 }
 
 double cr_status_uptime(void)
@@ -185,7 +185,7 @@ void cr_status_reply(cr_request_t *req)
     kv_u64(pk, "memory_used", total_mem - free_mem);
     cr_mp_pack_str(pk, "uptime_s");
     msgpack_pack_double(pk, cr_status_uptime());
-    kv_u64(pk, "restarts", (uint64_t)generation);
+    kv_u64(pk, "restarts", (uint64_t)restarts);
     kv_u64(pk, "tenants_file", (uint64_t)cr_tenants_from_file());
     kv_u64(pk, "self", self->id);
     cr_mp_pack_str(pk, "tenants");

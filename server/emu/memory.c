@@ -514,11 +514,8 @@ CUresult cr_emu_cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
 CUresult cr_emu_cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags)
 {
     CR__ENTER();
-    if (!pdptr || !p || Flags != 0) return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&host_lock);
-    int found = host_find((uintptr_t)p) != NULL;
-    pthread_mutex_unlock(&host_lock);
-    if (!found) return CUDA_ERROR_INVALID_VALUE;
+    if (!pdptr || !p || Flags != 0 || !cr__host_mapped((uintptr_t)p, 1))
+        return CUDA_ERROR_INVALID_VALUE;
     *pdptr = (CUdeviceptr)(uintptr_t)p;
     return CUDA_SUCCESS;
 }

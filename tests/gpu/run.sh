@@ -23,10 +23,16 @@ run() { # run.py with the real driver
     --stub "$build/client" --backend cuda "$@"
 }
 
+tenants() { # a tenants test against its own server on the real driver
+  local test=$1; shift
+  CR_SERVER_ARGS="--backend cuda" python3 "tests/tenants/$test.py" \
+    --server "$build/server/cuda-remoted" "$@"
+}
+
 pass=0 fail=0 failed=()
-check() {
+check() { # name, then the command
   local name=$1; shift
-  if run "$@" >"/tmp/cr-gpu-$name.log" 2>&1; then
+  if "$@" >"/tmp/cr-gpu-$name.log" 2>&1; then
     pass=$((pass + 1)); echo "PASS $name"
   else
     fail=$((fail + 1)); failed+=("$name"); echo "FAIL $name"; tail -n 30 "/tmp/cr-gpu-$name.log"
@@ -34,32 +40,23 @@ check() {
 }
 
 k=$build/tests/driver/kernels
-check driver_api "$build/tests/driver/driver_api" "$k.ptx" "$k.cubin" "$k.fatbin"
+check driver_api run "$build/tests/driver/driver_api" "$k.ptx" "$k.cubin" "$k.fatbin"
 for exe in "$build"/tests/integration/*_static "$build"/tests/integration/*_shared \
            "$build"/tests/integration/*_ptds; do
   name=$(basename "$exe")
   case "$name" in
-    unreachable_*) check "$name" --scenario unreachable "$exe" ;;
-    memhold_*) check "$name" --scenario sigkill "$exe" ;;
-    tenant_quota_*) ;; # a tenants test's client (tests/tenants)
-    *) check "$name" "$exe" ;;
+    unreachable_*) check "$name" run --scenario unreachable "$exe" ;;
+    memhold_*) check "$name" run --scenario sigkill "$exe" ;;
+    tenant_quota_*) ;; # a tenants test's client (below)
+    *) check "$name" run "$exe" ;;
   esac
 done
-# the tenants tests, each against its own server on the real driver
-tenants() { # name, then the test's own arguments
-  local name=$1; shift
-  if CR_SERVER_ARGS="--backend cuda" python3 "tests/tenants/$name.py" \
-       --server "$build/server/cuda-remoted" "$@" >"/tmp/cr-gpu-$name.log" 2>&1; then
-    pass=$((pass + 1)); echo "PASS tenants $name"
-  else
-    fail=$((fail + 1)); failed+=("$name"); echo "FAIL tenants $name"; tail -n 30 "/tmp/cr-gpu-$name.log"
-  fi
-}
 t=$build/tests/tenants
-tenants tenants_test --stub "$build/client" --opcodes codegen/opcodes.txt \
+check tenants_test tenants tenants_test --stub "$build/client" --opcodes codegen/opcodes.txt \
   --program "$build/tests/integration/tenant_quota_static"
-tenants metrics_status_test --tool "$build/tools/cuda-remote" --opcodes codegen/opcodes.txt
-tenants sched_test --stub "$build/client" --program "$t/spin"
-tenants context_test --stub "$build/client" --program "$t/fault"
+check metrics_status_test tenants metrics_status_test --tool "$build/tools/cuda-remote" \
+  --opcodes codegen/opcodes.txt
+check sched_test tenants sched_test --stub "$build/client" --program "$t/spin"
+check context_test tenants context_test --stub "$build/client" --program "$t/fault"
 echo "gpu: $pass passed, $fail failed ${failed[*]:-}"
 [ "$fail" -eq 0 ]

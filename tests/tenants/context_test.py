@@ -96,10 +96,13 @@ def test(server, args, tenants_path):
     expect('one restart', restarts(url), 1)
     check_works(args, server, 'bob', 'a new client works after the restart')
     check_works(args, server, 'carol', 'a tenant added by a reload is still there')
+    figures = scrape(url, quiet=True)
     for name in ('alice', 'bob'):
-        used = scrape(url, quiet=True)[('cuda_remote_tenant_memory_used_bytes',
-                                        frozenset([('tenant', name)]))]
-        expect('%s holds no memory of the old context' % name, used, 0)
+        tenant = frozenset([('tenant', name)])
+        expect('%s holds no memory of the old context' % name,
+               figures[('cuda_remote_tenant_memory_used_bytes', tenant)], 0)
+        expect('%s keeps the quota' % name,
+               figures[('cuda_remote_tenant_memory_quota_bytes', tenant)], 256 << 20)
 
     # a server process that crashes is started again, under the same first process
     crashed = children(server.proc.pid)
