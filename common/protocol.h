@@ -109,5 +109,8 @@ static inline int cr_mempool_attr_is_64(int attr)
 /* Copies larger than this travel as several frames so that no frame needs a huge buffer
  * and the server can start copying before the last byte arrives. */
 #define CR_COPY_CHUNK ((size_t)8 << 20)
+/* A launch names at most this many parameters (a kernel's parameters fill at most 32764
+ * bytes, so even one-byte parameters fit). */
+#define CR_MAX_LAUNCH_PARAMS 32768u
 
 #endif

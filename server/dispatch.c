@@ -393,6 +393,22 @@ static int is_output(uint8_t kind)
            kind == CR_P_OUT_ARRAY || kind == CR_P_OUT_STR;
 }
 
+/* Handles the driver frees with the code they come from (a module's functions, a
+ * library's kernels and modules). */
+static int is_code_part(uint8_t type)
+{
+    return type == CR_HT_CUfunc || type == CR_HT_CUkern || type == CR_HT_CUmod;
+}
+
+/* The module, library or kernel a call takes a part of: its first handle argument. */
+static void *code_owner(const cr_fn_desc_t *d, const cr_arg_t *a)
+{
+    for (int i = 0; i < d->param_count; i++)
+        if (d->params[i].kind == CR_P_HANDLE)
+            return a[i].p;
+    return NULL;
+}
+
 static void pack_output(cr_session_t *s, msgpack_packer *pk, const cr_fn_desc_t *d,
                         const cr_arg_t *a, int i, CUresult r)
 {
@@ -426,8 +442,12 @@ static void pack_output(cr_session_t *s, msgpack_packer *pk, const cr_fn_desc_t 
     case CR_P_OUT_HANDLE: {
         void *obj = *(void *const *)p;
         uint64_t id = 0;
-        if (obj && cr_session_add_handle(s, pd->handle_type, obj, pd->flags & CR_PF_CREATE,
-                                         &id) != 0)
+        int err = 0;
+        if (obj && !(pd->flags & CR_PF_CREATE) && is_code_part(pd->handle_type))
+            err = cr_session_add_child_handle(s, pd->handle_type, obj, code_owner(d, a), &id);
+        else if (obj)
+            err = cr_session_add_handle(s, pd->handle_type, obj, pd->flags & CR_PF_CREATE, &id);
+        if (err)
             id = 0;
         msgpack_pack_uint64(pk, id);
         break;

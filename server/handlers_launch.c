@@ -6,8 +6,8 @@
 #include "dispatch.h"
 #include "error.h"
 #include "log.h"
+#include "protocol.h"
 
-#define MAX_PARAMS 4096
 #define MAX_ATTRS 32
 
 static int dim3(const msgpack_object *o, unsigned out[3])
@@ -31,7 +31,23 @@ typedef struct {
     void **params; /* pointers into the request's bulk bytes */
 } launch_t;
 
-/* [function, grid, block, shared, stream, [[offset, size]...]] + bulk parameter buffer */
+/* One [offset, size] entry of a launch's layout, inside the request's parameter bytes. */
+static int layout_entry(const cr_request_t *req, const msgpack_object *e, uint64_t *off,
+                        uint64_t *size)
+{
+    return e->type == MSGPACK_OBJECT_ARRAY && e->via.array.size == 2 &&
+           !cr_obj_u64(&e->via.array.ptr[0], off) && !cr_obj_u64(&e->via.array.ptr[1], size) &&
+           *off <= req->hdr.bulk_len && *size <= req->hdr.bulk_len - *off;
+}
+
+/* [function, grid, block, shared, stream, [[offset, size]...]] + bulk parameter buffer.
+ *
+ * The backend reads every parameter at the size the kernel has, wherever its pointer
+ * points, so the layout must name exactly the kernel's parameters at exactly their sizes:
+ * a shorter entry, or a missing one, would have it read past the request into other
+ * tenants' bytes (or dereference NULL). One entry for a kernel with another count of
+ * parameters is a whole buffer laid out as the kernel's (cuLaunchKernel's `extra`); it must
+ * hold every parameter. */
 static CUresult parse_launch(cr_request_t *req, launch_t *l)
 {
     cr_session_t *s = req->session;
@@ -39,28 +55,41 @@ static CUresult parse_launch(cr_request_t *req, launch_t *l)
     const msgpack_object_array *layout;
     if (req->argc < 6 || cr_arg_u64(req, 0, &fid) || dim3(&req->args[1], l->grid) ||
         dim3(&req->args[2], l->block) || cr_arg_u64(req, 3, &shared) || shared > UINT32_MAX ||
-        cr_arg_u64(req, 4, &sid) || cr_arg_array(req, 5, &layout) || layout->size > MAX_PARAMS)
+        cr_arg_u64(req, 4, &sid) || cr_arg_array(req, 5, &layout) ||
+        layout->size > CR_MAX_LAUNCH_PARAMS)
         return CUDA_ERROR_INVALID_VALUE;
     l->shared = (unsigned)shared;
-    if (!(l->f = cr_session_handle(s, CR_HT_CUfunc, fid)))
-        return CUDA_ERROR_INVALID_HANDLE;
+    const cr_kernel_param_t *kp;
+    uint32_t count;
+    CUresult r = cr_session_kernel_params(s, fid, &l->f, &kp, &count);
+    if (r != CUDA_SUCCESS)
+        return r;
     if (!(l->stream = cr_session_stream(s, sid)))
         return CUDA_ERROR_INVALID_HANDLE;
-    l->params = calloc(layout->size + 1, sizeof *l->params);
+    int whole = layout->size == 1 && count != 1;
+    if (!whole && layout->size != count)
+        return CUDA_ERROR_INVALID_VALUE;
+    l->params = calloc((size_t)count + 1, sizeof *l->params);
     if (!l->params)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    for (uint32_t i = 0; i < layout->size; i++) {
-        const msgpack_object *e = &layout->ptr[i];
+    for (uint32_t i = 0; i < count; i++) {
         uint64_t off, size;
-        if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 2 ||
-            cr_obj_u64(&e->via.array.ptr[0], &off) || cr_obj_u64(&e->via.array.ptr[1], &size) ||
-            off > req->hdr.bulk_len || size > req->hdr.bulk_len - off) {
-            free(l->params);
-            return CUDA_ERROR_INVALID_VALUE;
+        if (!layout_entry(req, &layout->ptr[whole ? 0 : i], &off, &size))
+            goto invalid;
+        if (whole) { /* the kernel's parameter i lies at its own offset in the buffer */
+            if (kp[i].offset > size || kp[i].size > size - kp[i].offset)
+                goto invalid;
+            off += kp[i].offset;
+        } else if (size != kp[i].size) {
+            goto invalid;
         }
         l->params[i] = req->bulk + off;
     }
     return CUDA_SUCCESS;
+invalid:
+    free(l->params);
+    l->params = NULL;
+    return CUDA_ERROR_INVALID_VALUE;
 }
 
 static void launch(cr_request_t *req, int cooperative)

@@ -178,7 +178,20 @@ typedef struct {
     struct cr_batch_s *batch; /* streams: the open batch of measured launches (sched.c) */
     unsigned gate;           /* streams: 1 + index of its host-function gate, 0: none yet */
     uint32_t gate_count;     /* streams: host functions gated so far (handlers_launch.c) */
+    /* functions, kernels, a library's modules: the id of the module, library or kernel they
+     * came from; they are forgotten with it (the driver frees them with it) */
+    uint64_t parent;
+    /* functions and kernels: their parameters' sizes as the backend reports them, asked at
+     * the first launch (executor only) */
+    int params_known;
+    uint32_t param_count;
+    struct cr_kernel_param_s *params;
 } cr_handle_t;
+
+/* One kernel parameter: where it lies in the parameter buffer, and its size. */
+typedef struct cr_kernel_param_s {
+    uint32_t offset, size;
+} cr_kernel_param_t;
 
 struct cr_session_s {
     cr_server_t *server;
@@ -289,10 +302,22 @@ int cr_session_add_handle(cr_session_t *s, uint8_t type, void *obj, int owned, u
 /* Registers an object the session owns under an id its client chose (CR_CLIENT_ID_BASE and
  * up). 0, or CR_EEXISTS when the id or the object is taken. */
 int cr_session_add_handle_as(cr_session_t *s, uint8_t type, void *obj, uint64_t id);
+/* Like cr_session_add_handle for an object that belongs to another the session knows
+ * (a module's function, a library's kernel or module): removing `parent_obj`'s handle
+ * removes this one too, so a freed function can never be named again. */
+int cr_session_add_child_handle(cr_session_t *s, uint8_t type, void *obj, void *parent_obj,
+                                uint64_t *id);
 /* The object behind an id of the given type; `function` ids also accept kernel ids (cudart
  * passes a CUkernel as a CUfunction). NULL for id 0 or a foreign/unknown id. */
 void *cr_session_handle(cr_session_t *s, uint8_t type, uint64_t id);
+/* Forgets a handle and, with it, the handles that belong to it. */
 void cr_session_remove_handle(cr_session_t *s, uint64_t id);
+/* The function behind a function or kernel id, with its parameters as the backend reports
+ * them (asked once; `*count` above CR_MAX_LAUNCH_PARAMS means more than a launch may name).
+ * CUDA_ERROR_INVALID_HANDLE for an unknown id; the backend's error when it cannot tell.
+ * `*params` stays valid until the handle is removed. Executor only. */
+CUresult cr_session_kernel_params(cr_session_t *s, uint64_t id, CUfunction *f,
+                                  const cr_kernel_param_t **params, uint32_t *count);
 /* The stream for a stream id (0 = the legacy stream), NULL if unknown. */
 cr_handle_t *cr_session_stream(cr_session_t *s, uint64_t id);
 /* Before enqueuing work on a stream: keep the legacy default-stream semantics among the

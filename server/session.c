@@ -362,7 +362,7 @@ static void init_stream(cr_session_t *s, cr_handle_t *h)
 /* Registers obj under `want` (a client's id), or under the next id of ours when want is
  * 0, unless it is known already (then *id is its id, or CR_EEXISTS when want differs). */
 static int add_handle(cr_session_t *s, uint8_t type, void *obj, int owned, uint64_t want,
-                      uint64_t *id)
+                      uint64_t parent, uint64_t *id)
 {
     uint64_t existing;
     pthread_mutex_lock(&s->lock);
@@ -382,6 +382,7 @@ static int add_handle(cr_session_t *s, uint8_t type, void *obj, int owned, uint6
         h->type = type;
         h->obj = obj;
         h->owned = owned != 0;
+        h->parent = parent;
         err = cr_idmap_put(&s->handles, h->id, (uint64_t)(uintptr_t)h);
         if (!err && (err = cr_idmap_put(&s->by_object, (uint64_t)(uintptr_t)obj, h->id)) != 0)
             cr_idmap_remove(&s->handles, h->id, NULL);
@@ -403,13 +404,24 @@ static int add_handle(cr_session_t *s, uint8_t type, void *obj, int owned, uint6
 
 int cr_session_add_handle(cr_session_t *s, uint8_t type, void *obj, int owned, uint64_t *id)
 {
-    return add_handle(s, type, obj, owned, 0, id);
+    return add_handle(s, type, obj, owned, 0, 0, id);
 }
 
 int cr_session_add_handle_as(cr_session_t *s, uint8_t type, void *obj, uint64_t id)
 {
     uint64_t got;
-    return add_handle(s, type, obj, 1, id, &got);
+    return add_handle(s, type, obj, 1, id, 0, &got);
+}
+
+int cr_session_add_child_handle(cr_session_t *s, uint8_t type, void *obj, void *parent_obj,
+                                uint64_t *id)
+{
+    uint64_t parent = 0;
+    pthread_mutex_lock(&s->lock);
+    if (parent_obj)
+        cr_idmap_get(&s->by_object, (uint64_t)(uintptr_t)parent_obj, &parent);
+    pthread_mutex_unlock(&s->lock);
+    return add_handle(s, type, obj, 0, 0, parent, id);
 }
 
 static cr_handle_t *lookup(cr_session_t *s, uint64_t id)
@@ -431,6 +443,19 @@ void *cr_session_handle(cr_session_t *s, uint8_t type, uint64_t id)
 
 static void untrack_code_locked(cr_session_t *s, uint64_t owner);
 
+/* The first handle that belongs to `parent`, or NULL. Caller holds s->lock. */
+static cr_handle_t *child_locked(cr_session_t *s, uint64_t parent)
+{
+    size_t pos = 0;
+    uint64_t key, v;
+    while (cr_idmap_next(&s->handles, &pos, &key, &v)) {
+        cr_handle_t *h = (cr_handle_t *)(uintptr_t)v;
+        if (h->parent == parent)
+            return h;
+    }
+    return NULL;
+}
+
 void cr_session_remove_handle(cr_session_t *s, uint64_t id)
 {
     pthread_mutex_lock(&s->lock);
@@ -441,14 +466,87 @@ void cr_session_remove_handle(cr_session_t *s, uint64_t id)
         if (h->type == CR_HT_CUmod || h->type == CR_HT_CUlib)
             untrack_code_locked(s, id);
     }
+    /* what the driver freed with it (a module's functions, a library's kernels) must not
+     * reach the driver again, nor lend its id to an object that reuses its address */
     pthread_mutex_unlock(&s->lock);
-    if (h)
-        cr_session_uncharge(s, h->charged);
-    if (h && h->marker)
+    while (h && h->type != CR_HT_CUstream) {
+        pthread_mutex_lock(&s->lock);
+        cr_handle_t *child = child_locked(s, id);
+        uint64_t child_id = child ? child->id : 0;
+        pthread_mutex_unlock(&s->lock);
+        if (!child_id)
+            break;
+        cr_session_remove_handle(s, child_id);
+    }
+    if (!h)
+        return;
+    cr_session_uncharge(s, h->charged);
+    if (h->marker)
         s->backend->d.cuEventDestroy_v2(h->marker);
-    if (h)
-        cr_code_globals_free(h->globals);
+    cr_code_globals_free(h->globals);
+    free(h->params);
     free(h);
+}
+
+/* Asks the backend for a function's or kernel's parameters, at most `cap`+1 of them. */
+static CUresult query_params(const cr_driver_t *d, const cr_handle_t *h, uint32_t cap,
+                             cr_kernel_param_t **params_out, uint32_t *count_out)
+{
+    typedef CUresult (*info_fn)(void *, size_t, size_t *, size_t *);
+    info_fn info = h->type == CR_HT_CUkern ? (info_fn)d->cuKernelGetParamInfo
+                                           : (info_fn)d->cuFuncGetParamInfo;
+    if (!info)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    uint32_t n = 0, room = 0;
+    cr_kernel_param_t *params = NULL;
+    CUresult r;
+    for (;; n++) {
+        size_t offset, size;
+        if ((r = info(h->obj, n, &offset, &size)) != CUDA_SUCCESS || n > cap)
+            break;
+        if (n == room) {
+            room = room ? 2 * room : 16;
+            cr_kernel_param_t *grown = realloc(params, room * sizeof *params);
+            if (!grown) {
+                free(params);
+                return CUDA_ERROR_OUT_OF_MEMORY;
+            }
+            params = grown;
+        }
+        params[n].offset = offset > UINT32_MAX ? UINT32_MAX : (uint32_t)offset;
+        params[n].size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+    }
+    /* past the last parameter the driver answers CUDA_ERROR_INVALID_VALUE; anything else
+     * means it cannot tell, and then nothing is launched */
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_INVALID_VALUE) {
+        free(params);
+        return r;
+    }
+    *params_out = params;
+    *count_out = n;
+    return CUDA_SUCCESS;
+}
+
+CUresult cr_session_kernel_params(cr_session_t *s, uint64_t id, CUfunction *f,
+                                  const cr_kernel_param_t **params, uint32_t *count)
+{
+    pthread_mutex_lock(&s->lock);
+    cr_handle_t *h = lookup(s, id);
+    pthread_mutex_unlock(&s->lock);
+    if (!h || (h->type != CR_HT_CUfunc && h->type != CR_HT_CUkern))
+        return CUDA_ERROR_INVALID_HANDLE;
+    /* only the executor launches and removes functions: h stays valid here */
+    if (!h->params_known) {
+        CUresult r = query_params(&s->backend->d, h, CR_MAX_LAUNCH_PARAMS, &h->params,
+                                  &h->param_count);
+        if (r != CUDA_SUCCESS)
+            return r;
+        h->params_known = 1;
+    }
+    *f = h->obj;
+    *params = h->params;
+    *count = h->param_count;
+    return CUDA_SUCCESS;
 }
 
 cr_handle_t *cr_session_stream(cr_session_t *s, uint64_t id)
@@ -726,6 +824,7 @@ void cr_session_release_resources(cr_session_t *s, int keep_code)
             cr_handle_t *h = (cr_handle_t *)(uintptr_t)v;
             cr_session_uncharge(s, h->charged);
             cr_code_globals_free(h->globals);
+            free(h->params);
             free(h);
         }
         cr_idmap_free(&s->handles);
