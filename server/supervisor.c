@@ -8,8 +8,11 @@
  * session that its device state is gone, exits with CR_EXIT_RESTART, and the supervisor
  * forks a fresh one. The supervisor never loads the driver, so each child starts clean;
  * the listening sockets stay open across the restart, so clients that connect meanwhile
- * wait in the backlog instead of being refused. A child that crashes (a signal) is started
- * again too, unless that keeps happening. */
+ * wait in the backlog instead of being refused. A child that dies of any signal nobody
+ * asked the supervisor for (a crash, the out-of-memory killer's SIGKILL, a stray kill) is
+ * started again too; when that keeps happening, after a pause that grows up to
+ * MAX_BACKOFF_S. A child that exits with a code of its own (a bad option, no device) ends
+ * the supervisor with that code: starting it again would fail the same way. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,8 +26,9 @@
 #include "internal.h"
 #include "log.h"
 
-#define MAX_RESTARTS 5                            /* within RESTART_WINDOW_NS, then give up */
+#define MAX_RESTARTS 5                            /* within RESTART_WINDOW_NS, then pause */
 #define RESTART_WINDOW_NS (60 * 1000000000LL)
+#define MAX_BACKOFF_S 30
 
 static volatile sig_atomic_t child_pid;
 static volatile sig_atomic_t stopping;
@@ -50,16 +54,18 @@ static void set_handlers(void (*handler)(int))
         sigaction(forwarded[i], &sa, NULL);
 }
 
-static int is_crash(int sig)
+/* Sleeps for `seconds` unless asked to stop meanwhile. */
+static void pause_unless_stopping(int seconds)
 {
-    return sig == SIGSEGV || sig == SIGBUS || sig == SIGABRT || sig == SIGILL ||
-           sig == SIGFPE;
+    for (int i = 0; i < seconds * 10 && !stopping; i++)
+        usleep(100000);
 }
 
 int cr_supervise(void)
 {
     pid_t supervisor = getpid();
     int64_t restarts_at[MAX_RESTARTS] = {0};
+    int backoff = 0; /* seconds of the last pause before a restart */
     set_handlers(forward);
     for (int generation = 0;; generation++) {
         pid_t pid = fork();
@@ -87,22 +93,31 @@ int cr_supervise(void)
         child_pid = 0;
         int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         int again = !stopping && ((WIFEXITED(status) && code == CR_EXIT_RESTART) ||
-                                  (WIFSIGNALED(status) && is_crash(WTERMSIG(status))));
+                                  WIFSIGNALED(status));
         if (!again)
             exit(code == CR_EXIT_RESTART ? 1 : code);
-        /* the oldest of the last MAX_RESTARTS restarts: too recent means a loop */
+        if (WIFSIGNALED(status)) {
+            int sig = WTERMSIG(status);
+            CR_ERROR("the server process died of signal %d (%s)%s; starting a fresh one", sig,
+                     strsignal(sig),
+                     sig == SIGKILL ? ", perhaps from the kernel's out-of-memory killer" : "");
+        } else {
+            CR_INFO("starting a fresh server process with a new device context");
+        }
+        /* the oldest of the last MAX_RESTARTS restarts: too recent means a loop, which
+         * must not spin; the service stays, after a growing pause */
         int64_t now = cr_now_ns();
         int slot = generation % MAX_RESTARTS;
         if (generation >= MAX_RESTARTS && now - restarts_at[slot] < RESTART_WINDOW_NS) {
-            CR_ERROR("the server process ended %d times within a minute; giving up",
-                     MAX_RESTARTS);
-            exit(1);
+            backoff = backoff ? (backoff * 2 > MAX_BACKOFF_S ? MAX_BACKOFF_S : backoff * 2) : 1;
+            CR_ERROR("the server process ended %d times within a minute; waiting %d s before "
+                     "the next one", MAX_RESTARTS, backoff);
+            pause_unless_stopping(backoff);
+            if (stopping)
+                exit(1);
+        } else {
+            backoff = 0;
         }
-        restarts_at[slot] = now;
-        if (WIFSIGNALED(status))
-            CR_ERROR("the server process crashed (signal %d, %s); starting a fresh one",
-                     WTERMSIG(status), strsignal(WTERMSIG(status)));
-        else
-            CR_INFO("starting a fresh server process with a new device context");
+        restarts_at[slot] = cr_now_ns();
     }
 }

@@ -6,8 +6,8 @@ does the same with --emu-faults context (on a GPU the flag is ignored and the re
 decides). Tenant alice's kernel stores outside every allocation while tenant bob's program
 is working: alice gets the device's error, bob's next call fails with it and bob is told
 why, the server keeps running (the same process, a fresh server process under it) and
-new clients work, tenants added by a reload included. A server process that crashes is
-started again too.
+new clients work, tenants added by a reload included. A server process that crashes, or
+is killed outright (the out-of-memory killer's SIGKILL), is started again too.
 
   context_test.py --server BIN --stub DIR --program FAULT
 """
@@ -110,10 +110,23 @@ def test(server, args, tenants_path):
         raise Failure('expected one server process, found %s' % crashed)
     # (an abort: sanitizers turn a SIGSEGV into a report and an exit status)
     os.kill(crashed[0], signal.SIGABRT)
-    server.wait_for(r'server process crashed \(signal 6', 15)
+    server.wait_for(r'server process died of signal 6', 15)
     server.wait_for('server process 2 with a new device context', 15)
     check_works(args, server, 'alice', 'a new client works after a crash')
     expect('two restarts', restarts(url), 2)
+
+    # so is one killed outright, as the kernel's out-of-memory killer does
+    killed = children(server.proc.pid)
+    if len(killed) != 1:
+        raise Failure('expected one server process, found %s' % killed)
+    os.kill(killed[0], signal.SIGKILL)
+    server.wait_for(r'server process died of signal 9 \(Killed\), perhaps from the '
+                    r'kernel\'s out-of-memory killer', 15)
+    server.wait_for('server process 3 with a new device context', 15)
+    check_works(args, server, 'bob', 'a new client works after a SIGKILL')
+    expect('three restarts', restarts(url), 3)
+    if server.proc.poll() is not None:
+        raise Failure('the supervisor exited')
 
 
 def main():
