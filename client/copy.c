@@ -351,8 +351,9 @@ static void pack_device_side(msgpack_packer *pk, const side_t *s)
     msgpack_pack_uint64(pk, s->height);
 }
 
-static CUresult copy_3d(side_t src, side_t dst, size_t width, size_t height, size_t depth,
-                        CUstream stream, int async)
+/* One 2D/3D copy message: at most CR_COPY3D_MAX_BYTES of rows. */
+static CUresult copy_3d_message(side_t src, side_t dst, size_t width, size_t height,
+                                size_t depth, CUstream stream, int async)
 {
     if (!cr_client())
         return CUDA_ERROR_NOT_INITIALIZED;
@@ -366,9 +367,7 @@ static CUresult copy_3d(side_t src, side_t dst, size_t width, size_t height, siz
     if ((src.type == CU_MEMORYTYPE_HOST && src.pitch < width) ||
         (dst.type == CU_MEMORYTYPE_HOST && dst.pitch < width))
         return CUDA_ERROR_INVALID_VALUE;
-    size_t rows = height * depth;
-    if (width > SIZE_MAX / rows)
-        return CUDA_ERROR_INVALID_VALUE;
+    size_t rows = height * depth; /* copy_3d checked it */
 
     if (src.type == CU_MEMORYTYPE_HOST && dst.type == CU_MEMORYTYPE_HOST) {
         if (!async) {
@@ -427,7 +426,7 @@ static CUresult copy_3d(side_t src, side_t dst, size_t width, size_t height, siz
                 side_t s = src, d = dst;
                 s.z += z;
                 d.z += z;
-                r = copy_3d(s, d, width, height, 1, stream, async);
+                r = copy_3d_message(s, d, width, height, 1, stream, async);
             }
             return r;
         }
@@ -446,6 +445,42 @@ static CUresult copy_3d(side_t src, side_t dst, size_t width, size_t height, siz
         r = wait_reply(&m, direction == CR_COPY_DTOH ? &sink : NULL);
     }
     free(packed);
+    return r;
+}
+
+/* A 2D/3D copy of any size: the server takes at most CR_COPY3D_MAX_BYTES of rows in one
+ * message (that much is staged or buffered at once), so a larger copy goes as pieces of
+ * whole rows, in order, or, for rows wider than that, of one row's columns. */
+static CUresult copy_3d(side_t src, side_t dst, size_t width, size_t height, size_t depth,
+                        CUstream stream, int async)
+{
+    size_t rows, bytes;
+    if (__builtin_mul_overflow(height, depth, &rows) ||
+        __builtin_mul_overflow(width, rows, &bytes))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (bytes <= CR_COPY3D_MAX_BYTES)
+        return copy_3d_message(src, dst, width, height, depth, stream, async);
+    const size_t cap = CR_COPY3D_MAX_BYTES;
+    CUresult r = CUDA_SUCCESS;
+    for (size_t z = 0; z < depth && r == CUDA_SUCCESS; z++) {
+        for (size_t y = 0; y < height && r == CUDA_SUCCESS;) {
+            side_t s = src, d = dst;
+            s.y += y, s.z += z, d.y += y, d.z += z;
+            if (width <= cap) {
+                size_t n = cap / width < height - y ? cap / width : height - y;
+                r = copy_3d_message(s, d, width, n, 1, stream, async);
+                y += n;
+                continue;
+            }
+            for (size_t x = 0; x < width && r == CUDA_SUCCESS; x += cap) {
+                side_t sx = s, dx = d;
+                sx.x += x, dx.x += x;
+                r = copy_3d_message(sx, dx, width - x < cap ? width - x : cap, 1, 1, stream,
+                                    async);
+            }
+            y++;
+        }
+    }
     return r;
 }
 

@@ -112,5 +112,8 @@ static inline int cr_mempool_attr_is_64(int attr)
 /* A launch names at most this many parameters (a kernel's parameters fill at most 32764
  * bytes, so even one-byte parameters fit). */
 #define CR_MAX_LAUNCH_PARAMS 32768u
+/* A 2D/3D copy message moves at most this many bytes of rows (the server stages or
+ * buffers them at once); the client splits larger copies. */
+#define CR_COPY3D_MAX_BYTES ((uint64_t)64 << 20)
 
 #endif

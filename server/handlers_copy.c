@@ -460,8 +460,8 @@ static void copy_3d(cr_request_t *req)
     if (req->argc != 7 || cr_arg_i64(req, 0, &direction) || cr_arg_u64(req, 1, &sid) ||
         cr_arg_u64(req, 2, &width) || cr_arg_u64(req, 3, &height) ||
         cr_arg_u64(req, 4, &depth) || width == 0 || height == 0 || depth == 0 ||
-        width > CR_FRAME_MAX_BULK || height > CR_FRAME_MAX_BULK / width ||
-        depth > CR_FRAME_MAX_BULK / (width * height)) {
+        width > CR_COPY3D_MAX_BYTES || height > CR_COPY3D_MAX_BYTES / width ||
+        depth > CR_COPY3D_MAX_BYTES / (width * height)) {
         fail_copy(req, CUDA_ERROR_INVALID_VALUE, direction == CR_COPY_DTOH);
         return;
     }

@@ -305,6 +305,7 @@ static uint64_t bulk_limit(uint16_t opcode)
         return CR_COPY_CHUNK;
     case CR_OP_cuMemcpy3D_v2:
     case CR_OP_cuMemcpy3DAsync_v2:
+        return CR_COPY3D_MAX_BYTES;
     case CR_OP_cuLibraryLoadData:
     case CR_OP_cuModuleLoadData:
         return CR_FRAME_MAX_BULK;

@@ -169,6 +169,23 @@ static void test_memory(void)
                                  (CUdeviceptr)(uintptr_t)host),
            CUDA_ERROR_INVALID_VALUE);
 
+    /* 3D copies whose rows overflow a size are refused on the spot, the session intact */
+    CUDA_MEMCPY3D huge = {0};
+    huge.srcMemoryType = CU_MEMORYTYPE_HOST;
+    huge.srcHost = host;
+    huge.srcPitch = 16;
+    huge.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    huge.dstDevice = a;
+    huge.dstPitch = 16;
+    huge.WidthInBytes = 16;
+    huge.Height = (size_t)1 << 32;
+    huge.Depth = (size_t)1 << 32; /* rows: 2^64 */
+    EXPECT(cuMemcpy3D(&huge), CUDA_ERROR_INVALID_VALUE);
+    huge.Height = huge.Depth = (size_t)1 << 30; /* bytes: 2^64 */
+    EXPECT(cuMemcpy3D(&huge), CUDA_ERROR_INVALID_VALUE);
+    CK(cuMemcpyDtoH(back, a, 64));
+    CHECK(memcmp(back, host, 64) == 0);
+
     EXPECT(cuMemFree(a + 1), CUDA_ERROR_INVALID_VALUE);
     CK(cuMemFree(a));
     EXPECT(cuMemFree(a), CUDA_ERROR_INVALID_VALUE);

@@ -1,7 +1,8 @@
 // memory: device allocations (1 B .. 64 MiB, distinct and non-overlapping), H2D/D2H round
 // trips of patterns at odd sizes and offsets (one bigger than the 8 MiB wire chunk), D2D,
 // cudaMemcpyDefault in every direction, partial cudaMemset with the bytes around intact,
-// pitched 2D allocations/copies/memsets on sub-rectangles, 3D copies with positions, pinned
+// pitched 2D allocations/copies/memsets on sub-rectangles, 2D copies larger than one wire
+// message (whole rows, and rows wider than one), 3D copies with positions, pinned
 // and registered host memory with async copies, and cudaPointerGetAttributes.
 #include "cr_test.h"
 
@@ -257,6 +258,37 @@ static void pitched()
     CHECK_CUDA(cudaFree(d));
 }
 
+// 2D copies past one message's 64 MiB: the stub sends them as pieces of rows, in order
+static void large_2d()
+{
+    const size_t width = 3000, height = 30000, hpitch = 3011; // 90 MB of rows
+    unsigned char *d;
+    size_t pitch = 0;
+    CHECK_CUDA(cudaMallocPitch((void **)&d, &pitch, width, height));
+    std::vector<unsigned char> host(hpitch * height), back(width * height + 16, 0xee);
+    fill(host.data(), host.size(), 11);
+    CHECK_CUDA(cudaMemcpy2D(d, pitch, host.data(), hpitch, width, height,
+                            cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy2D(back.data(), width, d, pitch, width, height,
+                            cudaMemcpyDeviceToHost));
+    for (size_t y = 0; y < height; y += 997)
+        expect_equal(&back[y * width], &host[y * hpitch], width, "large cudaMemcpy2D row");
+    expect_equal(&back[(height - 1) * width], &host[(height - 1) * hpitch], width,
+                 "large cudaMemcpy2D last row");
+    CHECK(back[width * height] == 0xee, "large cudaMemcpy2D wrote past its destination");
+    CHECK_CUDA(cudaFree(d));
+
+    // rows wider than one message: pieces of a row's columns
+    const size_t wide = (65u << 20) + 3, rows = 2;
+    CHECK_CUDA(cudaMallocPitch((void **)&d, &pitch, wide, rows));
+    std::vector<unsigned char> in(wide * rows), out(wide * rows);
+    fill(in.data(), in.size(), 12);
+    CHECK_CUDA(cudaMemcpy2D(d, pitch, in.data(), wide, wide, rows, cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy2D(out.data(), wide, d, pitch, wide, rows, cudaMemcpyDeviceToHost));
+    expect_equal(out.data(), in.data(), in.size(), "cudaMemcpy2D of 65 MiB rows");
+    CHECK_CUDA(cudaFree(d));
+}
+
 static void three_d()
 {
     const size_t W = 120, H = 20, D = 6;  // bytes, rows, slices
@@ -443,6 +475,7 @@ int main()
     default_direction();
     memsets();
     pitched();
+    large_2d();
     pinned();
     three_d();
     CHECK_CUDA(cudaDeviceSynchronize());
