@@ -118,9 +118,11 @@ typedef struct cr_tenant_s {
     int priority;            /* CR_PRIORITY_* (atomic) */
     int admin;               /* `cuda-remote status` shows it everyone (atomic) */
     int removed;             /* gone from the file: takes no new sessions */
+    unsigned max_sessions;   /* at once; 0: the server's limit (--max-sessions-per-tenant) */
     /* usage, atomic */
     uint64_t used;           /* device memory charged */
     uint64_t sessions;       /* connected now */
+    uint64_t queued_bytes;   /* its sessions' requests waiting to run (atomic) */
     uint64_t sessions_total;
     cr_usage_t usage;
     cr_sched_tenant_t sched;
@@ -148,6 +150,51 @@ void cr_tenant_uncharge(cr_tenant_t *t, uint64_t bytes);
 int cr_tenant_stream_priority(const cr_tenant_t *t, int asked, int least, int greatest);
 /* Calls fn for every tenant, in the file's order, under the tenants' lock. */
 void cr_tenants_foreach(void (*fn)(const cr_tenant_t *t, void *arg), void *arg);
+
+/* --- guard.c: what a connection may cost before and after it is admitted ------------------ */
+
+typedef struct {
+    unsigned connections;      /* open at once; 0: as many as the open-file limit allows */
+    unsigned per_address;      /* open at once from one source address; 0: no limit */
+    unsigned hello_timeout_ms; /* a connection that has not said hello by then is dropped */
+    unsigned tenant_sessions;  /* a tenant's sessions at once, unless its entry says */
+    uint64_t unsent;           /* a session's replies not yet written, before it waits */
+    uint64_t tenant_queued;    /* a tenant's requests waiting to run, before its reading stops */
+} cr_guard_limits_t;
+
+/* Why a connection was refused (before it was admitted) or dropped: one list for the log,
+ * the metric's labels and their order. */
+#define CR_GUARD_REASONS(X)                                                                        \
+    X(CR_GUARD_TOO_MANY, "too_many_connections",                                                   \
+      "the server has as many connections as it allows (--max-connections)")                       \
+    X(CR_GUARD_PER_ADDRESS, "per_address",                                                         \
+      "its address has as many connections as it may have (--max-per-address)")                   \
+    X(CR_GUARD_HELLO_REFUSED, "hello_refused", "its hello was refused")                           \
+    X(CR_GUARD_HELLO_TIMEOUT, "hello_timeout", "it sent no hello in time (--hello-timeout)")       \
+    X(CR_GUARD_BEFORE_HELLO, "before_hello", "it sent something other than a small hello first")   \
+    X(CR_GUARD_MALFORMED, "malformed", "it sent a malformed frame")
+enum {
+#define CR_GUARD_ENUM(id, name, text) id,
+    CR_GUARD_REASONS(CR_GUARD_ENUM)
+#undef CR_GUARD_ENUM
+    CR_GUARD_REASON_COUNT,
+    CR_GUARD_FIRST_DROP = CR_GUARD_HELLO_TIMEOUT, /* from here on: dropped, not refused */
+};
+
+/* Sets the limits (at start) and raises the open-file limit to its hard limit; the total
+ * of connections is kept below what that allows. */
+void cr_guard_configure(const cr_guard_limits_t *limits);
+const cr_guard_limits_t *cr_guard_limits(void);
+/* A new connection from `address` (host only, or "local"): -1 when it may stay (then
+ * cr_guard_release(*key) when it closes), else the CR_GUARD_* reason to refuse it. */
+int cr_guard_accept(const char *address, uint64_t *key);
+void cr_guard_release(uint64_t key);
+int cr_guard_open_connections(void);
+/* Counts a refused or dropped connection and logs it (a few lines a second per reason);
+ * `detail` (may be NULL) replaces the reason's own words. */
+void cr_guard_refuse(int reason, const char *peer, const char *detail);
+/* How many connections were refused or dropped for `reason`, and its metric label. */
+uint64_t cr_guard_refused(int reason, const char **name);
 
 /* --- waiter.c: threads for calls that wait on the device ---------------------------------- */
 
@@ -242,6 +289,9 @@ struct cr_session_s {
     struct cr_outmsg_s *out_head, *out_tail;
     int out_queued;          /* on the server's list of sessions with output */
     int close_requested;     /* close the connection once the output is written */
+    uint64_t out_bytes;      /* output queued or being written */
+    uint64_t staged_bytes;   /* device-to-host bytes staged for output still to come */
+    int output_waiting;      /* the executor waits for the client to read */
     struct cr_session_s *next_with_output;
     uint64_t stat_requests;  /* atomic */
 
@@ -278,9 +328,21 @@ void cr_sessions_foreach(void (*fn)(const cr_session_info_t *info, void *arg), v
 /* How much received, unrun input a session may hold before its connection is paused
  * (--max-queued); call before serving. */
 void cr_session_set_input_limit(size_t bytes);
-/* Creates a session for a new connection and starts its executor. */
+/* Creates a session for a new connection; it has no executor until it is admitted. */
 cr_session_t *cr_session_new(cr_server_t *server, const cr_backend_t *b, uint64_t id,
                              const char *peer);
+/* Decides on a session's hello (loop thread): 0 when its token names a tenant that may
+ * have another session; then its executor runs, and the hello must be submitted to it,
+ * which answers it. Else the refusal (with its reason) is sent to the client, `why` says
+ * it for the log, and the connection should close. */
+int cr_session_admit(cr_session_t *s, cr_request_t *req, char *why, size_t why_len);
+/* Output bytes of the session's that have been written or dropped (any thread). */
+void cr_session_output_done(cr_session_t *s, uint64_t bytes);
+/* Device-to-host bytes about to be staged for the session's output, and their release
+ * once written: the executor runs nothing more while a session's unsent output passes
+ * its bound, so a client that does not read holds only its own work back. */
+void cr_session_output_stage(cr_session_t *s, uint64_t bytes);
+void cr_session_output_unstage(cr_session_t *s, uint64_t bytes);
 /* Hands a complete request to the session's executor (loop thread). Returns 1 when the
  * session holds so much unrun input that the loop should stop reading it for now; the
  * executor asks for reading to resume (resume_reading) once it has caught up. */

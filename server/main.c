@@ -3,6 +3,9 @@
  *   cuda-remoted [--listen ADDR]... [--backend auto|cuda|emu] [--device N]
  *                [--driver PATH] [--emu-memory SIZE] [--emu-trace FILE]
  *                [--emu-faults session|context] [--no-shm] [--tenants FILE] [--metrics ADDR]
+ *                [--max-queued SIZE] [--max-connections N] [--max-per-address N]
+ *                [--hello-timeout SECONDS] [--max-sessions-per-tenant N]
+ *                [--max-unsent SIZE] [--max-queued-per-tenant SIZE]
  *
  * The first process binds the listening sockets and supervises the server process, which
  * it starts again when the device context is lost (supervisor.c).
@@ -36,6 +39,19 @@ static void usage(FILE *out)
             "                     state, as on a GPU; the server then starts afresh)\n"
             "  --max-queued SIZE  input a client may have waiting to run before the server\n"
             "                     stops reading its connection (default 256MiB)\n"
+            "  --max-queued-per-tenant SIZE\n"
+            "                     the same for all of a tenant's clients together\n"
+            "                     (default 1GiB)\n"
+            "  --max-unsent SIZE  replies a client has not read yet before the server runs\n"
+            "                     nothing more of its and stops reading it (default 64MiB)\n"
+            "  --max-connections N  open connections at once (default: what the open-file\n"
+            "                     limit allows; the server raises it to its hard limit)\n"
+            "  --max-per-address N  open connections from one address (default 256, 0: any;\n"
+            "                     every Unix-socket client counts as one address)\n"
+            "  --hello-timeout SECONDS  a connection that has not said hello by then is\n"
+            "                     dropped (default 10)\n"
+            "  --max-sessions-per-tenant N  a tenant's sessions at once, unless its entry\n"
+            "                     in the tenants file says (\"sessions\"; default 1024, 0: any)\n"
             "  --no-shm           decline shared memory from clients on Unix sockets\n"
             "                     (their bytes then travel over the socket)\n"
             "  --tenants FILE     tenants (JSON: name, token, memory, weight, priority);\n"
@@ -60,7 +76,13 @@ int main(int argc, char **argv)
         OPT_MAX_QUEUED,
         OPT_NO_SHM,
         OPT_TENANTS,
-        OPT_METRICS
+        OPT_METRICS,
+        OPT_MAX_QUEUED_TENANT,
+        OPT_MAX_UNSENT,
+        OPT_MAX_CONNECTIONS,
+        OPT_MAX_PER_ADDRESS,
+        OPT_HELLO_TIMEOUT,
+        OPT_MAX_SESSIONS_TENANT
     };
     static const struct option options[] = {
         {"listen", required_argument, NULL, 'l'},
@@ -75,6 +97,12 @@ int main(int argc, char **argv)
         {"no-shm", no_argument, NULL, OPT_NO_SHM},
         {"tenants", required_argument, NULL, OPT_TENANTS},
         {"metrics", required_argument, NULL, OPT_METRICS},
+        {"max-queued-per-tenant", required_argument, NULL, OPT_MAX_QUEUED_TENANT},
+        {"max-unsent", required_argument, NULL, OPT_MAX_UNSENT},
+        {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+        {"max-per-address", required_argument, NULL, OPT_MAX_PER_ADDRESS},
+        {"hello-timeout", required_argument, NULL, OPT_HELLO_TIMEOUT},
+        {"max-sessions-per-tenant", required_argument, NULL, OPT_MAX_SESSIONS_TENANT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -82,6 +110,14 @@ int main(int argc, char **argv)
     int listen_count = 0;
     cr_backend_options_t opt = {.kind = "auto", .emu_trace = getenv("CUDA_REMOTE_EMU_TRACE")};
     const char *log_level = NULL, *tenants_file = NULL, *metrics = NULL;
+    cr_guard_limits_t limits = {
+        .connections = 0,
+        .per_address = 256,
+        .hello_timeout_ms = 10000,
+        .tenant_sessions = 1024,
+        .unsent = (uint64_t)64 << 20,
+        .tenant_queued = (uint64_t)1 << 30,
+    };
     int c;
     while ((c = getopt_long(argc, argv, "l:h", options, NULL)) != -1) {
         switch (c) {
@@ -129,6 +165,40 @@ int main(int argc, char **argv)
             cr_session_set_input_limit((size_t)bytes);
             break;
         }
+        case OPT_MAX_QUEUED_TENANT:
+        case OPT_MAX_UNSENT: {
+            uint64_t bytes;
+            if (cr_parse_size(optarg, &bytes) != 0 || bytes == 0) {
+                fprintf(stderr, "cuda-remoted: %s %s: not a size\n",
+                        c == OPT_MAX_UNSENT ? "--max-unsent" : "--max-queued-per-tenant",
+                        optarg);
+                return 2;
+            }
+            *(c == OPT_MAX_UNSENT ? &limits.unsent : &limits.tenant_queued) = bytes;
+            break;
+        }
+        case OPT_MAX_CONNECTIONS:
+        case OPT_MAX_PER_ADDRESS:
+        case OPT_HELLO_TIMEOUT:
+        case OPT_MAX_SESSIONS_TENANT: {
+            char *end;
+            unsigned long v = strtoul(optarg, &end, 10);
+            if (*optarg < '0' || *optarg > '9' || *end || v > 1000000 ||
+                (c == OPT_HELLO_TIMEOUT && (v == 0 || v > 3600))) {
+                fprintf(stderr, "cuda-remoted: %s: not a count%s\n", optarg,
+                        c == OPT_HELLO_TIMEOUT ? " of seconds (1 to 3600)" : "");
+                return 2;
+            }
+            if (c == OPT_MAX_CONNECTIONS)
+                limits.connections = (unsigned)v;
+            else if (c == OPT_MAX_PER_ADDRESS)
+                limits.per_address = (unsigned)v;
+            else if (c == OPT_HELLO_TIMEOUT)
+                limits.hello_timeout_ms = (unsigned)v * 1000;
+            else
+                limits.tenant_sessions = (unsigned)v;
+            break;
+        }
         case OPT_NO_SHM:
             cr_shm_set_enabled(0);
             break;
@@ -157,6 +227,7 @@ int main(int argc, char **argv)
     if (listen_count == 0)
         listen[listen_count++] = CR_DEFAULT_ADDR;
     signal(SIGPIPE, SIG_IGN);
+    cr_guard_configure(&limits); /* here: the raised file limit holds for every child */
 
     static cr_backend_t backend;
     char err[512];

@@ -103,6 +103,16 @@ static void render(cr_buf_t *b, const cr_backend_t *backend)
     family(b, "cuda_remote_server_restarts_total", "counter",
            "server processes started afresh after the device context was lost");
     put(b, "cuda_remote_server_restarts_total %d\n", cr_status_restarts());
+    family(b, "cuda_remote_connections_open", "gauge", "client connections open now");
+    put(b, "cuda_remote_connections_open %d\n", cr_guard_open_connections());
+    family(b, "cuda_remote_connections_refused_total", "counter",
+           "client connections refused (at accept or hello) or dropped, by reason");
+    for (int reason = 0; reason < CR_GUARD_REASON_COUNT; reason++) {
+        const char *name;
+        uint64_t n = cr_guard_refused(reason, &name);
+        put(b, "cuda_remote_connections_refused_total{reason=\"%s\"} %llu\n", name,
+            (unsigned long long)n);
+    }
     family(b, "cuda_remote_device_memory_total_bytes", "gauge", "the device's memory");
     put(b, "cuda_remote_device_memory_total_bytes %llu\n", (unsigned long long)total);
     family(b, "cuda_remote_device_memory_used_bytes", "gauge", "device memory in use");

@@ -3,7 +3,12 @@
  * Only this thread touches sockets. Incoming bytes are cut into requests (a header, a
  * bounded body, and bulk bytes read straight into the request's own buffer) and handed to
  * the session's executor. Output queued by any thread is written here, woken by one
- * uv_async handle. */
+ * uv_async handle.
+ *
+ * Until its hello admits it (session.c decides, on this thread), a connection may send one
+ * small hello and nothing else, within the hello deadline; it has no executor and no
+ * buffer of its own yet, and the connection guard (guard.c) counts it against the limits
+ * per address and in all. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,6 +18,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "dispatch.h"
 #include "error.h"
 #include "log.h"
@@ -23,6 +29,7 @@
 #define MAX_LAUNCH_PARAMS ((uint64_t)1 << 20)
 #define MAX_PASSED_FDS 8 /* descriptors received ahead of the frames they belong to */
 #define RESTART_GRACE_MS 2000
+#define HELLO_MAX_BODY (64u << 10) /* a hello is a few hundred bytes */
 
 typedef struct conn_s {
     union {
@@ -39,8 +46,12 @@ typedef struct conn_s {
     size_t body_got;
     uint64_t bulk_got;
     int closing;
+    int refused;       /* its hello was refused: nothing more is read */
+    int admitted;      /* its hello named a tenant */
+    uint64_t address_key; /* the guard's count it is in, 0: none */
+    int64_t accepted_ns;
+    struct conn_s *prev_waiting, *next_waiting; /* not admitted yet: the server's list */
     uv_shutdown_t shutdown;
-    char rbuf[READ_BUFFER];
 } conn_t;
 
 struct cr_server_s {
@@ -57,12 +68,17 @@ struct cr_server_s {
     uv_async_t restart;
     uv_timer_t restart_deadline;
     int restarting;
+    conn_t *waiting;       /* connections that have not been admitted, newest first */
+    uv_timer_t hello_deadline;
+    char rbuf[READ_BUFFER]; /* every read lands here first: nothing stays in it */
 };
 
 /* --- output -------------------------------------------------------------------------------- */
 
 static void release_msg(cr_outmsg_t *m)
 {
+    if (m->session)
+        cr_session_output_done(m->session, m->head.len + m->bulk_len);
     if (m->release)
         m->release(m->release_arg);
     cr_buf_free(&m->head);
@@ -123,6 +139,7 @@ void cr_server_send(cr_session_t *s, cr_outmsg_t *m)
     m->sent = 0;
     int wake = 0;
     pthread_mutex_lock(&s->lock);
+    s->out_bytes += m->head.len + m->bulk_len; /* until release_msg */
     if (!s->stream && s->closing) { /* nobody to send it to */
         pthread_mutex_unlock(&s->lock);
         release_msg(m);
@@ -274,10 +291,24 @@ static void on_wakeup(uv_async_t *a)
 
 static void exit_for_restart(void);
 
+static void forget_waiting(conn_t *c)
+{
+    if (c->prev_waiting)
+        c->prev_waiting->next_waiting = c->next_waiting;
+    else if (c->server->waiting == c)
+        c->server->waiting = c->next_waiting;
+    if (c->next_waiting)
+        c->next_waiting->prev_waiting = c->prev_waiting;
+    c->prev_waiting = c->next_waiting = NULL;
+}
+
 static void on_closed(uv_handle_t *h)
 {
     conn_t *c = h->data;
     cr_server_t *srv = c->server;
+    forget_waiting(c);
+    if (c->address_key)
+        cr_guard_release(c->address_key);
     cr_request_free(c->req);
     if (c->session)
         cr_session_unref(c->session);
@@ -360,6 +391,21 @@ static int complete(conn_t *c)
         cr_request_free(req);
         return 0;
     }
+    if (!c->admitted) { /* the hello (start_request let nothing else through) */
+        char why[256];
+        if (cr_session_admit(c->session, req, why, sizeof why) != 0) {
+            /* the refusal is on its way: the connection closes once it is written */
+            cr_guard_refuse(CR_GUARD_HELLO_REFUSED, c->session->peer, why);
+            cr_request_free(req);
+            c->refused = 1;
+            forget_waiting(c); /* it closes once the refusal is written */
+            uv_read_stop(&c->h.stream);
+            cr_server_close_connection(c->session);
+            return 0;
+        }
+        c->admitted = 1;
+        forget_waiting(c);
+    }
     if (req->hdr.opcode == CR_OP_SHM_ATTACH)
         req->fd = take_passed_fd(c);
     if (cr_session_submit(c->session, req)) { /* the executor is behind: the client waits */
@@ -375,6 +421,9 @@ static int start_request(conn_t *c)
     int err = cr_frame_decode(c->header, &h);
     if (err)
         return err;
+    /* before it is admitted a client may only say hello: nothing else is buffered */
+    if (!c->admitted && (h.opcode != CR_OP_HELLO || h.bulk_len || h.body_len > HELLO_MAX_BODY))
+        return CR_EPERM;
     if (h.bulk_len > bulk_limit(h.opcode))
         return CR_ETOOBIG;
     if (!(c->req = cr_request_new(&h)))
@@ -422,7 +471,7 @@ static int feed(conn_t *c, const uint8_t *p, size_t n)
         }
         if (request_done(c)) {
             int err = complete(c);
-            if (err)
+            if (err || c->refused)
                 return err;
         }
     }
@@ -432,6 +481,7 @@ static int feed(conn_t *c, const uint8_t *p, size_t n)
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     conn_t *c = h->data;
+    (void)suggested;
     if (c->req && c->body_got == c->req->hdr.body_len) {
         uint64_t left = c->req->hdr.bulk_len - c->bulk_got;
         if (left >= DIRECT_READ_MIN) { /* bulk bytes go straight to their buffer */
@@ -440,7 +490,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
             return;
         }
     }
-    *buf = uv_buf_init(c->rbuf, sizeof c->rbuf);
+    *buf = uv_buf_init(c->server->rbuf, sizeof c->server->rbuf);
 }
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
@@ -450,10 +500,10 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         begin_close(c, nread == UV_EOF ? "client disconnected" : uv_strerror((int)nread));
         return;
     }
-    if (nread == 0 || c->closing)
+    if (nread == 0 || c->closing || c->refused)
         return;
     int err = 0;
-    if (buf->base != c->rbuf) {
+    if (buf->base != c->server->rbuf) {
         c->bulk_got += (uint64_t)nread;
         if (request_done(c))
             err = complete(c);
@@ -467,17 +517,29 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         err = CR_EPROTO;
     if (err) {
         char why[128];
-        snprintf(why, sizeof why, "malformed frame (%s)", cr_strerror(err));
-        CR_WARN("session %llu: %s; closing the connection",
-                (unsigned long long)c->session->id, why);
+        if (c->admitted)
+            snprintf(why, sizeof why, "malformed frame (%s)", cr_strerror(err));
+        else if (err == CR_EPERM)
+            snprintf(why, sizeof why, "its first frame was not a hello of at most %u bytes",
+                     HELLO_MAX_BODY);
+        else
+            snprintf(why, sizeof why, "malformed frame (%s) before its hello", cr_strerror(err));
+        char detail[192];
+        snprintf(detail, sizeof detail, "session %llu: %s", (unsigned long long)c->session->id,
+                 why);
+        cr_guard_refuse(c->admitted ? CR_GUARD_MALFORMED : CR_GUARD_BEFORE_HELLO,
+                        c->session->peer, detail);
         begin_close(c, why);
     }
 }
 
-static void peer_name(uv_stream_t *stream, int is_pipe, char *out, size_t len)
+/* The peer as "host:port" (or "local socket") into out, its host alone into host_out. */
+static void peer_name(uv_stream_t *stream, int is_pipe, char *out, size_t len, char *host_out,
+                      size_t host_len)
 {
     if (is_pipe) {
         snprintf(out, len, "local socket");
+        snprintf(host_out, host_len, "local");
         return;
     }
     struct sockaddr_storage ss;
@@ -494,6 +556,7 @@ static void peer_name(uv_stream_t *stream, int is_pipe, char *out, size_t len)
         }
     }
     snprintf(out, len, "%s:%d", host, port);
+    snprintf(host_out, host_len, "%s", host);
 }
 
 static void on_connection(uv_stream_t *listener, int status)
@@ -520,8 +583,15 @@ static void on_connection(uv_stream_t *listener, int status)
     }
     if (!is_pipe)
         uv_tcp_nodelay(&c->h.tcp, 1);
-    char peer[128];
-    peer_name(&c->h.stream, is_pipe, peer, sizeof peer);
+    char peer[128], host[64];
+    peer_name(&c->h.stream, is_pipe, peer, sizeof peer, host, sizeof host);
+    int refuse = cr_guard_accept(host, &c->address_key);
+    if (refuse >= 0) {
+        c->address_key = 0;
+        cr_guard_refuse(refuse, peer, NULL);
+        uv_close(&c->h.handle, on_closed);
+        return;
+    }
     c->session = cr_session_new(srv, srv->backend, ++srv->next_session, peer);
     if (!c->session) {
         CR_ERROR("cannot start a session for %s", peer);
@@ -534,7 +604,29 @@ static void on_connection(uv_stream_t *listener, int status)
     c->session->stream = &c->h.stream;
     c->session->fd = fd;
     pthread_mutex_unlock(&c->session->lock);
+    c->accepted_ns = cr_now_ns();
+    c->next_waiting = srv->waiting;
+    if (srv->waiting)
+        srv->waiting->prev_waiting = c;
+    srv->waiting = c;
     uv_read_start(&c->h.stream, on_alloc, on_read);
+}
+
+/* Drops the connections that have not been admitted within the hello deadline (a client
+ * that connects and says nothing, or says it a byte at a time). */
+static void on_hello_deadline(uv_timer_t *t)
+{
+    cr_server_t *srv = t->data;
+    int64_t deadline = cr_now_ns() - (int64_t)cr_guard_limits()->hello_timeout_ms * 1000000;
+    conn_t *next;
+    for (conn_t *c = srv->waiting; c; c = next) {
+        next = c->next_waiting;
+        if (c->accepted_ns <= deadline && !c->closing) {
+            forget_waiting(c);
+            cr_guard_refuse(CR_GUARD_HELLO_TIMEOUT, c->session->peer, NULL);
+            begin_close(c, "no hello in time");
+        }
+    }
 }
 
 /* --- listeners and the loop ---------------------------------------------------------------- */
@@ -715,6 +807,10 @@ int cr_server_run(const cr_backend_t *b, const cr_listener_t *listeners, int lis
     uv_signal_start(&srv.sigterm, on_signal, SIGTERM);
     uv_signal_init(srv.loop, &srv.sighup);
     uv_signal_start(&srv.sighup, on_sighup, SIGHUP);
+    unsigned tick = cr_guard_limits()->hello_timeout_ms / 4;
+    uv_timer_init(srv.loop, &srv.hello_deadline);
+    srv.hello_deadline.data = &srv;
+    uv_timer_start(&srv.hello_deadline, on_hello_deadline, tick ? tick : 1, tick ? tick : 1);
     for (int i = 0; i < listener_count; i++) {
         uv_stream_t *l = cr_listen_adopt(srv.loop, &listeners[i], on_connection, &srv);
         if (!l)

@@ -2,7 +2,9 @@
  *
  * A session owns a namespace of handle ids (a client can only name its own objects), the
  * device memory it allocated, its own legacy default stream, and an executor thread that
- * runs its requests in arrival order without ever waiting on the device. When the client
+ * runs its requests in arrival order without ever waiting on the device. The executor
+ * starts only once the loop admitted the session's hello (cr_session_admit), and it runs
+ * nothing more while the client leaves too much of its output unread. When the client
  * goes away, for whatever reason, the executor frees everything the session held. */
 #include <stddef.h>
 #include <stdio.h>
@@ -34,6 +36,43 @@ static uint64_t executor_spin_ns = 20000;
 void cr_session_set_spin(uint64_t ns)
 {
     executor_spin_ns = ns;
+}
+
+static uint64_t tenant_queued_limit(void)
+{
+    uint64_t limit = cr_guard_limits()->tenant_queued;
+    return limit ? limit : UINT64_MAX;
+}
+
+/* The session's unsent output has passed its bound. Caller holds s->lock. */
+static int output_full_locked(const cr_session_t *s)
+{
+    uint64_t limit = cr_guard_limits()->unsent;
+    return limit && s->out_bytes + s->staged_bytes > limit;
+}
+
+static void output_change(cr_session_t *s, uint64_t *counter, int64_t delta)
+{
+    pthread_mutex_lock(&s->lock);
+    *counter += (uint64_t)delta;
+    if (s->output_waiting && !output_full_locked(s))
+        pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void cr_session_output_done(cr_session_t *s, uint64_t bytes)
+{
+    output_change(s, &s->out_bytes, -(int64_t)bytes);
+}
+
+void cr_session_output_stage(cr_session_t *s, uint64_t bytes)
+{
+    output_change(s, &s->staged_bytes, (int64_t)bytes);
+}
+
+void cr_session_output_unstage(cr_session_t *s, uint64_t bytes)
+{
+    output_change(s, &s->staged_bytes, -(int64_t)bytes);
 }
 
 static size_t request_bytes(const cr_request_t *req)
@@ -139,11 +178,14 @@ static void session_free(cr_session_t *s)
         cr_handle_t *h = (cr_handle_t *)(uintptr_t)v;
         cr_session_uncharge(s, h->charged);
         cr_code_globals_free(h->globals);
+        free(h->params);
         free(h);
     }
     cr_idmap_free(&s->handles);
     cr_idmap_free(&s->by_object);
     cr_idmap_free(&s->host_func_acks);
+    if (s->tenant)
+        __atomic_sub_fetch(&s->tenant->queued_bytes, s->inbox_bytes, __ATOMIC_RELAXED);
     for (size_t i = 0; i < s->allocations.count; i++) /* normally released before */
         cr_session_uncharge(s, s->allocations.ranges[i].value);
     cr_rangemap_free(&s->allocations);
@@ -850,62 +892,126 @@ static void copy_field(char *dst, size_t cap, const msgpack_object *map, const c
 }
 
 /* Answers a hello with a refusal and its reason. */
-static void refuse_hello(cr_session_t *s, cr_request_t *req, CUresult r, const char *why)
+static void refuse_hello(cr_request_t *req, CUresult r, const char *why)
 {
     cr_reply_t reply;
     if (cr_reply_begin(req, &reply, r, 1) == 0) {
         cr_mp_pack_str(&reply.pk, why);
         cr_reply_send(req, &reply, 0);
     }
-    CR_WARN("session %llu: refused %s from %s: %s", (unsigned long long)s->id, s->who, s->peer,
-            why);
 }
 
-static int handle_hello(cr_session_t *s, cr_request_t *req)
-{
-    const msgpack_object *info = req->root.type == MSGPACK_OBJECT_MAP ? &req->root : NULL;
-    char protocol[16], pid[16], host[64], program[200], client[64];
-    if (!info)
-        return CR_EPROTO;
-    copy_field(protocol, sizeof protocol, info, "protocol");
-    copy_field(pid, sizeof pid, info, "pid");
-    copy_field(host, sizeof host, info, "host");
-    copy_field(program, sizeof program, info, "program");
-    copy_field(client, sizeof client, info, "client");
-    const char *base = strrchr(program, '/');
-    snprintf(s->who, sizeof s->who, "%s (pid %s) on %s", base ? base + 1 : program, pid, host);
+static void *executor_main(void *arg);
 
-    const cr_backend_t *b = s->backend;
+/* The tenant a hello names, if it may have one more session; else the error to answer
+ * and its reason in `why`. */
+static cr_tenant_t *admit_tenant(cr_session_t *s, const msgpack_object *info, CUresult *r,
+                                 char *why, size_t why_len)
+{
+    char protocol[16];
+    copy_field(protocol, sizeof protocol, info, "protocol");
     if (atoi(protocol) != CR_PROTOCOL_VERSION) {
-        char why[128];
-        snprintf(why, sizeof why, "protocol version %s is not %d", protocol, CR_PROTOCOL_VERSION);
-        refuse_hello(s, req, CUDA_ERROR_NOT_SUPPORTED, why);
-        return CR_EVERSION;
+        snprintf(why, why_len, "protocol version %s is not %d", protocol, CR_PROTOCOL_VERSION);
+        *r = CUDA_ERROR_NOT_SUPPORTED;
+        return NULL;
     }
     const msgpack_object *token = cr_mp_field(info, "token");
     int has_token = token && token->type == MSGPACK_OBJECT_STR;
-    const char *why = NULL;
+    const char *reason = NULL;
     cr_tenant_t *tenant = cr_tenants_find(has_token ? token->via.str.ptr : NULL,
-                                          has_token ? token->via.str.size : 0, &why);
+                                          has_token ? token->via.str.size : 0, &reason);
     if (!tenant) {
-        refuse_hello(s, req, CUDA_ERROR_NOT_PERMITTED, why);
-        return CR_EPERM;
+        snprintf(why, why_len, "%s", reason ? reason : "no such tenant");
+        *r = CUDA_ERROR_NOT_PERMITTED;
+        return NULL;
     }
-    s->tenant = tenant;
+    unsigned limit = __atomic_load_n(&tenant->max_sessions, __ATOMIC_RELAXED);
+    if (!limit)
+        limit = cr_guard_limits()->tenant_sessions;
+    /* counted here, on the loop thread, which admits every session: no two can race */
+    uint64_t now = __atomic_load_n(&tenant->sessions, __ATOMIC_RELAXED);
+    if (limit && now >= limit) {
+        snprintf(why, why_len, "tenant %s has %llu sessions, as many as it may have",
+                 tenant->name, (unsigned long long)now);
+        *r = CUDA_ERROR_NOT_PERMITTED;
+        return NULL;
+    }
+    (void)s;
+    return tenant;
+}
+
+int cr_session_admit(cr_session_t *s, cr_request_t *req, char *why, size_t why_len)
+{
+    msgpack_zone zone;
+    msgpack_zone_init(&zone, 2048);
+    req->session = s;
+    int err = cr_request_decode(req, &zone);
+    const msgpack_object *info =
+        !err && req->root.type == MSGPACK_OBJECT_MAP ? &req->root : NULL;
+    if (!info) {
+        snprintf(why, why_len, "a malformed hello");
+        msgpack_zone_destroy(&zone);
+        return CR_EPROTO;
+    }
+    char pid[16], host[64], program[200];
+    copy_field(pid, sizeof pid, info, "pid");
+    copy_field(host, sizeof host, info, "host");
+    copy_field(program, sizeof program, info, "program");
+    const char *base = strrchr(program, '/');
+    snprintf(s->who, sizeof s->who, "%s (pid %s) on %s", base ? base + 1 : program, pid, host);
+    CUresult r = CUDA_SUCCESS;
+    char reason[160];
+    cr_tenant_t *tenant = admit_tenant(s, info, &r, reason, sizeof reason);
+    if (tenant) {
+        s->tenant = tenant;
+        __atomic_add_fetch(&tenant->sessions, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&tenant->sessions_total, 1, __ATOMIC_RELAXED);
+        pthread_mutex_lock(&s->lock);
+        s->refs++; /* the executor's */
+        pthread_mutex_unlock(&s->lock);
+        if (pthread_create(&s->executor, NULL, executor_main, s) == 0) {
+            pthread_detach(s->executor);
+            msgpack_zone_destroy(&zone);
+            return 0;
+        }
+        pthread_mutex_lock(&s->lock);
+        s->refs--;
+        pthread_mutex_unlock(&s->lock);
+        __atomic_sub_fetch(&tenant->sessions, 1, __ATOMIC_RELAXED);
+        s->tenant = NULL;
+        snprintf(reason, sizeof reason, "the server cannot start a thread for the session");
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    refuse_hello(req, r, reason);
+    snprintf(why, why_len, "%s: %s", s->who, reason);
+    msgpack_zone_destroy(&zone);
+    return r == CUDA_ERROR_NOT_SUPPORTED ? CR_EVERSION : CR_EPERM;
+}
+
+/* Answers the hello of an admitted session (executor): its default stream, then the
+ * device as its tenant sees it. */
+static int handle_hello(cr_session_t *s, cr_request_t *req)
+{
+    const msgpack_object *info = req->root.type == MSGPACK_OBJECT_MAP ? &req->root : NULL;
+    char client[64];
+    if (!info)
+        return CR_EPROTO;
+    copy_field(client, sizeof client, info, "client");
+    const cr_backend_t *b = s->backend;
+    cr_tenant_t *tenant = s->tenant;
     CUresult created = cr_session_create_stream(s, (CUstream *)&s->legacy.obj,
                                                 CU_STREAM_NON_BLOCKING, 0);
     if (created != CUDA_SUCCESS) {
         s->legacy.obj = NULL;
-        s->tenant = NULL;
-        refuse_hello(s, req, created, "the server cannot create a stream for the session");
+        refuse_hello(req, created, "the server cannot create a stream for the session");
+        CR_WARN("session %llu: refused %s from %s: no stream", (unsigned long long)s->id,
+                s->who, s->peer);
         return CR_ENOMEM;
     }
     capture_output(s, s->legacy.obj);
     cr_reply_t r;
     if (cr_reply_begin(req, &r, CUDA_SUCCESS, 1) != 0)
         return CR_ENOMEM;
-    __atomic_add_fetch(&tenant->sessions, 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&tenant->sessions_total, 1, __ATOMIC_RELAXED);
     /* the tenant sees its own slice of the device */
     uint64_t quota = __atomic_load_n(&tenant->quota, __ATOMIC_RELAXED);
     uint64_t total_mem = quota && quota < b->desc.total_mem ? quota : b->desc.total_mem;
@@ -979,8 +1085,21 @@ static void *executor_main(void *arg)
         if (!__atomic_load_n(&s->inbox_head, __ATOMIC_ACQUIRE))
             cr_sched_flush(s); /* what it launched is measured before it sleeps */
         pthread_mutex_lock(&s->lock);
-        while (!s->inbox_head && !s->closing)
-            pthread_cond_wait(&s->cond, &s->lock);
+        while (!s->closing && (!s->inbox_head || output_full_locked(s))) {
+            if (!s->inbox_head) {
+                pthread_cond_wait(&s->cond, &s->lock);
+                continue;
+            }
+            /* the client has not read what it asked for: run nothing more of its until it
+             * does (its launches so far are measured meanwhile) */
+            s->output_waiting = 1;
+            pthread_mutex_unlock(&s->lock);
+            cr_sched_flush(s);
+            pthread_mutex_lock(&s->lock);
+            while (!s->closing && output_full_locked(s))
+                pthread_cond_wait(&s->cond, &s->lock);
+            s->output_waiting = 0;
+        }
         if (s->closing) { /* the client is gone: what it still asked for does not matter */
             pthread_mutex_unlock(&s->lock);
             break;
@@ -991,7 +1110,12 @@ static void *executor_main(void *arg)
             s->inbox_tail = NULL;
         s->inbox_bytes -= request_bytes(req);
         s->inbox_count--;
-        int resume = s->reading_paused && !s->resume_reading && s->inbox_bytes < inbox_high / 4;
+        uint64_t tenant_queued = __atomic_sub_fetch(&s->tenant->queued_bytes, request_bytes(req),
+                                                    __ATOMIC_RELAXED);
+        /* reading resumes once the session caught up, and its tenant's other sessions
+         * too, unless it has nothing queued at all: each session can always take one more */
+        int resume = s->reading_paused && !s->resume_reading && s->inbox_bytes < inbox_high / 4 &&
+                     (tenant_queued < tenant_queued_limit() / 2 || !s->inbox_head);
         if (resume)
             s->resume_reading = 1;
         pthread_mutex_unlock(&s->lock);
@@ -1014,14 +1138,10 @@ static void *executor_main(void *arg)
             cr_server_close_connection(s);
             continue;
         }
-        if (!s->hello_done) {
+        if (!s->hello_done) { /* admitted on the loop thread: the hello comes first */
             int err = req->hdr.opcode == CR_OP_HELLO ? handle_hello(s, req) : CR_EPROTO;
-            if (err) {
-                if (err == CR_EPROTO)
-                    CR_WARN("session %llu: first message from %s is not a hello",
-                            (unsigned long long)s->id, s->peer);
+            if (err)
                 cr_server_close_connection(s);
-            }
             cr_request_free(req);
             msgpack_zone_clear(&exec_zone);
             continue;
@@ -1077,20 +1197,12 @@ cr_session_t *cr_session_new(cr_server_t *server, const cr_backend_t *b, uint64_
     snprintf(s->peer, sizeof s->peer, "%s", peer);
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->cond, NULL);
-    s->refs = 2; /* the executor's and the connection's */
+    s->refs = 1; /* the connection's; the executor takes one when the session is admitted */
     s->fd = -1;
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     s->connected_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
     list_add(s);
-    if (pthread_create(&s->executor, NULL, executor_main, s) != 0) {
-        list_remove(s);
-        pthread_mutex_destroy(&s->lock);
-        pthread_cond_destroy(&s->cond);
-        free(s);
-        return NULL;
-    }
-    pthread_detach(s->executor);
     return s;
 }
 
@@ -1106,7 +1218,11 @@ int cr_session_submit(cr_session_t *s, cr_request_t *req)
     s->inbox_tail = req;
     s->inbox_bytes += request_bytes(req);
     s->inbox_count++;
-    int pause = s->inbox_bytes > inbox_high && !s->reading_paused;
+    uint64_t tenant_queued = __atomic_add_fetch(&s->tenant->queued_bytes, request_bytes(req),
+                                                __ATOMIC_RELAXED);
+    int pause = (s->inbox_bytes > inbox_high || tenant_queued > tenant_queued_limit() ||
+                 output_full_locked(s)) &&
+                !s->reading_paused;
     if (pause) {
         s->reading_paused = 1;
         s->resume_reading = 0;

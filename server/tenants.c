@@ -2,7 +2,10 @@
  * weight and priority, and what it used.
  *
  *   {"tenants": [{"name": "alice", "token": "...", "memory": "2GiB", "weight": 1,
- *                 "priority": "normal", "admin": false}]}
+ *                 "priority": "normal", "admin": false, "sessions": 64}]}
+ *
+ * "sessions" bounds the clients a tenant may have connected at once (default: the
+ * server's --max-sessions-per-tenant).
  *
  * An admin tenant's clients see every tenant and session in `cuda-remote status`; the
  * others see their own tenant and sessions.
@@ -46,7 +49,7 @@ static cr_tenant_t *tenant_new(const char *name)
 }
 
 /* One entry of the file, checked; fills `out` (name, token, quota, weight, priority,
- * admin). */
+ * admin, max_sessions). */
 static int parse_entry(const cJSON *e, int index, cr_tenant_t *out, char *err, size_t len)
 {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
@@ -55,6 +58,7 @@ static int parse_entry(const cJSON *e, int index, cr_tenant_t *out, char *err, s
     const cJSON *weight = cJSON_GetObjectItemCaseSensitive(e, "weight");
     const cJSON *priority = cJSON_GetObjectItemCaseSensitive(e, "priority");
     const cJSON *admin = cJSON_GetObjectItemCaseSensitive(e, "admin");
+    const cJSON *sessions = cJSON_GetObjectItemCaseSensitive(e, "sessions");
     if (!cJSON_IsObject(e)) {
         snprintf(err, len, "tenant %d is not an object", index);
         return CR_EINVAL;
@@ -117,6 +121,14 @@ static int parse_entry(const cJSON *e, int index, cr_tenant_t *out, char *err, s
         return CR_EINVAL;
     }
     out->admin = cJSON_IsTrue(admin);
+    if (sessions && (!cJSON_IsNumber(sessions) || !(sessions->valuedouble >= 1) ||
+                     sessions->valuedouble > 1000000 ||
+                     sessions->valuedouble != (double)(unsigned)sessions->valuedouble)) {
+        snprintf(err, len, "tenant %s: \"sessions\" must be a whole number from 1 to 1000000",
+                 out->name);
+        return CR_EINVAL;
+    }
+    out->max_sessions = sessions ? (unsigned)sessions->valuedouble : 0;
     return 0;
 }
 
@@ -220,6 +232,7 @@ static int apply(const cr_tenant_t *entries, int n, char *err, size_t len)
         __atomic_store(&t->weight, &entries[i].weight, __ATOMIC_RELAXED); /* sched.c reads it */
         __atomic_store_n(&t->priority, entries[i].priority, __ATOMIC_RELAXED);
         __atomic_store_n(&t->admin, entries[i].admin, __ATOMIC_RELAXED);
+        __atomic_store_n(&t->max_sessions, entries[i].max_sessions, __ATOMIC_RELAXED);
         t->removed = 0;
     }
     pthread_mutex_unlock(&lock);
