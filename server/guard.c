@@ -4,8 +4,9 @@
  * A connection is only a socket until its hello names a tenant: it gets no thread, no
  * buffer of its own and no more than one small frame (the hello), and it must send that
  * within the hello deadline. Connections are counted per source address (the host of a
- * TCP peer; every Unix-socket client counts as "local") and in all, against limits set at
- * start; the total never passes what the process's file limit allows. Every connection
+ * TCP peer; a Unix-socket client's user, so that one local user cannot crowd out another)
+ * and in all, against limits set at start; the total never passes what the process's file
+ * limit allows. Every connection
  * refused or dropped is counted by reason (for /metrics) and logged, at most LOG_BURST
  * lines a second per reason and then the number of the others, so that a flood cannot
  * fill the log.

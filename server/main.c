@@ -47,7 +47,7 @@ static void usage(FILE *out)
             "  --max-connections N  open connections at once (default: what the open-file\n"
             "                     limit allows; the server raises it to its hard limit)\n"
             "  --max-per-address N  open connections from one address (default 256, 0: any;\n"
-            "                     every Unix-socket client counts as one address)\n"
+            "                     Unix-socket clients count per user)\n"
             "  --hello-timeout SECONDS  a connection that has not said hello by then is\n"
             "                     dropped (default 10)\n"
             "  --max-sessions-per-tenant N  a tenant's sessions at once, unless its entry\n"

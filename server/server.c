@@ -9,6 +9,7 @@
  * small hello and nothing else, within the hello deadline; it has no executor and no
  * buffer of its own yet, and the connection guard (guard.c) counts it against the limits
  * per address and in all. */
+#define _GNU_SOURCE /* struct ucred */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -533,13 +534,22 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     }
 }
 
-/* The peer as "host:port" (or "local socket") into out, its host alone into host_out. */
+/* The peer as "host:port" (or "local socket") into out, and what the connection guard
+ * counts it under into host_out: its host, or for a local socket its user, so that one
+ * local user's connections cannot crowd out another's. */
 static void peer_name(uv_stream_t *stream, int is_pipe, char *out, size_t len, char *host_out,
                       size_t host_len)
 {
     if (is_pipe) {
+        struct ucred cred;
+        socklen_t cred_len = sizeof cred;
+        uv_os_fd_t fd = -1;
         snprintf(out, len, "local socket");
-        snprintf(host_out, host_len, "local");
+        if (uv_fileno((uv_handle_t *)stream, &fd) == 0 &&
+            getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) == 0)
+            snprintf(host_out, host_len, "local uid %u", (unsigned)cred.uid);
+        else
+            snprintf(host_out, host_len, "local");
         return;
     }
     struct sockaddr_storage ss;
