@@ -3,8 +3,9 @@
 
 Reads cuda.h and cudaProfiler.h (every function the driver library exports, with its real
 ABI; the legacy and per-thread-stream variants come from compiling the headers the way the
-driver itself does, with __CUDA_API_VERSION_INTERNAL) and cudaTypedefs.h (every
-PFN_<name>_v<version>[_ptds|_ptsz], which is what cuGetProcAddress resolves), and writes
+driver itself does, with __CUDA_API_VERSION_INTERNAL) and cudaTypedefs.h with
+cudaProfilerTypedefs.h (every PFN_<name>_v<version>[_ptds|_ptsz], which is what
+cuGetProcAddress resolves), and writes
 codegen/manifest.json. The generator (generate.py) reads only the manifest, so a build needs
 no libclang; `cmake --build build --target check-manifest` runs this script again and fails
 if the result differs from the committed file.
@@ -144,18 +145,20 @@ def extract(cuda):
     # cuGetProcAddress: every PFN typedef names (function, ABI version, variant) and a
     # signature; map each to the exported symbol of that signature. Where several versions
     # share a signature (cuCtxCreate 2000 and 3020), the k-th version is the k-th symbol.
-    tu = parse(index, os.path.join(include, 'cudaTypedefs.h'), include,
-               ['__CUDA_API_VERSION_INTERNAL'])
+    # (cudaProfilerTypedefs.h holds the profiler's: cudart looks up cuProfilerStart too)
     by_name = collections.defaultdict(list)
-    for c in tu.cursor.get_children():
-        if c.kind != ci.CursorKind.TYPEDEF_DECL:
-            continue
-        m = PFN_RE.match(c.spelling)
-        if not m:
-            continue
-        fn = c.underlying_typedef_type.get_canonical().get_pointee()
-        by_name[(m.group(1), m.group(3) or '')].append(
-            (int(m.group(2)), signature(fn.argument_types())))
+    for header in ('cudaTypedefs.h', 'cudaProfilerTypedefs.h'):
+        tu = parse(index, os.path.join(include, header), include,
+                   ['__CUDA_API_VERSION_INTERNAL'])
+        for c in tu.cursor.get_children():
+            if c.kind != ci.CursorKind.TYPEDEF_DECL:
+                continue
+            m = PFN_RE.match(c.spelling)
+            if not m:
+                continue
+            fn = c.underlying_typedef_type.get_canonical().get_pointee()
+            by_name[(m.group(1), m.group(3) or '')].append(
+                (int(m.group(2)), signature(fn.argument_types())))
     procs = []
     for (base, variant), versions in sorted(by_name.items()):
         versions.sort()

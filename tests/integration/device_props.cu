@@ -1,10 +1,17 @@
 // device_props: the device as cudart sees it through the stub: one device, properties that
 // make sense and agree with cudaDeviceGetAttribute and cudaMemGetInfo, driver and runtime
-// versions, cudaSetDevice/cudaGetDevice, and cudaErrorInvalidDevice for a bad ordinal.
+// versions, cudaSetDevice/cudaGetDevice, cudaErrorInvalidDevice for a bad ordinal, and
+// cudaProfilerStart/Stop (cudart looks them up through cudaProfilerTypedefs.h's versions).
 #include "cr_test.h"
+
+#include <cuda_profiler_api.h>
 
 int main()
 {
+    // programs bracket their timed region with these: they must succeed, as natively
+    CHECK_CUDA(cudaProfilerStart());
+    CHECK_CUDA(cudaProfilerStop());
+
     int count = -1;
     CHECK_CUDA(cudaGetDeviceCount(&count));
     CHECK(count == 1, "cudaGetDeviceCount = %d, expected 1", count);
