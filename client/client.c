@@ -140,6 +140,27 @@ static int parse_device(const msgpack_object *o, cr_device_t *d)
     return 0;
 }
 
+/* [[uuid, size]...]: the export tables the server's driver has; the others it lacks. */
+static void parse_export_tables(cr_client_t *cl, const msgpack_object *list)
+{
+    for (int i = 0; i < CR_EXPORT_TABLE_COUNT; i++)
+        cl->export_table_size[i] = -1;
+    if (!list || list->type != MSGPACK_OBJECT_ARRAY)
+        return;
+    for (uint32_t k = 0; k < list->via.array.size; k++) {
+        const msgpack_object *e = &list->via.array.ptr[k];
+        if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 2 ||
+            e->via.array.ptr[0].type != MSGPACK_OBJECT_BIN ||
+            e->via.array.ptr[0].via.bin.size != 16 ||
+            e->via.array.ptr[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+            e->via.array.ptr[1].via.u64 > INT32_MAX) /* a table past our slots is clamped */
+            continue;
+        for (int i = 0; i < CR_EXPORT_TABLE_COUNT; i++)
+            if (memcmp(cr_export_table_desc(i)->uuid, e->via.array.ptr[0].via.bin.ptr, 16) == 0)
+                cl->export_table_size[i] = (int32_t)e->via.array.ptr[1].via.u64;
+    }
+}
+
 /* Says hello and reads the devices. Returns a CUresult; *message explains a refusal. */
 static CUresult hello(cr_client_t *cl, char *message, size_t message_len)
 {
@@ -203,6 +224,7 @@ static CUresult hello(cr_client_t *cl, char *message, size_t message_len)
         }
         cl->device_count++;
     }
+    parse_export_tables(cl, cr_mp_field(info, "export_tables"));
     if (windows && windows->type == MSGPACK_OBJECT_ARRAY) {
         for (uint32_t i = 0; i < windows->via.array.size; i++) {
             const msgpack_object *w = &windows->via.array.ptr[i];

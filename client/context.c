@@ -443,6 +443,21 @@ CUresult cr_hand_cuStreamGetCtx_v2(CUstream stream, CUcontext *pctx, CUgreenCtx 
     return cr_hand_cuStreamGetCtx(stream, pctx);
 }
 
+/* A stream's id, unique in the process and stable: its id on the wire (the session's
+ * legacy stream is 0 there), plus one. Answered here: libraries ask it on every call. */
+CUresult cr_hand_cuStreamGetId(CUstream stream, unsigned long long *id)
+{
+    if (!id)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!cr_client())
+        return CUDA_ERROR_NOT_INITIALIZED;
+    uint64_t wire;
+    CUresult r = cr_stream_wire_id(stream, &wire);
+    if (r == CUDA_SUCCESS)
+        *id = wire + 1;
+    return r;
+}
+
 CUresult cr_hand_cuStreamGetDevice(CUstream stream, CUdevice *device)
 {
     if (!device)

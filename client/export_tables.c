@@ -1,20 +1,66 @@
 /* The driver's private export tables (cuGetExportTable), served in the client.
  *
- * cudart asks for seven tables by UUID at start-up (../docs: the cudart contract); none of
- * them needs the server. Slot 0 of most tables holds the table's size in bytes. The
+ * The tables are those of common/export_tables.h. cudart's seven (asked for at start-up,
+ * before cuInit for the first) are always served: every driver has them, and none needs
+ * the server. Every other table is served when the server's driver has it (the hello says
+ * which, and their sizes), at the driver's size, because libraries such as cuBLASLt call
+ * slots without checking the size; else CUDA_ERROR_NOT_FOUND, as that driver answers.
+ * Every slot is a function: the known ones do what the driver does; every other one says
+ * once which table and slot it is (CUDA_REMOTE_LOG=info) and returns
+ * CUDA_ERROR_NOT_SUPPORTED. Slot 0 of most tables holds the table's size in bytes. The
  * integrity check hashes the addresses of the runtime-interface table, of its own table
  * and of its check function, so those tables are static and their addresses stable. */
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "export_tables.h"
+#include "idmap.h"
 #include "integrity.h"
 #include "internal.h"
 #include "log.h"
 
 #define SLOT(fn) ((void *)(fn))
 #define TABLE_SIZE(n) ((void *)(uintptr_t)((n) * sizeof(void *)))
+
+/* --- slots nobody implemented ---------------------------------------------------------------- */
+
+static unsigned char unknown_said[CR_EXPORT_TABLE_COUNT][CR_EXPORT_TABLE_MAX_SLOTS]; /* atomic */
+
+static CUresult unknown_slot(int table, int slot)
+{
+    if (!__atomic_exchange_n(&unknown_said[table][slot], 1, __ATOMIC_RELAXED)) {
+        const cr_export_table_desc_t *t = cr_export_table_desc(table);
+        const unsigned char *b = t->uuid;
+        CR_INFO("export table %s (%02x%02x%02x%02x-%02x%02x%02x%02x-...) slot %d is not "
+                "implemented: CUDA_ERROR_NOT_SUPPORTED",
+                t->name, b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], slot);
+    }
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* One function per table and slot, so that each knows which it is. */
+#define UNKNOWN_FN(t, n)                                                                           \
+    static CUresult unknown_##t##_##n(void) { return unknown_slot(t, n); }
+#define UNKNOWN_PTR(t, n) SLOT(unknown_##t##_##n),
+#define EACH16(M, t, h)                                                                            \
+    M(t, h##0) M(t, h##1) M(t, h##2) M(t, h##3) M(t, h##4) M(t, h##5) M(t, h##6) M(t, h##7)       \
+    M(t, h##8) M(t, h##9) M(t, h##a) M(t, h##b) M(t, h##c) M(t, h##d) M(t, h##e) M(t, h##f)
+#define EACH256(M, t)                                                                              \
+    EACH16(M, t, 0x0) EACH16(M, t, 0x1) EACH16(M, t, 0x2) EACH16(M, t, 0x3) EACH16(M, t, 0x4)     \
+    EACH16(M, t, 0x5) EACH16(M, t, 0x6) EACH16(M, t, 0x7) EACH16(M, t, 0x8) EACH16(M, t, 0x9)     \
+    EACH16(M, t, 0xa) EACH16(M, t, 0xb) EACH16(M, t, 0xc) EACH16(M, t, 0xd) EACH16(M, t, 0xe)     \
+    EACH16(M, t, 0xf)
+#define UNKNOWN_TABLES(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11)
+#define UNKNOWN_TABLE_FNS(t) EACH256(UNKNOWN_FN, t)
+#define UNKNOWN_TABLE_PTRS(t) {EACH256(UNKNOWN_PTR, t)},
+_Static_assert(CR_EXPORT_TABLE_COUNT <= 12, "UNKNOWN_TABLES lists fewer tables than are known");
+_Static_assert(CR_EXPORT_TABLE_MAX_SLOTS == 256, "EACH256 makes 256 slots");
+UNKNOWN_TABLES(UNKNOWN_TABLE_FNS)
+static void *const unknown_slots[12][CR_EXPORT_TABLE_MAX_SLOTS] = {
+    UNKNOWN_TABLES(UNKNOWN_TABLE_PTRS)};
 
 /* --- f8cff951: error-message sink ---------------------------------------------------------- */
 
@@ -102,26 +148,48 @@ static void hooks_buffer2(void **buf, size_t *n)
     *n = 14;
 }
 
-/* The other slots notify an attached tool (a profiler) of runtime events, e.g. from
+/* Slots 1 and 5 notify an attached tool (a profiler) of runtime events, e.g. from
  * cudaGetFuncBySymbol; with no tool attached there is nothing to do. */
 static uintptr_t hooks_no_tool(void)
 {
     return 0;
 }
 
-static void *hooks_table[7] = {TABLE_SIZE(7),         SLOT(hooks_no_tool), SLOT(hooks_buffer1),
-                               SLOT(hooks_no_tool), SLOT(hooks_no_tool), SLOT(hooks_no_tool),
+/* Slots 3 and 4: a stream's and a context's id, for the tool's records. */
+static CUresult hooks_stream_id(CUcontext ctx, CUstream stream, unsigned long long *id)
+{
+    (void)ctx;
+    return cr_hand_cuStreamGetId(stream, id);
+}
+
+static CUresult hooks_context_id(CUcontext ctx, unsigned long long *id)
+{
+    return cr_hand_cuCtxGetId(ctx, id);
+}
+
+static void *hooks_table[7] = {TABLE_SIZE(7),           SLOT(hooks_no_tool),
+                               SLOT(hooks_buffer1),     SLOT(hooks_stream_id),
+                               SLOT(hooks_context_id),  SLOT(hooks_no_tool),
                                SLOT(hooks_buffer2)};
 
 /* --- 42d85a81: tools thread-local storage -------------------------------------------------- */
 
-static CUresult tools_tls_slot(void *a, void *b, void *c)
+/* Slot 1 is cuCtxSetCurrent, slot 2 cuCtxGetCurrent: cuBLAS and cuBLASLt ask slot 2 before
+ * each kernel lookup, and find no kernel when it does not answer. Slot 3 is unknown. */
+static CUresult tools_tls_set(CUcontext ctx)
 {
+    return cr_hand_cuCtxSetCurrent(ctx);
+}
+
+static CUresult tools_tls_get(CUcontext *out)
+{
+    if (!out)
+        return CUDA_ERROR_INVALID_VALUE;
+    *out = cr_ctx_current();
     return CUDA_SUCCESS;
 }
 
-static void *tools_tls_table[4] = {TABLE_SIZE(4), SLOT(tools_tls_slot), SLOT(tools_tls_slot),
-                                   SLOT(tools_tls_slot)};
+static void *tools_tls_table[4] = {TABLE_SIZE(4), SLOT(tools_tls_set), SLOT(tools_tls_get), NULL};
 
 /* --- c693336e: context-local storage (no size slot) ---------------------------------------- */
 
@@ -179,51 +247,204 @@ static CUresult integrity_check(uint32_t version, uint64_t unix_seconds, uint64_
     return cr_integrity_compute(&in, version, out) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+/* --- 21318c60: tools context (cuBLAS, cuBLASLt, cuFFT, CUPTI) ------------------------------- */
+
+/* The table grows by appending; what cuBLAS 13 calls: slot 51 for a stream's tools handle
+ * and 39 for its id, cuBLASLt and cuFFT slot 4 (after the tools TLS's slot 2). */
+
+/* Slot 3: the context's device. */
+static CUresult tools_context_device(CUcontext ctx, CUdevice *device)
+{
+    if (!device)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!ctx)
+        return cr_hand_cuCtxGetDevice(device);
+    return cr_hand_cuCtxGetDevice_v2(device, ctx);
+}
+
+/* Slot 4: the context's id (cuCtxGetId); cuBLASLt's GEMM heuristics key on it. */
+static CUresult tools_context_id(CUcontext ctx, unsigned long long *id)
+{
+    return cr_hand_cuCtxGetId(ctx, id);
+}
+
+/* Tools handles of streams (slot 51), which slot 39 takes back: one per stream, kept for
+ * the life of the process (a stream id is never reused). */
+typedef struct {
+    unsigned long long stream_id;
+    unsigned char zero[56]; /* what tools may read of it: nothing set */
+} tools_stream_t;
+
+static pthread_mutex_t tools_streams_lock = PTHREAD_MUTEX_INITIALIZER;
+static cr_idmap_t tools_stream_by_id;     /* stream id -> tools_stream_t * */
+static cr_idmap_t tools_stream_known;     /* tools_stream_t * -> stream id */
+
+/* Slot 51: the stream's tools handle; `per_thread` makes NULL the per-thread default
+ * stream (cuBLAS passes stream == CU_STREAM_PER_THREAD for it). */
+static CUresult tools_stream_handle(CUcontext ctx, CUstream stream, void **handle,
+                                    unsigned char per_thread)
+{
+    (void)ctx;
+    unsigned long long id;
+    if (!handle)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!stream && per_thread)
+        stream = CU_STREAM_PER_THREAD;
+    CUresult r = cr_hand_cuStreamGetId(stream, &id);
+    if (r != CUDA_SUCCESS)
+        return r;
+    uint64_t found = 0;
+    pthread_mutex_lock(&tools_streams_lock);
+    if (!cr_idmap_get(&tools_stream_by_id, id, &found)) {
+        tools_stream_t *t = calloc(1, sizeof *t);
+        if (t) {
+            t->stream_id = id;
+            found = (uint64_t)(uintptr_t)t;
+            if (cr_idmap_put(&tools_stream_by_id, id, found) != 0 ||
+                cr_idmap_put(&tools_stream_known, found, id) != 0) {
+                cr_idmap_remove(&tools_stream_by_id, id, NULL);
+                free(t);
+                found = 0;
+            }
+        }
+    }
+    pthread_mutex_unlock(&tools_streams_lock);
+    *handle = (void *)(uintptr_t)found;
+    return found ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* Slot 39: the id of the stream behind a tools handle of slot 51 (a plain stream is taken
+ * as one too). */
+static CUresult tools_stream_id(CUcontext ctx, void *tools_stream, unsigned long long *id)
+{
+    (void)ctx;
+    if (!id)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t stream_id;
+    pthread_mutex_lock(&tools_streams_lock);
+    int known = cr_idmap_get(&tools_stream_known, (uint64_t)(uintptr_t)tools_stream, &stream_id);
+    pthread_mutex_unlock(&tools_streams_lock);
+    if (known) {
+        *id = stream_id;
+        return CUDA_SUCCESS;
+    }
+    return cr_hand_cuStreamGetId((CUstream)tools_stream, id);
+}
+
+#define IMPLEMENTED_SLOTS                                                                          \
+    {CR_EXPORT_TOOLS_CONTEXT, 3, SLOT(tools_context_device)},                                      \
+    {CR_EXPORT_TOOLS_CONTEXT, 4, SLOT(tools_context_id)},                                          \
+    {CR_EXPORT_TOOLS_CONTEXT, 39, SLOT(tools_stream_id)},                                          \
+    {CR_EXPORT_TOOLS_CONTEXT, 51, SLOT(tools_stream_handle)},
+
 /* --- lookup --------------------------------------------------------------------------------- */
 
+/* cudart's own tables: static (the integrity check hashes two of their addresses). */
 static const struct {
-    unsigned char uuid[16];
     void **table;
-} tables[] = {
-    {{0xf8, 0xcf, 0xf9, 0x51, 0x21, 0x46, 0x8b, 0x4e, 0xb9, 0xe2, 0xfb, 0x46, 0x9e, 0x7c, 0x0d,
-      0xd9},
-     error_sink_table},
-    {{0x6b, 0xd5, 0xfb, 0x6c, 0x5b, 0xf4, 0xe7, 0x4a, 0x89, 0x87, 0xd9, 0x39, 0x12, 0xfd, 0x9d,
-      0xf9},
-     runtime_table},
-    {{0xa0, 0x94, 0x79, 0x8c, 0x2e, 0x74, 0x2e, 0x74, 0x93, 0xf2, 0x08, 0x00, 0x20, 0x0c, 0x0a,
-      0x66},
-     hooks_table},
-    {{0x42, 0xd8, 0x5a, 0x81, 0x23, 0xf6, 0xcb, 0x47, 0x82, 0x98, 0xf6, 0xe7, 0x8a, 0x3a, 0xec,
-      0xdc},
-     tools_tls_table},
-    {{0xc6, 0x93, 0x33, 0x6e, 0x11, 0x21, 0xdf, 0x11, 0xa8, 0xc3, 0x68, 0xf3, 0x55, 0xd8, 0x95,
-      0x93},
-     cls_table},
-    {{0x26, 0x3e, 0x88, 0x60, 0x7c, 0xd2, 0x61, 0x43, 0x92, 0xf6, 0xbb, 0xd5, 0x00, 0x6d, 0xfa,
-      0x7e},
-     context_checks_table},
-    {{0xd4, 0x08, 0x20, 0x55, 0xbd, 0xe6, 0x70, 0x4b, 0x8d, 0x34, 0xba, 0x12, 0x3c, 0x66, 0xe1,
-      0xf2},
-     integrity_table},
+    int slots;
+} static_tables[CR_EXPORT_TABLE_COUNT] = {
+#define STATIC_TABLE(id, t) [CR_EXPORT_##id] = {t, (int)(sizeof t / sizeof t[0])}
+    STATIC_TABLE(ERROR_SINK, error_sink_table),
+    STATIC_TABLE(RUNTIME, runtime_table),
+    STATIC_TABLE(TOOLS_HOOKS, hooks_table),
+    STATIC_TABLE(TOOLS_TLS, tools_tls_table),
+    STATIC_TABLE(CONTEXT_STORAGE, cls_table),
+    STATIC_TABLE(CONTEXT_CHECKS, context_checks_table),
+    STATIC_TABLE(INTEGRITY, integrity_table),
+#undef STATIC_TABLE
 };
+
+/* The slots the stub implements in the tables it builds at the driver's size. */
+static const struct {
+    int table, slot;
+    void *fn;
+} implemented[] = {
+    IMPLEMENTED_SLOTS
+};
+
+static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *built[CR_EXPORT_TABLE_COUNT][CR_EXPORT_TABLE_MAX_SLOTS];
+static int ready[CR_EXPORT_TABLE_COUNT]; /* atomic: static table filled, or table built */
+
+/* cudart's table i, its empty slots made functions that say what they are. */
+static void **static_table(int i)
+{
+    if (!__atomic_load_n(&ready[i], __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&build_lock);
+        void **t = static_tables[i].table;
+        int first = cr_export_table_desc(i)->has_size; /* slot 0 is the size */
+        for (int j = first; j < static_tables[i].slots; j++)
+            if (!t[j])
+                t[j] = unknown_slots[i][j];
+        __atomic_store_n(&ready[i], 1, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&build_lock);
+    }
+    return static_tables[i].table;
+}
+
+/* Table i at `bytes` (0: the driver said no size), its known slots in place. */
+static void **built_table(int i, int32_t bytes)
+{
+    if (__atomic_load_n(&ready[i], __ATOMIC_ACQUIRE))
+        return built[i];
+    pthread_mutex_lock(&build_lock);
+    if (!ready[i]) {
+        const cr_export_table_desc_t *d = cr_export_table_desc(i);
+        int slots = bytes > 0 ? bytes / (int)sizeof(void *) : d->emu_slots;
+        for (size_t k = 0; k < sizeof implemented / sizeof implemented[0]; k++)
+            if (implemented[k].table == i && implemented[k].slot >= slots)
+                slots = implemented[k].slot + 1;
+        if (slots > CR_EXPORT_TABLE_MAX_SLOTS) {
+            CR_WARN("export table %s has %d slots; serving the first %d", d->name, slots,
+                    CR_EXPORT_TABLE_MAX_SLOTS);
+            slots = CR_EXPORT_TABLE_MAX_SLOTS;
+        }
+        for (int j = 0; j < slots; j++)
+            built[i][j] = unknown_slots[i][j];
+        for (size_t k = 0; k < sizeof implemented / sizeof implemented[0]; k++)
+            if (implemented[k].table == i)
+                built[i][implemented[k].slot] = implemented[k].fn;
+        if (d->has_size)
+            built[i][0] = TABLE_SIZE(slots);
+        __atomic_store_n(&ready[i], 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&build_lock);
+    return built[i];
+}
+
+static void log_uuid(const char *what, const unsigned char *b)
+{
+    CR_INFO("%s %02x%02x%02x%02x-%02x%02x%02x%02x-%02x%02x%02x%02x-%02x%02x%02x%02x", what, b[0],
+            b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+            b[14], b[15]);
+}
 
 CUresult cr_hand_cuGetExportTable(const void **table, const CUuuid *id)
 {
     if (!table || !id)
         return CUDA_ERROR_INVALID_VALUE;
-    for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
-        if (memcmp(tables[i].uuid, id->bytes, 16) == 0) {
-            *table = tables[i].table;
-            return CUDA_SUCCESS;
-        }
-    if (cr_log_enabled(CR_LOG_DEBUG)) {
-        const unsigned char *b = (const unsigned char *)id->bytes;
-        CR_DEBUG("no export table %02x%02x%02x%02x-%02x%02x%02x%02x-%02x%02x%02x%02x-%02x%02x%02x"
-                 "%02x",
-                 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
-                 b[13], b[14], b[15]);
-    }
     *table = NULL;
-    return CUDA_ERROR_NOT_FOUND;
+    int i = 0;
+    while (i < CR_EXPORT_TABLE_COUNT && memcmp(cr_export_table_desc(i)->uuid, id->bytes, 16))
+        i++;
+    if (i == CR_EXPORT_TABLE_COUNT) {
+        log_uuid("asked for an unknown export table:", (const unsigned char *)id->bytes);
+        return CUDA_ERROR_NOT_FOUND;
+    }
+    if (static_tables[i].table) {
+        *table = static_table(i);
+        return CUDA_SUCCESS;
+    }
+    /* the server's driver says whether it has the table: that needs the connection */
+    cr_client_t *cl = cr_client();
+    if (!cl && cr_hand_cuInit(0) == CUDA_SUCCESS)
+        cl = cr_client();
+    if (!cl || cl->export_table_size[i] < 0) {
+        if (cl)
+            log_uuid("the server's driver has no export table", cr_export_table_desc(i)->uuid);
+        return CUDA_ERROR_NOT_FOUND;
+    }
+    *table = built_table(i, cl->export_table_size[i]);
+    return CUDA_SUCCESS;
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "conn.h"
+#include "export_tables.h"
 #include "cr_client_hand.h"
 #include "cr_opcodes.h"
 #include "fatbin.h"
@@ -35,6 +36,9 @@ typedef struct {
     char backend[32];
     int device_count;
     cr_device_t devices[CR_MAX_DEVICES];
+    /* per table of common/export_tables.h: its size in bytes in the server's driver, 0 when
+     * it has the table but says no size, -1 when it lacks it (export_tables.c) */
+    int32_t export_table_size[CR_EXPORT_TABLE_COUNT];
 } cr_client_t;
 
 /* The connected client, or NULL before a successful cuInit. */

@@ -7,7 +7,9 @@
  *   body  map {protocol, cuda_version, client, pid, host, program, token (str or nil)}
  *   reply [CUresult, map {protocol, server, backend, driver_version, session,
  *          devices: [{name, uuid (bin 16), total_mem, attributes: [int...] indexed by
- *          CUdevice_attribute}], device_windows: [[base, size]...]}]
+ *          CUdevice_attribute}], device_windows: [[base, size]...],
+ *          export_tables: [[uuid (bin 16), size in bytes (0: unknown)]...]: the private
+ *          export tables the server's driver has (of those common/export_tables.h lists)}]
  *          or [error, "reason"] when refused
  *
  * @host_func           server -> client: run the host function registered for call_id

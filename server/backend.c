@@ -157,6 +157,33 @@ int cr_backend_open(const cr_backend_options_t *opt, cr_backend_t *b, char *err,
     return open_emu(opt, b, err, err_len);
 }
 
+void cr_backend_describe_export_tables(cr_backend_t *b)
+{
+    int emu = strcmp(b->kind, "emu") == 0;
+    for (int i = 0; i < CR_EXPORT_TABLE_COUNT; i++) {
+        const cr_export_table_desc_t *known = cr_export_table_desc(i);
+        b->export_table_size[i] = -1;
+        if (emu) {
+            if (known->emu_slots)
+                b->export_table_size[i] = known->emu_slots * (int32_t)sizeof(void *);
+            continue;
+        }
+        const void *table = NULL;
+        CUuuid id;
+        memcpy(id.bytes, known->uuid, 16);
+        if (!b->d.cuGetExportTable || b->d.cuGetExportTable(&table, &id) != CUDA_SUCCESS ||
+            !table)
+            continue;
+        /* slot 0 is the size in bytes where the table has one; anything implausible is
+         * taken for a table that says no size */
+        uintptr_t size = known->has_size ? *(const uintptr_t *)table : 0;
+        if (size % sizeof(void *) != 0 || size > CR_EXPORT_TABLE_MAX_SLOTS * sizeof(void *))
+            size = 0;
+        b->export_table_size[i] = (int32_t)size;
+        CR_DEBUG("the driver has export table %s: %zu bytes", known->name, (size_t)size);
+    }
+}
+
 int cr_backend_capture_output(const cr_backend_t *b, void *stream,
                               void (*fn)(void *user, const char *text, size_t len),
                               void (*release)(void *user), void *user)

@@ -16,6 +16,7 @@
 #include "buf.h"
 #include "cr_api_desc.h"
 #include "cr_driver.h"
+#include "export_tables.h"
 #include "frame.h"
 #include "idmap.h"
 #include "rangemap.h"
@@ -39,6 +40,9 @@ typedef struct {
     int driver_version;
     cr_device_desc_t desc;
     uint64_t window_base, window_size; /* device addresses, when the backend knows them */
+    /* per table of common/export_tables.h: its size in bytes as the driver has it, 0 when
+     * it has the table but says no size, -1 when it lacks it */
+    int32_t export_table_size[CR_EXPORT_TABLE_COUNT];
 } cr_backend_t;
 
 typedef struct {
@@ -51,6 +55,9 @@ typedef struct {
 } cr_backend_options_t;
 
 int cr_backend_open(const cr_backend_options_t *opt, cr_backend_t *b, char *err, size_t err_len);
+/* Fills b->export_table_size: the `cuda` backend asks its driver for each table it knows,
+ * the emulated device declares the ones the stub serves for it. */
+void cr_backend_describe_export_tables(cr_backend_t *b);
 /* Makes the backend's context current on the calling thread (every server thread that
  * calls the driver does this first). */
 void cr_backend_bind_thread(const cr_backend_t *b);

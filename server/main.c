@@ -252,6 +252,7 @@ int main(int argc, char **argv)
         CR_ERROR("backend %s: %s", opt.kind, err);
         return 1;
     }
+    cr_backend_describe_export_tables(&backend);
     if (generation == 0) {
         CR_INFO("backend %s%s%s: %s, %zu MiB, driver %d", backend.kind,
                 strcmp(backend.kind, "cuda") == 0 ? " " : "",

@@ -1015,7 +1015,7 @@ static int handle_hello(cr_session_t *s, cr_request_t *req)
     /* the tenant sees its own slice of the device */
     uint64_t quota = __atomic_load_n(&tenant->quota, __ATOMIC_RELAXED);
     uint64_t total_mem = quota && quota < b->desc.total_mem ? quota : b->desc.total_mem;
-    msgpack_pack_map(&r.pk, 7);
+    msgpack_pack_map(&r.pk, 8);
     cr_mp_pack_str(&r.pk, "protocol");
     msgpack_pack_int(&r.pk, CR_PROTOCOL_VERSION);
     cr_mp_pack_str(&r.pk, "server");
@@ -1040,6 +1040,19 @@ static int handle_hello(cr_session_t *s, cr_request_t *req)
     msgpack_pack_array(&r.pk, CU_DEVICE_ATTRIBUTE_MAX);
     for (int i = 0; i < CU_DEVICE_ATTRIBUTE_MAX; i++)
         msgpack_pack_int(&r.pk, b->desc.attrs[i]);
+    cr_mp_pack_str(&r.pk, "export_tables");
+    uint32_t tables = 0;
+    for (int i = 0; i < CR_EXPORT_TABLE_COUNT; i++)
+        tables += b->export_table_size[i] >= 0;
+    msgpack_pack_array(&r.pk, tables);
+    for (int i = 0; i < CR_EXPORT_TABLE_COUNT; i++) {
+        if (b->export_table_size[i] < 0)
+            continue;
+        msgpack_pack_array(&r.pk, 2);
+        msgpack_pack_bin(&r.pk, 16);
+        msgpack_pack_bin_body(&r.pk, cr_export_table_desc(i)->uuid, 16);
+        msgpack_pack_uint32(&r.pk, (uint32_t)b->export_table_size[i]);
+    }
     cr_mp_pack_str(&r.pk, "device_windows");
     if (b->window_size) {
         msgpack_pack_array(&r.pk, 1);
