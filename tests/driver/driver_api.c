@@ -346,6 +346,12 @@ static void test_code(const char *ptx_path, const char *cubin_path, const char *
     CK(cuKernelGetFunction(&f, k));
     launch_scale(f, "fatbin library (through its CUfunction)", 0);
     launch_scale((CUfunction)k, "fatbin library (a CUkernel cast to CUfunction)", 0);
+    CUlibrary owner = NULL;
+    CK(cuKernelGetLibrary(&owner, k)); /* cuBLASLt and PyTorch ask */
+    CHECK(owner == lib);
+    int regs = -1;
+    CK(cuKernelGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, k, 0));
+    CHECK(regs >= 0);
 
     int blocks = 0, min_grid = 0, best = 0;
     CK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, (CUfunction)k, 128, 0));
