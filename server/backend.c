@@ -120,7 +120,8 @@ static int open_cuda(const cr_backend_options_t *opt, cr_backend_t *b, char *err
 static int open_emu(const cr_backend_options_t *opt, cr_backend_t *b, char *err, size_t err_len)
 {
     /* host functions as a GPU runs them: one at a time, for the whole context */
-    cr_emu_config_t cfg = {opt->emu_memory, 0, opt->emu_trace, opt->emu_context_faults, 1};
+    cr_emu_config_t cfg = {opt->emu_memory, 0, opt->emu_trace, opt->emu_context_faults, 1,
+                           opt->emu_compute_capability};
     int rc = cr_emu_configure(&cfg);
     if (rc) {
         snprintf(err, err_len, "cannot configure the emulated device: %s", cr_strerror(rc));

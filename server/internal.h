@@ -52,6 +52,7 @@ typedef struct {
     uint64_t emu_memory;     /* 0: the emulated device's default */
     const char *emu_trace;
     int emu_context_faults;  /* a kernel fault breaks the whole emulated context, as on a GPU */
+    unsigned emu_compute_capability; /* major * 10 + minor the emulated device reports; 0: 9.0 */
 } cr_backend_options_t;
 
 int cr_backend_open(const cr_backend_options_t *opt, cr_backend_t *b, char *err, size_t err_len);

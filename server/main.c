@@ -2,7 +2,8 @@
  *
  *   cuda-remoted [--listen ADDR]... [--backend auto|cuda|emu] [--device N]
  *                [--driver PATH] [--emu-memory SIZE] [--emu-trace FILE]
- *                [--emu-faults session|context] [--no-shm] [--tenants FILE] [--metrics ADDR]
+ *                [--emu-faults session|context] [--emu-compute-capability X.Y]
+ *                [--no-shm] [--tenants FILE] [--metrics ADDR]
  *                [--max-queued SIZE] [--max-connections N] [--max-per-address N]
  *                [--hello-timeout SECONDS] [--max-sessions-per-tenant N]
  *                [--max-unsent SIZE] [--max-queued-per-tenant SIZE]
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/emu_api.h"
 #include "error.h"
 #include "internal.h"
 #include "log.h"
@@ -37,6 +39,10 @@ static void usage(FILE *out)
             "  --emu-faults SCOPE what an emulated kernel fault breaks: session (default:\n"
             "                     only the faulting client's) or context (every session's\n"
             "                     state, as on a GPU; the server then starts afresh)\n"
+            "  --emu-compute-capability X.Y\n"
+            "                     the compute capability the emulated device reports, and so\n"
+            "                     which code of a library it loads and which PTX it runs\n"
+            "                     (default 9.0; one of " CR_EMU_COMPUTE_CAPABILITIES ")\n"
             "  --max-queued SIZE  input a client may have waiting to run before the server\n"
             "                     stops reading its connection (default 256MiB)\n"
             "  --max-queued-per-tenant SIZE\n"
@@ -72,6 +78,7 @@ int main(int argc, char **argv)
         OPT_EMU_MEMORY,
         OPT_EMU_TRACE,
         OPT_EMU_FAULTS,
+        OPT_EMU_CC,
         OPT_LOG,
         OPT_MAX_QUEUED,
         OPT_NO_SHM,
@@ -92,6 +99,7 @@ int main(int argc, char **argv)
         {"emu-memory", required_argument, NULL, OPT_EMU_MEMORY},
         {"emu-trace", required_argument, NULL, OPT_EMU_TRACE},
         {"emu-faults", required_argument, NULL, OPT_EMU_FAULTS},
+        {"emu-compute-capability", required_argument, NULL, OPT_EMU_CC},
         {"log", required_argument, NULL, OPT_LOG},
         {"max-queued", required_argument, NULL, OPT_MAX_QUEUED},
         {"no-shm", no_argument, NULL, OPT_NO_SHM},
@@ -152,6 +160,15 @@ int main(int argc, char **argv)
                 return 2;
             }
             opt.emu_context_faults = strcmp(optarg, "context") == 0;
+            break;
+        case OPT_EMU_CC:
+            if (cr_emu_parse_compute_capability(optarg, &opt.emu_compute_capability) != 0) {
+                fprintf(stderr,
+                        "cuda-remoted: --emu-compute-capability %s: not a compute capability "
+                        "the emulated device knows (%s)\n",
+                        optarg, CR_EMU_COMPUTE_CAPABILITIES);
+                return 2;
+            }
             break;
         case OPT_LOG:
             log_level = optarg;

@@ -1,8 +1,10 @@
 /* The emulated device itself: configuration, cuInit, device attributes and the one context.
  *
- * The device is H100-like (compute capability 9.0, 132 SMs) and says that it is emulated in
- * its name. There is exactly one context, the primary one; the server makes it current on
- * each of its threads. */
+ * The device is H100-like (132 SMs, an H100's memory and limits) and says that it is
+ * emulated in its name. It reports compute capability 9.0 unless configured otherwise; the
+ * capability decides which code of an image it loads and the features that come with an
+ * architecture (clusters, tensor maps), not its resources. There is exactly one context, the
+ * primary one; the server makes it current on each of its threads. */
 #include "emu.h"
 
 #include <stdio.h>
@@ -29,6 +31,7 @@
 
 cr__emu_t cr__emu = {
     .init_lock = PTHREAD_MUTEX_INITIALIZER,
+    .sm = CR__DEFAULT_SM,
 };
 
 static _Thread_local uint64_t current_ctx;
@@ -93,6 +96,32 @@ static uint64_t default_memory(void)
 
 /* ---- public configuration ---- */
 
+/* Whether sm (major * 10 + minor) is in CR_EMU_COMPUTE_CAPABILITIES. */
+static int known_capability(unsigned sm)
+{
+    unsigned major, minor;
+    int used;
+    for (const char *p = CR_EMU_COMPUTE_CAPABILITIES;
+         sscanf(p, "%u.%u%n", &major, &minor, &used) == 2; p += used)
+        if (major * 10 + minor == sm) return 1;
+    return 0;
+}
+
+int cr_emu_parse_compute_capability(const char *text, unsigned *out)
+{
+    const char *p = text;
+    unsigned major = 0;
+    if (!text) return CR_EINVAL;
+    /* one or two digits, '.', one digit, nothing else: not "9", "90", " 9.0" or "9.0.1" */
+    for (; *p >= '0' && *p <= '9' && p - text < 2; p++)
+        major = major * 10 + (unsigned)(*p - '0');
+    if (p == text || p[0] != '.' || p[1] < '0' || p[1] > '9' || p[2] != 0) return CR_EINVAL;
+    unsigned sm = major * 10 + (unsigned)(p[1] - '0');
+    if (!known_capability(sm)) return CR_EINVAL;
+    *out = sm;
+    return 0;
+}
+
 int cr_emu_configure(const cr_emu_config_t *cfg)
 {
     int rc = 0;
@@ -101,7 +130,9 @@ int cr_emu_configure(const cr_emu_config_t *cfg)
     uint64_t base = cfg->va_base ? cfg->va_base : DEFAULT_VA_BASE;
     uint64_t mem =
         cfg->memory_bytes ? cr__round_up(cfg->memory_bytes, CR__ALIGN_LARGE) : default_memory();
-    if (base % CR__ALIGN_LARGE || mem == 0 || base >= USER_VA_END || mem > USER_VA_END - base)
+    unsigned sm = cfg->compute_capability ? cfg->compute_capability : CR__DEFAULT_SM;
+    if (base % CR__ALIGN_LARGE || mem == 0 || base >= USER_VA_END || mem > USER_VA_END - base ||
+        !known_capability(sm))
         return CR_EINVAL;
     if (cfg->trace_path && !(path = strdup(cfg->trace_path))) return CR_ENOMEM;
     pthread_mutex_lock(&cr__emu.init_lock);
@@ -114,6 +145,7 @@ int cr_emu_configure(const cr_emu_config_t *cfg)
         cr__emu.trace_path = path;
         cr__emu.context_faults = cfg->context_faults;
         cr__emu.serial_callbacks = cfg->serial_callbacks;
+        cr__emu.sm = sm;
         path = NULL;
     }
     pthread_mutex_unlock(&cr__emu.init_lock);
@@ -184,8 +216,10 @@ CUresult cr_emu_cuInit(unsigned int Flags)
         rc = CUDA_ERROR_OUT_OF_MEMORY;
         goto out;
     }
-    CR_INFO("emu: emulated device ready: %llu MiB of device memory at 0x%llx",
-            (unsigned long long)(cr__emu.memory_bytes >> 20), (unsigned long long)cr__emu.va_base);
+    CR_INFO("emu: emulated device ready: compute capability %u.%u, %llu MiB of device memory "
+            "at 0x%llx",
+            cr__emu.sm / 10, cr__emu.sm % 10, (unsigned long long)(cr__emu.memory_bytes >> 20),
+            (unsigned long long)cr__emu.va_base);
     atomic_store_explicit(&cr__emu.initialized, 1, memory_order_release);
 out:
     pthread_mutex_unlock(&cr__emu.init_lock);
@@ -333,8 +367,7 @@ static const int attributes[CU_DEVICE_ATTRIBUTE_MAX] = {
     [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_PITCH] = 2097120,
     [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH] = 32768,
     [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT] = 32768,
-    [CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR] = 9,
-    [CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR] = 0,
+    /* COMPUTE_CAPABILITY_MAJOR/MINOR: from the configuration (attribute()) */
     [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH] = 32768,
     [CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED] = 1,
     [CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED] = 1,
@@ -377,13 +410,34 @@ static const int attributes[CU_DEVICE_ATTRIBUTE_MAX] = {
     [CU_DEVICE_ATTRIBUTE_GPU_PCI_SUBSYSTEM_ID] = 0x16c110de,
 };
 
+/* An attribute's value: the table's, except what follows from the compute capability.
+ * Clusters, tensor maps and four memory synchronization domains came with 9.0; programs
+ * and libraries test these attributes (not the capability) before using the feature. */
+static int attribute(CUdevice_attribute attrib)
+{
+    unsigned sm = cr__emu.sm;
+    switch (attrib) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+        return (int)(sm / 10);
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+        return (int)(sm % 10);
+    case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH:
+    case CU_DEVICE_ATTRIBUTE_TENSOR_MAP_ACCESS_SUPPORTED:
+        return sm >= 90 ? attributes[attrib] : 0;
+    case CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT:
+        return sm >= 90 ? attributes[attrib] : 1;
+    default:
+        return attributes[attrib];
+    }
+}
+
 CUresult cr_emu_cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
 {
     CR__ENTER_INIT();
     if (!pi || (int)attrib < 1 || (int)attrib >= CU_DEVICE_ATTRIBUTE_MAX)
         return CUDA_ERROR_INVALID_VALUE;
     CHECK_DEV(dev);
-    *pi = attributes[attrib];
+    *pi = attribute(attrib);
     return CUDA_SUCCESS;
 }
 
@@ -422,8 +476,8 @@ CUresult cr_emu_cuDeviceComputeCapability(int *major, int *minor, CUdevice dev)
     CR__ENTER_INIT();
     if (!major || !minor) return CUDA_ERROR_INVALID_VALUE;
     CHECK_DEV(dev);
-    *major = attributes[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR];
-    *minor = attributes[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR];
+    *major = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    *minor = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
     return CUDA_SUCCESS;
 }
 

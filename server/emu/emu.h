@@ -100,6 +100,10 @@ void AnnotateIgnoreWritesEnd(const char *file, int line);
 #define CR__DEVICE_ACCESS_END() ((void)0)
 #endif
 
+/* The device's resources are an H100's at every compute capability it may report
+ * (cr_emu_config_t.compute_capability): the capability decides only which code it runs and
+ * which architecture features it advertises. */
+#define CR__DEFAULT_SM 90
 #define CR__SM_COUNT 132
 #define CR__WARP 32
 #define CR__MAX_THREADS_PER_BLOCK 1024
@@ -145,6 +149,7 @@ typedef struct {
     int no_execute; /* cr_emu_set_execution(0): launches are only recorded */
     int context_faults;          /* cr_emu_config_t.context_faults */
     int serial_callbacks;        /* cr_emu_config_t.serial_callbacks */
+    unsigned sm; /* compute capability, major * 10 + minor: set before cuInit, fixed after */
     _Atomic int context_fault;   /* with context_faults: the fault every call now returns */
 } cr__emu_t;
 
@@ -377,7 +382,7 @@ struct cr__library_s {
     uint64_t lib_handle; /* 0 for cuModuleLoad* modules */
     uint64_t mod_handle;
     cr_image_t *image;
-    const cr_image_entry_t *entry; /* the entry sm_90 loads */
+    const cr_image_entry_t *entry; /* the entry the device loads (cr__emu.sm) */
     uint32_t kernel_count;
     cr__kernel_t *kernels; /* parallel to image->kernels */
     uint32_t global_count;
@@ -416,6 +421,8 @@ CUresult cr__kernel_run(const cr__run_t *run, cr__stream_t *s);
 /* 1 when the library's image has PTX the interpreter can run (else its launches fail with
  * CUDA_ERROR_NOT_SUPPORTED at once). */
 int cr__library_has_ptx(const cr__library_t *lib);
+/* The arch of the image's newest PTX entry, whatever the device, or 0 when it has none. */
+unsigned cr__library_newest_ptx(const cr__library_t *lib);
 /* Frees what the interpreter keeps for a library (from library_release). */
 void cr__library_ptx_free(cr__library_t *lib);
 /* Makes a fault sticky for s (first one wins). */

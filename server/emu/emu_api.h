@@ -25,11 +25,22 @@ typedef struct {
     int serial_callbacks;   /* 1: host functions of all streams run on one thread, one at a
                                time, as a GPU's driver runs them; 0 (default): each stream
                                runs its own */
+    unsigned compute_capability; /* major * 10 + minor, one of CR_EMU_COMPUTE_CAPABILITIES;
+                                    0 = default 90. The device reports it and loads (and runs
+                                    the PTX of) what a device of that capability would */
 } cr_emu_config_t;
+
+/* The compute capabilities the emulated device may report: those CUDA 13.0 compiles for
+ * (nvcc --list-gpu-arch), so every one is a real device's. */
+#define CR_EMU_COMPUTE_CAPABILITIES "7.5 8.0 8.6 8.7 8.8 8.9 9.0 10.0 10.3 11.0 12.0 12.1"
+
+/* Parses "X.Y" (one of CR_EMU_COMPUTE_CAPABILITIES) into *out = X * 10 + Y. Returns 0, or
+ * CR_EINVAL for anything else (*out untouched). */
+int cr_emu_parse_compute_capability(const char *text, unsigned *out);
 
 /* Sets the configuration. Call before cr_emu_cuInit (later calls return CR_EBUSY); without a
  * call the defaults apply. Returns 0, CR_EINVAL (misaligned base, range outside the user
- * address space), CR_EBUSY or CR_ENOMEM. */
+ * address space, unknown compute capability), CR_EBUSY or CR_ENOMEM. */
 int cr_emu_configure(const cr_emu_config_t *cfg);
 
 /* The device address range [*base, *base + *size) that device pointers fall in, so that
@@ -42,7 +53,7 @@ void cr_emu_device_window(uint64_t *base, uint64_t *size);
 typedef struct {
     const char *kernel;             /* mangled name */
     const struct cr_image_s *image; /* the parsed image of the kernel's library (common/fatbin.h) */
-    const void *code;               /* the entry loaded for sm_90: cubin or PTX text */
+    const void *code;               /* the entry the device loaded: cubin or PTX text */
     size_t code_size;
     int code_kind;      /* CR_IMAGE_ELF or CR_IMAGE_PTX */
     unsigned code_arch; /* e.g. 90 */
@@ -57,13 +68,14 @@ typedef struct {
 } cr_emu_launch_t;
 
 /* Kernels run on the PTX interpreter (server/emu/ptx): when the stream reaches a launch, the
- * kernel's PTX (the newest PTX entry of its image for compute capability 9.0 or lower, compiled
- * once per library) runs to completion, then the launch is recorded in the trace. A fault
- * (out-of-bounds or misaligned access, trap, failed device assertion, an instruction the
- * interpreter does not know) fails the launch with the CUresult a device gives and is sticky
- * for its stream: every later synchronization of the stream, of an event recorded on it after
- * the launch and of the context reports it, until the stream is destroyed. A kernel whose
- * image has no PTX (a cubin alone) fails at once: cuLaunchKernel returns
+ * kernel's PTX (the newest PTX entry of its image a device of the configured compute
+ * capability could JIT, compiled once per library) runs to completion, then the launch is
+ * recorded in the trace. A fault (out-of-bounds or misaligned access, trap, failed device
+ * assertion, an instruction the interpreter does not know) fails the launch with the
+ * CUresult a device gives and is sticky for its stream: every later synchronization of the
+ * stream, of an event recorded on it after the launch and of the context reports it, until
+ * the stream is destroyed. A kernel whose image has no PTX that device could JIT (a cubin
+ * alone, or PTX for a newer capability only) fails at once: cuLaunchKernel returns
  * CUDA_ERROR_NOT_SUPPORTED.
  *
  * enabled = 0 only records launches (tests that launch kernels with made-up arguments);

@@ -1,10 +1,11 @@
 /* Kernel execution of the emulated device: the glue between launches and the PTX interpreter.
  *
  * A library's PTX is compiled (parsed and decoded) at its first launch and kept with the
- * library. The PTX is the image's newest PTX entry a compute capability 9.0 device could JIT,
- * whatever entry was loaded: cubins hold SASS, which is not interpreted. The interpreter sees
- * device memory through the allocation table and the library's globals through its global
- * table; device printf goes to the stream's output sink. */
+ * library. The PTX is the image's newest PTX entry a device of the configured compute
+ * capability (cr__emu.sm) could JIT, whatever entry was loaded: cubins hold SASS, which is
+ * not interpreted. The interpreter sees device memory through the allocation table and the
+ * library's globals through its global table; device printf goes to the stream's output
+ * sink. */
 #include <stdio.h>
 #include <string.h>
 
@@ -12,17 +13,17 @@
 #include "log.h"
 #include "ptx.h"
 
-#define DEVICE_SM 90
-
-/* The PTX entry to run: the highest arch <= 9.0 (arch-specific ones only on their arch). */
+/* The PTX entry to run: the highest arch <= the device's (arch-specific ones only on their
+ * arch, family-specific ones only on their major version). */
 static const cr_image_entry_t *ptx_entry(const cr_image_t *img)
 {
     const cr_image_entry_t *best = NULL;
+    unsigned sm = cr__emu.sm;
     for (uint32_t i = 0; i < img->entry_count; i++) {
         const cr_image_entry_t *e = &img->entries[i];
-        if (e->kind != CR_IMAGE_PTX || e->arch > DEVICE_SM) continue;
-        if (e->arch_suffix == 'a' && e->arch != DEVICE_SM) continue;
-        if (e->arch_suffix == 'f' && e->arch / 10 != DEVICE_SM / 10) continue;
+        if (e->kind != CR_IMAGE_PTX || e->arch > sm) continue;
+        if (e->arch_suffix == 'a' && e->arch != sm) continue;
+        if (e->arch_suffix == 'f' && e->arch / 10 != sm / 10) continue;
         if (!best || e->arch > best->arch) best = e;
     }
     return best;
@@ -31,6 +32,16 @@ static const cr_image_entry_t *ptx_entry(const cr_image_t *img)
 int cr__library_has_ptx(const cr__library_t *lib)
 {
     return ptx_entry(lib->image) != NULL;
+}
+
+unsigned cr__library_newest_ptx(const cr__library_t *lib)
+{
+    unsigned newest = 0;
+    for (uint32_t i = 0; i < lib->image->entry_count; i++) {
+        const cr_image_entry_t *e = &lib->image->entries[i];
+        if (e->kind == CR_IMAGE_PTX && e->arch > newest) newest = e->arch;
+    }
+    return newest;
 }
 
 /* The library's compiled PTX, compiling it at the first call; NULL when there is none. */

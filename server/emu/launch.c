@@ -395,9 +395,16 @@ static CUresult launch(uint64_t fh, const launch_args_t *a, void **kernelParams,
         goto out;
     /* a cubin holds SASS, which is not interpreted: without PTX the kernel cannot run here */
     if (will_execute() && !cr__library_has_ptx(k->lib)) {
-        CR_WARN("emu: no PTX for kernel %s: build with the default nvcc flags (which embed PTX) "
-                "to run on the emulated device",
-                k->info->name);
+        unsigned newest = cr__library_newest_ptx(k->lib);
+        if (newest)
+            CR_WARN("emu: no PTX for kernel %s that a compute capability %u.%u device could JIT: "
+                    "its image's newest is compute_%u (--emu-compute-capability chooses the "
+                    "device's)",
+                    k->info->name, cr__emu.sm / 10, cr__emu.sm % 10, newest);
+        else
+            CR_WARN("emu: no PTX for kernel %s: the emulated device runs kernels from PTX, "
+                    "which its image lacks (nvcc's default flags embed it)",
+                    k->info->name);
         rc = CUDA_ERROR_NOT_SUPPORTED;
         goto out;
     }

@@ -1,22 +1,22 @@
 /* Code of the emulated device: libraries, modules, kernels, functions and global variables.
  *
  * A library (cuLibraryLoadData) or module (cuModuleLoad*) is one parsed image (common/
- * fatbin.h) with the entry a compute capability 9.0 device would load. Each kernel gets a
- * CUkernel handle (libraries only) and a CUfunction handle, both naming the same cr__kernel_t;
- * each global variable becomes an allocation in the arena, initialised from the image. A
+ * fatbin.h) with the entry a device of the configured compute capability (cr__emu.sm) would
+ * load. Each kernel gets a CUkernel handle (libraries only) and a CUfunction handle, both
+ * naming the same cr__kernel_t; each global variable becomes an allocation in the arena,
+ * initialised from the image. A
  * library loaded with cuLibraryLoadData also has a CUmodule handle (cuLibraryGetModule).
  * All handles hold a reference on the library object and so do queued launches: unloading
  * removes the handles at once, and the globals are freed when the last queued launch of the
  * library has run (at once when none is queued). */
 #include "emu.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
 #include "log.h"
-
-#define DEVICE_SM 90
 
 /* Runs when the last reference goes: after the unload and after every queued launch of the
  * library ran, so the globals are no longer in use. */
@@ -73,6 +73,28 @@ static CUresult create_globals(cr__library_t *lib)
     return CUDA_SUCCESS;
 }
 
+/* Says what an image that the device cannot load holds: the program (or library) then fails
+ * in a way whose cause is far from the load, and the compute capability is a server option.
+ * One line: the entries and the first kernel. */
+static void say_no_binary(const cr_image_t *img)
+{
+    char entries[160] = "";
+    size_t used = 0;
+    for (uint32_t i = 0; i < img->entry_count && used < sizeof entries - 24; i++) {
+        const cr_image_entry_t *e = &img->entries[i];
+        int n = snprintf(entries + used, sizeof entries - used, "%s%s_%u%s", used ? " " : "",
+                         e->kind == CR_IMAGE_PTX ? "compute" : "sm", e->arch,
+                         e->arch_suffix == 'a'   ? "a"
+                         : e->arch_suffix == 'f' ? "f"
+                                                 : "");
+        if (n > 0) used += (size_t)n;
+    }
+    CR_WARN("emu: no code a compute capability %u.%u device can load in an image of %u kernels "
+            "(%s%s%s): CUDA_ERROR_NO_BINARY_FOR_GPU",
+            cr__emu.sm / 10, cr__emu.sm % 10, img->kernel_count, used ? entries : "no entries",
+            img->kernel_count ? ", first " : "", img->kernel_count ? img->kernels[0].name : "");
+}
+
 /* Parses and loads an image. On success *out is the library with one reference for the
  * caller (to drop once its handles are handed out). */
 static CUresult load_image(const void *code, int as_library, cr__library_t **out)
@@ -89,8 +111,9 @@ static CUresult load_image(const void *code, int as_library, cr__library_t **out
         return err == CR_ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_IMAGE;
     if ((err = cr_image_parse(start, size, &img)) != 0)
         return err == CR_ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_IMAGE;
-    const cr_image_entry_t *entry = cr_image_select(img, DEVICE_SM);
+    const cr_image_entry_t *entry = cr_image_select(img, cr__emu.sm);
     if (!entry) {
+        say_no_binary(img);
         cr_image_free(img);
         return CUDA_ERROR_NO_BINARY_FOR_GPU;
     }
@@ -395,7 +418,7 @@ static int ptx_version(const cr__library_t *lib)
     if (lib->entry->kind == CR_IMAGE_PTX) return (int)lib->entry->arch;
     for (uint32_t i = 0; i < lib->image->entry_count; i++) {
         const cr_image_entry_t *e = &lib->image->entries[i];
-        if (e->kind == CR_IMAGE_PTX && e->arch <= DEVICE_SM && e->arch > best) best = e->arch;
+        if (e->kind == CR_IMAGE_PTX && e->arch <= cr__emu.sm && e->arch > best) best = e->arch;
     }
     return (int)(best ? best : lib->entry->arch);
 }
@@ -423,7 +446,7 @@ CUresult cr__kernel_attribute(const cr__kernel_t *k, CUfunction_attribute attrib
         *value = ptx_version(k->lib);
         break;
     case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
-        *value = k->lib->entry->kind == CR_IMAGE_ELF ? (int)k->lib->entry->arch : DEVICE_SM;
+        *value = k->lib->entry->kind == CR_IMAGE_ELF ? (int)k->lib->entry->arch : (int)cr__emu.sm;
         break;
     case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA:
         *value = 0;
