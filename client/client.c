@@ -318,11 +318,17 @@ CUresult cr_hand_cuProfilerStop(void)
     return CUDA_SUCCESS;
 }
 
+/* Lazy, as NVIDIA's driver is by default (CUDA_MODULE_LOADING=EAGER asks for eager): cudart
+ * then loads a fatbin when its first kernel is used, not every fatbin of every library at
+ * the first context use, which would ship every image of cuBLAS across the network and
+ * fail on one the device cannot load but the program never uses. */
 CUresult cr_hand_cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
 {
     if (!mode)
         return CUDA_ERROR_INVALID_VALUE;
-    *mode = CU_MODULE_EAGER_LOADING;
+    const char *asked = getenv("CUDA_MODULE_LOADING");
+    *mode = asked && strcmp(asked, "EAGER") == 0 ? CU_MODULE_EAGER_LOADING
+                                                 : CU_MODULE_LAZY_LOADING;
     return CUDA_SUCCESS;
 }
 
