@@ -113,6 +113,11 @@ typedef struct {
     double slice_ns;         /* device time charged since it last took the device */
     int64_t progress_ns;     /* when its work last finished, or it took the device */
     int64_t idle_since;      /* when its work in flight last finished */
+    double think_ns;         /* its loop's gap: from its work finishing to its next launch */
+    double credit_ns;        /* capped tenants: device time it may still use (at credit_at) */
+    int64_t credit_at;
+    double round_ns;         /* device time of its last round between two gaps */
+    double round_acc_ns;     /* device time of the round going on */
     double recent_ns;        /* device time, decaying: its share lately */
     int64_t recent_at;
 } cr_sched_tenant_t;
@@ -123,6 +128,8 @@ typedef struct cr_tenant_s {
     char token[256];         /* never logged */
     uint64_t quota;          /* bytes of device memory, 0: the whole device (atomic) */
     double weight;           /* share of device time under contention */
+    double compute_limit;    /* its device time at most this part of the wall time, even on an
+                                idle device; 0: no limit (atomic) */
     int priority;            /* CR_PRIORITY_* (atomic) */
     int admin;               /* `cuda-remote status` shows it everyone (atomic) */
     int removed;             /* gone from the file: takes no new sessions */
@@ -544,7 +551,7 @@ typedef struct {
     const cr_tenant_t *tenant;
     char name[64];
     uint64_t quota, used, sessions, sessions_total, queued;
-    double weight;
+    double weight, compute_limit;
     int priority, admin, removed;
     cr_usage_t usage;
     double share;            /* of the device time used lately (cr_sched_figures) */

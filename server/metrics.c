@@ -147,6 +147,11 @@ static void render(cr_buf_t *b, const cr_backend_t *backend)
     for (size_t i = 0; i < count; i++)
         put(b, "cuda_remote_tenant_device_share{tenant=\"%s\"} %.4f\n", tenants[i].name,
             tenants[i].share);
+    family(b, "cuda_remote_tenant_compute_limit", "gauge",
+           "the most of the device time the tenant may use, even on an idle device (1: no limit)");
+    for (size_t i = 0; i < count; i++)
+        put(b, "cuda_remote_tenant_compute_limit{tenant=\"%s\"} %g\n", tenants[i].name,
+            tenants[i].compute_limit > 0 ? tenants[i].compute_limit : 1.0);
     family(b, "cuda_remote_tenant_weight", "gauge", "the tenant's share under contention");
     for (size_t i = 0; i < count; i++)
         put(b, "cuda_remote_tenant_weight{tenant=\"%s\",priority=\"%s\"} %g\n", tenants[i].name,

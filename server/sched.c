@@ -27,6 +27,24 @@
  * The harvester polls every POLL_MIN_NS while an executor waits for admission (the first
  * to wait wakes it), backing off to POLL_MAX_NS otherwise.
  *
+ * Loops. Real work is a loop: a training step or an inference request launches its kernels
+ * and waits for them, so between rounds a tenant has nothing queued for the time its
+ * client takes to see the result and launch again (its think time). A holder whose queue
+ * runs dry would lose the device at every round, and with it the share its weight gives
+ * it. So the holder keeps the device for a short while after its work finished
+ * (anticipation, as I/O schedulers idle for a process that is about to read again): as
+ * long as twice its measured think time, never longer than ANTICIPATE_MAX_NS nor than
+ * its last round's device time (so at most about half the device idles for a tenant
+ * whose rounds are short), and only while its slice lasts and a rival waits. When its
+ * slice ends during such a wait it may start the next slice itself, if its virtual time is
+ * still the least. A tenant that does not come back in time loses the device as before.
+ *
+ * Hard caps. A tenant with a compute_limit earns device time at that rate of the wall time,
+ * into a small bucket (CAP_BURST_NS): it is admitted only while its credit, less the
+ * estimate of what it has in flight, is left, even when the device is otherwise idle, and
+ * while it waits for credit it is not a candidate for the device. Charged device time
+ * spends the credit.
+ *
  * A lone tenant runs at full speed: it is never made to drain, and only its own bound applies. */
 #include <math.h>
 #include <stdlib.h>
@@ -48,6 +66,9 @@
 #define POLL_MIN_NS 20000         /* harvester: while executors wait for admission */
 #define POLL_MAX_NS 1000000       /* harvester: otherwise, backing off to this */
 #define ADMIT_RECHECK_NS 10000000 /* a waiting executor looks again (stuck work) */
+#define ANTICIPATE_MAX_NS 3e6     /* the longest the device waits for a holder's next round */
+#define THINK_MAX_NS 20e6         /* a longer gap is no loop's think time */
+#define CAP_BURST_NS 20e6         /* a capped tenant's credit of device time, at most */
 
 typedef struct cr_batch_s {
     struct cr_batch_s *next; /* the session's open batches, then the pending list */
@@ -107,11 +128,36 @@ static double launch_estimate(const cr_tenant_t *t)
     return t->sched.launch_ns > 0 ? t->sched.launch_ns : QUANTUM_NS;
 }
 
-/* The tenant's own bound on work in flight leaves room for one more launch. */
+static double compute_limit(const cr_tenant_t *t)
+{
+    double l;
+    __atomic_load(&t->compute_limit, &l, __ATOMIC_RELAXED); /* a reload may change it */
+    return l > 0 && l < 1 ? l : 0;
+}
+
+/* A capped tenant's credit now (what it earned since credit_at, up to the bucket). */
+static double credit(const cr_tenant_t *t, int64_t now)
+{
+    const cr_sched_tenant_t *st = &t->sched;
+    double c = st->credit_ns + (double)(now - st->credit_at) * compute_limit(t);
+    return c < CAP_BURST_NS ? c : CAP_BURST_NS;
+}
+
+/* How long a capped tenant waits before one more launch fits its credit, 0: it fits. */
+static double capped_for(const cr_tenant_t *t, int64_t now)
+{
+    double l = compute_limit(t);
+    if (!l) return 0;
+    double short_of = t->sched.inflight * launch_estimate(t) - credit(t, now);
+    return short_of >= 0 ? short_of / l + 1 : 0;
+}
+
+/* The tenant's own bound on work in flight, and its cap, leave room for one more launch. */
 static int own_room(const cr_tenant_t *t)
 {
     unsigned n = t->sched.inflight;
-    return n < INFLIGHT_LAUNCHES && (n == 0 || n * launch_estimate(t) < AHEAD_NS);
+    return n < INFLIGHT_LAUNCHES && (n == 0 || n * launch_estimate(t) < AHEAD_NS) &&
+           capped_for(t, cr_now_ns()) == 0;
 }
 
 /* Another tenant of at least t's level wants the device. */
@@ -139,12 +185,30 @@ static int stuck(const cr_tenant_t *t, int64_t now)
     return t->sched.inflight > 0 && now - t->sched.progress_ns > STUCK_NS;
 }
 
-/* Who goes next: a waiting tenant with room, of the highest level, least virtual time. */
-static cr_tenant_t *best(void)
+/* How long the device waits for t's next round after its work finished, 0: not at all. */
+static double anticipation_ns(const cr_tenant_t *t)
+{
+    const cr_sched_tenant_t *st = &t->sched;
+    if (st->think_ns <= 0 || st->round_ns <= 0) return 0;
+    double w = 2 * st->think_ns + 20e3; /* a little more than its usual gap */
+    if (w > ANTICIPATE_MAX_NS) w = ANTICIPATE_MAX_NS;
+    return w < st->round_ns ? w : st->round_ns;
+}
+
+/* t's work finished a moment ago and its next round is expected: the device waits for it. */
+static int anticipated(const cr_tenant_t *t, int64_t now)
+{
+    return t && !t->sched.waiting && !t->sched.inflight &&
+           now - t->sched.idle_since < anticipation_ns(t);
+}
+
+/* Who goes next: a waiting tenant with room (or the anticipated holder), of the highest
+ * level, least virtual time. */
+static cr_tenant_t *best(const cr_tenant_t *expected)
 {
     cr_tenant_t *b = NULL;
     for (cr_tenant_t *u = known; u; u = u->sched.next_known) {
-        if (!u->sched.waiting || !own_room(u)) continue;
+        if (!(u->sched.waiting || u == expected) || !own_room(u)) continue;
         if (!b || level(u) > level(b) || (level(u) == level(b) && u->sched.vtime < b->sched.vtime))
             b = u;
     }
@@ -154,12 +218,18 @@ static cr_tenant_t *best(void)
 static void update_holder(int64_t now)
 {
     cr_tenant_t *h = holder;
+    const cr_tenant_t *expected = NULL;
     if (h && !waiting_above(level(h))) {
-        if (h->sched.waiting && !(has_rival(h) && slice_used(h))) return; /* it goes on */
+        if (h->sched.waiting && own_room(h) && !(has_rival(h) && slice_used(h)))
+            return; /* it goes on */
         if (h->sched.inflight && !stuck(h, now))
             return; /* its work drains before anyone else's starts */
+        if (anticipated(h, now)) {
+            if (!slice_used(h)) return; /* its next round comes soon: the device waits */
+            expected = h;                /* it may take the next slice if it is its turn */
+        }
     }
-    cr_tenant_t *next = best();
+    cr_tenant_t *next = best(expected);
     if (!next) {
         if (h && !h->sched.waiting && !h->sched.inflight) holder = NULL;
         return;
@@ -194,9 +264,15 @@ static double recent(const cr_tenant_t *t, int64_t now)
 /* n launches of t are off the device (finished, or never got there). */
 static void leave_flight(cr_tenant_t *t, unsigned n, int64_t now)
 {
-    t->sched.inflight -= n;
-    if (!t->sched.inflight)
-        t->sched.idle_since = now; /* idle, unless it is waiting to launch more */
+    cr_sched_tenant_t *st = &t->sched;
+    st->inflight -= n;
+    if (!st->inflight) {
+        st->idle_since = now; /* idle, unless it is waiting to launch more */
+        if (!st->waiting) {   /* the end of a round: its client takes over */
+            st->round_ns = st->round_acc_ns;
+            st->round_acc_ns = 0;
+        }
+    }
     pthread_cond_broadcast(&admit_cond);
 }
 
@@ -205,6 +281,11 @@ static void charge(batch_t *b, double ns, int64_t now)
 {
     cr_tenant_t *t = b->tenant;
     cr_sched_tenant_t *st = &t->sched;
+    if (ns > 0) st->round_acc_ns += ns; /* before leave_flight, which may end the round */
+    if (compute_limit(t)) { /* the cap's credit pays for it */
+        st->credit_ns = credit(t, now) - ns;
+        st->credit_at = now;
+    }
     leave_flight(t, b->launches, now);
     st->progress_ns = now;
     if (ns > 0) {
@@ -327,14 +408,23 @@ CUresult cr_sched_launch_begin(cr_session_t *s, cr_handle_t *stream)
     pthread_mutex_lock(&lock);
     if (!st->known) {
         st->known = 1;
+        st->credit_ns = CAP_BURST_NS; /* a capped tenant starts with a full bucket */
+        st->credit_at = cr_now_ns();
         st->next_known = known;
         known = t;
     }
     /* back from idle: no credit for the time it did not use (a gap shorter than IDLE_NS
-     * is a client between two launches, which must not cost it its share) */
-    if (st->waiting++ == 0 && st->inflight == 0 && cr_now_ns() - st->idle_since > IDLE_NS &&
-        st->vtime < vclock)
-        st->vtime = vclock;
+     * is a client between two launches, which must not cost it its share); a short gap is
+     * its loop's think time */
+    if (st->waiting++ == 0 && st->inflight == 0) {
+        double gap = (double)(cr_now_ns() - st->idle_since);
+        if (gap > IDLE_NS && st->vtime < vclock)
+            st->vtime = vclock;
+        if (gap < THINK_MAX_NS)
+            st->think_ns = st->think_ns > 0 ? 0.8 * st->think_ns + 0.2 * gap : gap;
+        else
+            st->think_ns = 0; /* not looping now: no anticipation until it is again */
+    }
     waiting_all++;
     CUresult r = CUDA_SUCCESS;
     for (;;) {
@@ -352,7 +442,15 @@ CUresult cr_sched_launch_begin(cr_session_t *s, cr_handle_t *stream)
             pthread_mutex_lock(&lock);
             continue;
         }
-        struct timespec until = deadline(ADMIT_RECHECK_NS);
+        /* look again when the holder's anticipated round is due, at the latest */
+        int64_t now = cr_now_ns(), wait = ADMIT_RECHECK_NS;
+        if (holder != t && anticipated(holder, now)) {
+            int64_t left = holder->sched.idle_since + (int64_t)anticipation_ns(holder) - now;
+            if (left < wait) wait = left > 1000 ? left : 1000;
+        }
+        double capped = capped_for(t, now); /* or when its cap's credit will let it */
+        if (capped > 0 && capped < wait) wait = capped > 1000 ? (int64_t)capped : 1000;
+        struct timespec until = deadline(wait);
         if (blocked++ == 0) /* the harvester polls faster while anyone waits */
             pthread_cond_signal(&harvest_cond);
         pthread_cond_timedwait(&admit_cond, &lock, &until);

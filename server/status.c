@@ -72,6 +72,7 @@ static void add_tenant(const cr_tenant_t *t, void *arg)
     i->sessions = __atomic_load_n(&t->sessions, __ATOMIC_RELAXED);
     i->sessions_total = __atomic_load_n(&t->sessions_total, __ATOMIC_RELAXED);
     i->weight = t->weight; /* settings: under the tenants' lock, which foreach holds */
+    i->compute_limit = t->compute_limit;
     i->priority = t->priority;
     i->admin = t->admin;
     i->removed = t->removed;
@@ -193,12 +194,14 @@ void cr_status_reply(cr_request_t *req)
     for (size_t i = 0; i < tenant_count; i++) {
         const cr_tenant_info_t *t = &tenants[i];
         if (!all && t->tenant != viewer) continue;
-        msgpack_pack_map(pk, 12 + USAGE_FIELDS);
+        msgpack_pack_map(pk, 13 + USAGE_FIELDS);
         kv_str(pk, "name", t->name);
         kv_u64(pk, "quota", t->quota);
         kv_u64(pk, "used", t->used);
         cr_mp_pack_str(pk, "weight");
         msgpack_pack_double(pk, t->weight);
+        cr_mp_pack_str(pk, "compute_limit");
+        msgpack_pack_double(pk, t->compute_limit);
         kv_str(pk, "priority", cr_priority_name(t->priority));
         kv_u64(pk, "admin", t->admin);
         kv_u64(pk, "removed", t->removed);

@@ -2,10 +2,12 @@
  * weight and priority, and what it used.
  *
  *   {"tenants": [{"name": "alice", "token": "...", "memory": "2GiB", "weight": 1,
- *                 "priority": "normal", "admin": false, "sessions": 64}]}
+ *                 "priority": "normal", "admin": false, "sessions": 64,
+ *                 "compute_limit": "30%"}]}
  *
  * "sessions" bounds the clients a tenant may have connected at once (default: the
- * server's --max-sessions-per-tenant).
+ * server's --max-sessions-per-tenant); "compute_limit" caps its device time even when the
+ * device is otherwise idle (sched.c).
  *
  * An admin tenant's clients see every tenant and session in `cuda-remote status`; the
  * others see their own tenant and sessions.
@@ -59,6 +61,7 @@ static int parse_entry(const cJSON *e, int index, cr_tenant_t *out, char *err, s
     const cJSON *priority = cJSON_GetObjectItemCaseSensitive(e, "priority");
     const cJSON *admin = cJSON_GetObjectItemCaseSensitive(e, "admin");
     const cJSON *sessions = cJSON_GetObjectItemCaseSensitive(e, "sessions");
+    const cJSON *limit = cJSON_GetObjectItemCaseSensitive(e, "compute_limit");
     if (!cJSON_IsObject(e)) {
         snprintf(err, len, "tenant %d is not an object", index);
         return CR_EINVAL;
@@ -129,6 +132,22 @@ static int parse_entry(const cJSON *e, int index, cr_tenant_t *out, char *err, s
         return CR_EINVAL;
     }
     out->max_sessions = sessions ? (unsigned)sessions->valuedouble : 0;
+    /* "30%", or a part of 1 */
+    out->compute_limit = 0;
+    if (limit) {
+        char *end = NULL;
+        double v = cJSON_IsNumber(limit) ? limit->valuedouble
+                   : cJSON_IsString(limit) ? strtod(limit->valuestring, &end) / 100
+                                           : -1;
+        if (cJSON_IsString(limit) && (end == limit->valuestring || strcmp(end, "%") != 0))
+            v = -1;
+        if (!(v > 0 && v <= 1)) {
+            snprintf(err, len, "tenant %s: \"compute_limit\" must be a percentage such as "
+                     "\"30%%\" (more than 0, at most 100)", out->name);
+            return CR_EINVAL;
+        }
+        out->compute_limit = v < 1 ? v : 0; /* 100% is no limit */
+    }
     return 0;
 }
 
@@ -233,6 +252,7 @@ static int apply(const cr_tenant_t *entries, int n, char *err, size_t len)
         __atomic_store_n(&t->priority, entries[i].priority, __ATOMIC_RELAXED);
         __atomic_store_n(&t->admin, entries[i].admin, __ATOMIC_RELAXED);
         __atomic_store_n(&t->max_sessions, entries[i].max_sessions, __ATOMIC_RELAXED);
+        __atomic_store(&t->compute_limit, &entries[i].compute_limit, __ATOMIC_RELAXED);
         t->removed = 0;
     }
     pthread_mutex_unlock(&lock);

@@ -174,22 +174,27 @@ static void print_tables(const msgpack_object *st)
            duration(real(srv, "uptime_s"), e, sizeof e),
            num(srv, "tenants_file") ? "" : "  (no tenants file: everyone is \"default\")");
 
-    printf("%-16s %-8s %6s %21s %8s %9s %10s %6s %10s %10s %7s %6s\n", "TENANT", "PRIORITY",
-           "WEIGHT", "MEMORY USED / QUOTA", "SESSIONS", "LAUNCHES", "GPU TIME", "SHARE", "H2D",
-           "D2H", "ERRORS", "QUEUED");
+    printf("%-16s %-8s %6s %5s %21s %8s %9s %10s %6s %10s %10s %7s %6s\n", "TENANT",
+           "PRIORITY", "WEIGHT", "LIMIT", "MEMORY USED / QUOTA", "SESSIONS", "LAUNCHES",
+           "GPU TIME", "SHARE", "H2D", "D2H", "ERRORS", "QUEUED");
     for (uint32_t i = 0;
          tenants && tenants->type == MSGPACK_OBJECT_ARRAY && i < tenants->via.array.size; i++) {
         const msgpack_object *t = &tenants->via.array.ptr[i];
-        char name[64], prio[16], mem[48], h2d[24], d2h[24], gpu[24], share[16];
+        char name[64], prio[16], mem[48], h2d[24], d2h[24], gpu[24], share[16], limit[16];
         uint64_t quota = num(t, "quota");
         snprintf(mem, sizeof mem, "%s / %s", bytes(num(t, "used"), a, sizeof a),
                  quota ? bytes(quota, b, sizeof b) : "-");
         str(t, "name", name, sizeof name);
         if (num(t, "removed")) strncat(name, " (gone)", sizeof name - strlen(name) - 1);
         snprintf(share, sizeof share, "%.0f%%", 100 * real(t, "share"));
-        printf("%-16s %-8s %6g %21s %8" PRIu64 " %9" PRIu64 " %10s %6s %10s %10s %7" PRIu64
+        double cap = real(t, "compute_limit"); /* 0: none */
+        if (cap > 0)
+            snprintf(limit, sizeof limit, "%.0f%%", 100 * cap);
+        else
+            snprintf(limit, sizeof limit, "-");
+        printf("%-16s %-8s %6g %5s %21s %8" PRIu64 " %9" PRIu64 " %10s %6s %10s %10s %7" PRIu64
                " %6" PRIu64 "\n",
-               name, str(t, "priority", prio, sizeof prio), real(t, "weight"), mem,
+               name, str(t, "priority", prio, sizeof prio), real(t, "weight"), limit, mem,
                num(t, "sessions"), num(t, "launches"),
                device_time(num(t, "device_ns"), gpu, sizeof gpu), share,
                bytes(num(t, "bytes_h2d"), h2d, sizeof h2d),

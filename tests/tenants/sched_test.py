@@ -5,7 +5,8 @@ Tenants run `spin` (tests/tenants/spin.cu: one-thread kernels that spin on the d
 for a set time, so a kernel's device time is known) against one server on the emulated
 device. The test reads each tenant's device time from /metrics, as differences over windows
 in which the tenants compete, and checks them against the policy: under contention weights
-1 and 3 get 1:3, a higher priority level gets all the device while it has work, a lone
+1 and 3 get 1:3, with deep queues and with loops of 1, 8 or 64 kernels between two
+synchronizations (and 1:2:3 for three loops of different shapes), a higher priority level gets all the device while it has work, a lone
 tenant gets all of it, a tenant that floods launches has only a bounded amount of work on
 the device, and a kernel that runs for seconds does not keep the others waiting.
 
@@ -14,6 +15,7 @@ the device, and a kernel that runs for seconds does not keep the others waiting.
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -28,7 +30,10 @@ from metrics_status_test import scrape, tenant_value  # noqa: E402
 KERNEL_US = 2000
 TENANTS = [  # name, weight, priority
     ('light', 1, 'normal'), ('heavy', 3, 'normal'),
-    ('high', 1, 'high'), ('normal', 1, 'normal'), ('low', 1, 'low')]
+    ('high', 1, 'high'), ('normal', 1, 'normal'), ('low', 1, 'low'),
+    ('w1', 1, 'normal'), ('w2', 2, 'normal'), ('w3', 3, 'normal'),
+    ('cap30', 1, 'normal'), ('cap50', 1, 'normal')]
+LIMITS = {'cap30': '30%', 'cap50': '50%'}  # compute_limit
 
 
 def token(name):
@@ -117,6 +122,95 @@ def check_weights(args, server, url):
     print('ok: device time follows the weights')
 
 
+def check_loops(args, server, url):
+    """Weights hold for loops too: tenants that launch a batch of kernels and synchronize,
+    again and again (a training step, an inference request), whatever the batch."""
+    for light_batch, heavy_batch in ((1, 1), (8, 8), (64, 64), (1, 64)):
+        t0 = time.monotonic()
+        light = Spin(args, server, 'light', 'loop', 6, KERNEL_US, light_batch)
+        heavy = Spin(args, server, 'heavy', 'loop', 6, KERNEL_US, heavy_batch)
+        at(t0, 1.5)
+        with Window(url) as w:
+            time.sleep(4)
+        for p in (light, heavy):
+            p.finish()
+        ratio = w.used['heavy'] / w.used['light'] if w.used['light'] else float('inf')
+        busy = w.share('light') + w.share('heavy')
+        print('loops of %d and %d kernels, weights 1:3: %s, ratio %.2f, device busy %.2f'
+              % (light_batch, heavy_batch, w, ratio, busy))
+        if not 2.7 <= ratio <= 3.3:
+            raise Failure('loops of %d and %d kernels with weights 1 and 3 got device time '
+                          '1:%.2f, not 1:3 within 10%%' % (light_batch, heavy_batch, ratio))
+    print('ok: device time follows the weights for loops of every batch size')
+
+    t0 = time.monotonic()
+    spins = [Spin(args, server, name, 'loop', 6, KERNEL_US, batch)
+             for name, batch in (('w1', 1), ('w2', 8), ('w3', 64))]
+    at(t0, 1.5)
+    with Window(url) as w:
+        time.sleep(4)
+    for p in spins:
+        p.finish()
+    total = sum(w.used[n] for n in ('w1', 'w2', 'w3'))
+    print('three loops (1, 8, 64 kernels), weights 1:2:3: %s, busy %.2f'
+          % (w, total / w.wall))
+    for name, weight in (('w1', 1), ('w2', 2), ('w3', 3)):
+        got, want = w.used[name] / total, weight / 6
+        if abs(got - want) > 0.1 * want:
+            raise Failure('weights 1:2:3: %s got %.3f of the device time, not %.3f within 10%%'
+                          % (name, got, want))
+    print('ok: three tenants with different loops get 1:2:3')
+
+
+def check_caps(args, server, url):
+    """A compute_limit caps a tenant's device time even on an otherwise idle device, and
+    beside others."""
+    for names in (('cap30',), ('cap30', 'cap50'), ('cap30', 'normal')):
+        t0 = time.monotonic()
+        spins = [Spin(args, server, n, 'saturate', 6, KERNEL_US) for n in names]
+        at(t0, 1.5)
+        with Window(url) as w:
+            time.sleep(4)
+        for p in spins:
+            p.finish()
+        print('%s: %s' % (' beside '.join(names), w))
+        for n in names:
+            if n in LIMITS:
+                cap = float(LIMITS[n].rstrip('%')) / 100
+                if abs(w.share(n) - cap) > 0.05:
+                    raise Failure('%s, capped at %s, used %.3f of the device' %
+                                  (n, LIMITS[n], w.share(n)))
+        if 'normal' in names and w.share('normal') < 0.5:
+            raise Failure('beside a capped tenant, an uncapped one used only %.2f'
+                          % w.share('normal'))
+    print('ok: a capped tenant gets its cap, alone and beside others')
+
+    # a reload changes the cap of a tenant that is running
+    v = scrape(url, quiet=True)
+    expect('/metrics shows the cap', tenant_value(v, 'cuda_remote_tenant_compute_limit',
+                                                  'cap30'), 0.3)
+    t0 = time.monotonic()
+    spin = Spin(args, server, 'cap30', 'saturate', 7, KERNEL_US)
+    at(t0, 1.0)
+    with Window(url) as before:
+        time.sleep(2)
+    LIMITS['cap30'] = '60%'
+    write_tenants(os.path.dirname(server.log_path))
+    server.proc.send_signal(signal.SIGHUP)
+    at(t0, 3.5)
+    with Window(url) as after:
+        time.sleep(2.5)
+    spin.finish()
+    LIMITS['cap30'] = '30%'
+    write_tenants(os.path.dirname(server.log_path))
+    server.proc.send_signal(signal.SIGHUP)
+    print('cap30 at 30%%: %s; after a reload to 60%%: %s' % (before, after))
+    if abs(before.share('cap30') - 0.3) > 0.05 or abs(after.share('cap30') - 0.6) > 0.05:
+        raise Failure('a reload did not move the running tenant\'s cap from 30%% to 60%%: '
+                      '%.3f, then %.3f' % (before.share('cap30'), after.share('cap30')))
+    print('ok: SIGHUP applies a new cap to a running tenant')
+
+
 def check_levels(args, server, url):
     """high takes the device from normal, normal from low; each gets it when the level
     above is done."""
@@ -190,7 +284,8 @@ def check_stuck(args, server, url):
 def write_tenants(workdir):
     path = os.path.join(workdir, 'tenants.json')
     with open(path, 'w') as f:
-        json.dump({'tenants': [dict(name=n, token=token(n), weight=w, priority=p)
+        json.dump({'tenants': [dict(name=n, token=token(n), weight=w, priority=p,
+                                    **({'compute_limit': LIMITS[n]} if n in LIMITS else {}))
                                for n, w, p in TENANTS]}, f)
     return ['--tenants', path, '--metrics', '127.0.0.1:0']
 
@@ -199,6 +294,8 @@ def test(server, args):
     url = 'http://%s/metrics' % server.wait_for(r'metrics on http://(\S+)/metrics').group(1)
     check_alone(args, server, url)
     check_weights(args, server, url)
+    check_loops(args, server, url)
+    check_caps(args, server, url)
     check_levels(args, server, url)
     check_bound(args, server, url)
     check_stuck(args, server, url)

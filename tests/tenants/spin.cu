@@ -7,6 +7,9 @@
 //   spin latency COUNT KERNEL_US      COUNT times: launch one kernel and wait for it; prints
 //                                     "LATENCY_US median p90" of those round trips
 //   spin flood COUNT KERNEL_US        launches COUNT kernels at once, then waits for them
+//   spin loop SECONDS KERNEL_US BATCH  a training or inference loop for SECONDS: launches
+//                                     BATCH kernels, synchronizes, again; prints
+//                                     "LAUNCHES n"
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -50,10 +53,12 @@ static double seconds_since(std::chrono::steady_clock::time_point t0)
 
 int main(int argc, char **argv)
 {
-    if (argc != 4 ||
-        (strcmp(argv[1], "saturate") && strcmp(argv[1], "latency") && strcmp(argv[1], "flood"))) {
+    int loop = argc == 5 && strcmp(argv[1], "loop") == 0;
+    if ((argc != 4 && !loop) ||
+        (strcmp(argv[1], "saturate") && strcmp(argv[1], "latency") && strcmp(argv[1], "flood") &&
+         !loop)) {
         fprintf(stderr, "usage: spin saturate SECONDS KERNEL_US | spin latency COUNT KERNEL_US | "
-                        "spin flood COUNT KERNEL_US\n");
+                        "spin flood COUNT KERNEL_US | spin loop SECONDS KERNEL_US BATCH\n");
         return 2;
     }
     unsigned long long ns = strtoull(argv[3], NULL, 10) * 1000;
@@ -78,6 +83,18 @@ int main(int argc, char **argv)
             launched++;
         }
         CHECK(cudaDeviceSynchronize());
+        printf("LAUNCHES %llu\n", launched);
+    } else if (loop) {
+        double seconds = atof(argv[2]);
+        int batch = atoi(argv[4]);
+        auto t0 = std::chrono::steady_clock::now();
+        while (seconds_since(t0) < seconds) {
+            for (int i = 0; i < batch; i++, launched++) {
+                spin<<<1, 1>>>(ns, ran);
+                CHECK(cudaGetLastError());
+            }
+            CHECK(cudaStreamSynchronize(0)); // the step's loss.item(): the loop waits
+        }
         printf("LAUNCHES %llu\n", launched);
     } else if (strcmp(argv[1], "flood") == 0) {
         for (int i = atoi(argv[2]); i > 0; i--, launched++) {
