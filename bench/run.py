@@ -72,8 +72,9 @@ PRIORITY_TENANTS = [('high', 'high'), ('low', 'low'), ('normal', 'normal'), ('ri
 
 
 def priority_latency(build, add):
-    """Round trips of a high tenant alone and under a saturating low tenant (and of a normal
-    tenant under a normal one)."""
+    """Round trips of a high tenant alone, under a saturating low tenant and under a low
+    tenant's training loop (batches of 8 kernels, then a synchronize), and of a normal
+    tenant under a normal one."""
     spin = os.path.join(build, 'tests', 'tenants', 'spin')
     with tempfile.TemporaryDirectory(prefix='cr-bench-') as workdir:
         tenants = os.path.join(workdir, 'tenants.json')
@@ -93,27 +94,32 @@ def priority_latency(build, add):
                 out = subprocess.run([spin, 'latency', '300', '100'], env=env(name),
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, timeout=300)
-                m = re.search(r'LATENCY_US (\S+) (\S+)', out.stdout)
+                m = re.search(r'LATENCY_US (\S+) (\S+) (\S+)', out.stdout)
                 if out.returncode != 0 or not m:
                     sys.exit('bench: spin latency failed:\n' + out.stderr)
-                return float(m.group(1)), float(m.group(2))
+                return float(m.group(1)), float(m.group(2)), float(m.group(3))
 
-            for who, load, mode in (('high', None, 'high_alone'), ('high', 'low', 'high_under_low'),
-                                    ('normal', None, 'normal_alone'),
-                                    ('normal', 'rival', 'normal_under_normal')):
+            loads = {'saturate': ['saturate', '600', '2000'], 'loop': ['loop', '600', '2000', '8']}
+            for who, load, how, mode in (
+                    ('high', None, None, 'high_alone'),
+                    ('high', 'low', 'saturate', 'high_under_low'),
+                    ('high', 'low', 'loop', 'high_under_low_loop'),
+                    ('normal', None, None, 'normal_alone'),
+                    ('normal', 'rival', 'saturate', 'normal_under_normal')):
                 busy = None
                 if load:
-                    busy = subprocess.Popen([spin, 'saturate', '600', '2000'], env=env(load),
+                    busy = subprocess.Popen([spin] + loads[how], env=env(load),
                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                     time.sleep(1)  # it has the device
                 try:
-                    p50, p90 = latency(who)
+                    p50, p90, p99 = latency(who)
                 finally:
                     if busy:
                         busy.kill()
                         busy.wait()
-                add({'metric': 'launch_wait_us', 'mode': mode + '_p50', 'value': p50}, 'emu')
-                add({'metric': 'launch_wait_us', 'mode': mode + '_p90', 'value': p90}, 'emu')
+                for name, value in (('p50', p50), ('p90', p90), ('p99', p99)):
+                    add({'metric': 'launch_wait_us', 'mode': mode + '_' + name, 'value': value},
+                        'emu')
         finally:
             proc.terminate()
             proc.wait()
@@ -233,9 +239,12 @@ def main():
         row('%s kernel (s) vs the host loop (s)' % what, 'emu', ('emu', 'kernel_s', kernel, 0),
             ('emu', 'host_s', kernel, 0))
 
-    for q in ('p50', 'p90'):
+    for q in ('p50', 'p90', 'p99'):
         row('high tenant launch+wait %s (us) under low load vs alone' % q, 'emu',
             ('emu', 'launch_wait_us', 'high_under_low_' + q, 0),
+            ('emu', 'launch_wait_us', 'high_alone_' + q, 0))
+        row('high tenant launch+wait %s (us) under a low loop vs alone' % q, 'emu',
+            ('emu', 'launch_wait_us', 'high_under_low_loop_' + q, 0),
             ('emu', 'launch_wait_us', 'high_alone_' + q, 0))
         row('normal tenant launch+wait %s (us) under normal vs alone' % q, 'emu',
             ('emu', 'launch_wait_us', 'normal_under_normal_' + q, 0),
