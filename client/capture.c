@@ -41,6 +41,14 @@ CUresult cr_hand_cuStreamGetCaptureInfo_v3(CUstream stream, CUstreamCaptureStatu
     return CUDA_SUCCESS;
 }
 
+/* cudart 13 and cuBLAS ask this one (the v3 without edges) before their launches. */
+CUresult cr_hand_cuStreamGetCaptureInfo_v2(CUstream stream, CUstreamCaptureStatus *status,
+                                           cuuint64_t *id, CUgraph *graph,
+                                           const CUgraphNode **deps, size_t *count)
+{
+    return cr_hand_cuStreamGetCaptureInfo_v3(stream, status, id, graph, deps, NULL, count);
+}
+
 CUresult cr_hand_cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
 {
     static __thread CUstreamCaptureMode current = CU_STREAM_CAPTURE_MODE_GLOBAL;

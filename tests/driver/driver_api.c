@@ -195,6 +195,10 @@ static void test_memory(void)
     free(back);
 }
 
+/* cuda.h maps the name to _v3; cudart 13 and cuBLAS still ask for the _v2 symbol */
+CUresult CUDAAPI cuStreamGetCaptureInfo_v2(CUstream, CUstreamCaptureStatus *, cuuint64_t *,
+                                           CUgraph *, const CUgraphNode **, size_t *);
+
 static void test_streams_events(void)
 {
     CUstream s, hp;
@@ -208,6 +212,16 @@ static void test_streams_events(void)
     CHECK(prio == -3);
     CK(cuStreamGetFlags(s, &flags));
     CHECK(flags == CU_STREAM_NON_BLOCKING);
+    /* nothing captures: libraries ask before their launches (the v2 form too) */
+    CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    cuuint64_t capture_id = 7;
+    size_t deps = 9;
+    CK(cuStreamGetCaptureInfo_v2(s, &capturing, &capture_id, NULL, NULL, &deps));
+    CHECK(capturing == CU_STREAM_CAPTURE_STATUS_NONE && deps == 0);
+    unsigned long long stream_id = 0, other_id = 0;
+    CK(cuStreamGetId(s, &stream_id));
+    CK(cuStreamGetId(hp, &other_id));
+    CHECK(stream_id != other_id);
     CK(cuEventCreate(&e0, 0));
     CK(cuEventCreate(&e1, 0));
     CK(cuEventRecord(e0, s));
