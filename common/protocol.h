@@ -87,6 +87,21 @@
  * cuOccupancyMaxPotentialBlockSizeWithFlags (waits)
  *   body  [function, [dynamic shared bytes for block sizes 32, 64, ... 1024], block_limit,
  *          flags]   reply [CUresult, min_grid_size, block_size]
+ *
+ * cuTensorMapEncodeTiled (waits)
+ *   body  [data type, rank, global address, global dims (bin, rank x u64), global strides
+ *          (bin, (rank - 1) x u64), box dims (bin, rank x u32), element strides (bin,
+ *          rank x u32), interleave, swizzle, l2 promotion, oob fill]
+ *   reply [CUresult, bin 128: the CUtensorMap] on success, [CUresult] otherwise
+ *         bins hold the arrays' raw little-endian bytes; each must have exactly its rank's
+ *         length (rank 1 to 5). The server refuses (CUDA_ERROR_INVALID_VALUE) a tensor whose
+ *         extent, from the dims, the strides and the data type's element size, does not lie
+ *         in one allocation or global of the session
+ * cuTensorMapEncodeIm2col (waits)
+ *   body  [data type, rank, global address, global dims, global strides, pixel box lower
+ *          corner (bin, (rank - 2) x i32), pixel box upper corner (bin, same), channels per
+ *          pixel, pixels per column, element strides, interleave, swizzle, l2 promotion,
+ *          oob fill]   rank 3 to 5; the rest and the reply as cuTensorMapEncodeTiled
  */
 #ifndef CR_PROTOCOL_H
 #define CR_PROTOCOL_H

@@ -74,7 +74,9 @@
     X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                                 \
     X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) X(cuOccupancyMaxPotentialBlockSize)    \
     X(cuOccupancyMaxPotentialBlockSizeWithFlags) X(cuOccupancyAvailableDynamicSMemPerBlock)        \
-    X(cuOccupancyMaxPotentialClusterSize) X(cuOccupancyMaxActiveClusters)
+    X(cuOccupancyMaxPotentialClusterSize) X(cuOccupancyMaxActiveClusters)                          \
+    /* tensormap.c */                                                                              \
+    X(cuTensorMapEncodeTiled) X(cuTensorMapEncodeIm2col)
 // clang-format on
 
 #define CR__EMU_DECLARE(sym) extern __typeof__(sym) cr_emu_##sym;

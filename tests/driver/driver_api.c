@@ -1,13 +1,14 @@
 /* The driver API straight through the stub, without cudart: exercises the generic
  * marshaller (values, handles, out scalars of every width, floats, strings, arrays), the
  * hand-written paths (copies, memsets, modules from PTX, cubin and fatbin files, libraries,
- * launches, host functions, occupancy with a callback), deferred errors of asynchronous
- * calls, and unsupported functions.
+ * launches, host functions, occupancy with a callback, tensor maps), deferred errors of
+ * asynchronous calls, and unsupported functions.
  *
  *   driver_api KERNELS.ptx KERNELS.cubin KERNELS.fatbin */
 #include <cuda.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -405,6 +406,104 @@ static void test_host_functions(void)
     CK(cuStreamDestroy(s));
 }
 
+/* Tensor maps (TMA descriptors, compute capability 9.0 and up) are encoded by the server's
+ * driver, which holds the whole tensor to the caller's own memory. Only what NVIDIA's driver
+ * answers through the stub is asserted: the descriptor's bytes are its own business. */
+static void test_tensor_maps(CUdevice dev)
+{
+    int major;
+    CK(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
+    if (major < 9) {
+        printf("tensor maps: skipped (compute capability %d)\n", major);
+        return;
+    }
+    enum { ROW = 256, ROWS = 64, BYTES = ROW * ROWS }; /* 64 x 64 floats, no padding */
+    CUdeviceptr p;
+    CK(cuMemAlloc(&p, BYTES));
+    CUtensorMap map;
+    cuuint64_t dims[2] = {ROW / 4, ROWS}, strides[1] = {ROW};
+    cuuint32_t box[2] = {32, 32}, elems[2] = {1, 1};
+    memset(&map, 0, sizeof map);
+    CK(cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)p, dims, strides,
+                              box, elems, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                              CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+    static const uint8_t zero[sizeof(CUtensorMap)];
+    CHECK(memcmp(&map, zero, sizeof map) != 0);
+
+    /* one row more than the allocation holds: the tensor would reach past its end */
+    cuuint64_t too_many[2] = {ROW / 4, ROWS + 1};
+    EXPECT(cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)p, too_many,
+                                  strides, box, elems, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+           CUDA_ERROR_INVALID_VALUE);
+    /* inside the allocation, but not 16-byte aligned */
+    cuuint64_t half[2] = {ROW / 4, ROWS / 2};
+    EXPECT(cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)(p + 8), half,
+                                  strides, box, elems, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+           CUDA_ERROR_INVALID_VALUE);
+    /* what cuda.h documents the driver to refuse: strides not a multiple of 16 bytes, a box
+     * side over 256, an element stride over 8, a box row wider than its swizzle span */
+    cuuint64_t odd_stride[1] = {ROW - 8};
+    cuuint32_t big_box[2] = {32, 257}, big_step[2] = {1, 9};
+    EXPECT(cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)p, half,
+                                  odd_stride, box, elems, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)p, dims,
+                                  strides, big_box, elems, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)p, dims,
+                                  strides, box, big_step, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)p, dims,
+                                  strides, box, elems, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                  CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+           CUDA_ERROR_INVALID_VALUE); /* 32 floats: 128 bytes in a 64-byte span */
+    /* ranks outside 1..5 */
+    cuuint64_t dims6[6] = {64, 2, 2, 2, 2, 2}, strides6[5] = {256, 512, 1024, 2048, 4096};
+    cuuint32_t box6[6] = {32, 1, 1, 1, 1, 1}, elems6[6] = {1, 1, 1, 1, 1, 1};
+    EXPECT(cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 0, (void *)p, dims6,
+                                  strides6, box6, elems6, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                  CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 6, (void *)p, dims6,
+                                  strides6, box6, elems6, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                  CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+           CUDA_ERROR_INVALID_VALUE);
+
+    /* im2col over an NHWC half tensor of 2 x 8 x 8 x 64 (dims innermost first) */
+    cuuint64_t nhwc[4] = {64, 8, 8, 2}, nhwc_strides[3] = {128, 1024, 8192};
+    cuuint32_t elems4[4] = {1, 1, 1, 1};
+    int lower[2] = {0, 0}, upper[2] = {0, 0};
+    memset(&map, 0, sizeof map);
+    CK(cuTensorMapEncodeIm2col(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4, (void *)p, nhwc,
+                               nhwc_strides, lower, upper, 64, 64, elems4,
+                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                               CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+    CHECK(memcmp(&map, zero, sizeof map) != 0);
+    /* im2col needs at least one spatial dimension besides channels and batch */
+    EXPECT(cuTensorMapEncodeIm2col(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, (void *)p, nhwc,
+                                   nhwc_strides, lower, upper, 64, 64, elems4,
+                                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                   CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+           CUDA_ERROR_INVALID_VALUE);
+    CK(cuMemFree(p));
+}
+
 static void test_deferred_errors(const char *ptx_path)
 {
     /* a made-up handle is refused on the spot, even by an asynchronous call */
@@ -455,6 +554,7 @@ int main(int argc, char **argv)
     test_streams_events();
     test_code(argv[1], argv[2], argv[3]);
     test_host_functions();
+    test_tensor_maps(dev);
     test_deferred_errors(argv[1]);
     CK(cuDevicePrimaryCtxRelease(dev));
     printf("driver_api: all checks passed\n");
