@@ -430,6 +430,7 @@ static int parse_entry(cr__builder_t *b, const uint8_t *p, size_t avail, size_t 
         free(buf);
         return rc;
     }
+    buf[len] = 0; /* a NUL follows every entry's content (fatbin.h), a trimmed cubin's too */
     return add_entry(b, kind == ENTRY_KIND_PTX ? CR_IMAGE_PTX : CR_IMAGE_ELF, cr__ld32(p + 0x1c),
                      entry_suffix(cr__ld64(p + 0x28)), buf, len);
 }

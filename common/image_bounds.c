@@ -12,6 +12,10 @@ int cr_image_measure_bounded(const void *data, size_t avail, size_t *size)
     if (!p || avail < 4)
         return CR_ECORRUPT;
     memcpy(&magic, p, 4);
+    /* nvcc's wrapper holds a pointer into its own process: from the network it is an
+     * address the measuring (and NVIDIA's driver) would follow; clients send the container */
+    if (magic == CR_FATBIN_WRAPPER_MAGIC)
+        return CR_ECORRUPT;
     if (magic == CR_FATBIN_MAGIC) {
         uint16_t header;
         uint64_t payload;

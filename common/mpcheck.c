@@ -101,15 +101,17 @@ int cr_mpcheck(const void *data, size_t size)
             return CR_ECORRUPT;
         size_t skip;
         uint64_t children;
+        uint8_t t = p[pos];
         if (header(p + pos, size - pos, &skip, &children) != 0)
             return CR_ECORRUPT;
         pos += skip;
         pending[depth]--;
-        if (children) {
-            if (depth == MAX_DEPTH)
-                return CR_ECORRUPT;
+        /* msgpack-c counts every container against its depth, empty ones too */
+        int container = (t >= 0x80 && t <= 0x9f) || (t >= 0xdc && t <= 0xdf);
+        if (container && depth == MAX_DEPTH)
+            return CR_ECORRUPT;
+        if (children)
             pending[++depth] = children;
-        }
     }
     return pos == size ? 0 : CR_ECORRUPT;
 }

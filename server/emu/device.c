@@ -19,7 +19,14 @@
 #define DEVICE_NAME "cuda-remote emulated device (emu)"
 /* 0x600000000000 is in the middle of AddressSanitizer's allocator and outside
  * ThreadSanitizer's application ranges: sanitizer builds default elsewhere. */
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) /* GCC's way of saying so */
+#define CR__ASAN 1
+#elif defined(__has_feature) /* clang's */
+#if __has_feature(address_sanitizer)
+#define CR__ASAN 1
+#endif
+#endif
+#if defined(CR__ASAN)
 #define DEFAULT_VA_BASE 0x700000000000ull
 #elif defined(__SANITIZE_THREAD__)
 #define DEFAULT_VA_BASE 0x2000000000ull

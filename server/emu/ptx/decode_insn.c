@@ -1357,7 +1357,7 @@ void cr__dc_insn(cr__dc_t *dc, const cr__ir_insn_t *src, uint32_t ir_index)
     view_t v;
     memset(&v, 0, sizeof v);
     v.src = src;
-    v.pool = &dc->ir->opds[src->opd];
+    v.pool = dc->ir->opds ? &dc->ir->opds[src->opd] : NULL; /* no operands at all: NULL */
     uint32_t pos = 0;
     for (uint32_t i = 0; i < src->nopd && v.ntop < 24; i++) {
         v.top[v.ntop++] = pos;
