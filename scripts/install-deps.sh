@@ -7,6 +7,7 @@ packages=(
   libuv1-dev libmsgpack-dev libssl-dev libzstd-dev liblz4-dev libcjson-dev
   libhttp-parser-dev # the server's /metrics endpoint
   python3-clang-14   # codegen/extract_manifest.py reads the CUDA headers with libclang
+  clang-14 libclang-rt-14-dev # scripts/fuzz.sh: libFuzzer and the sanitizers' runtimes
 )
 missing=()
 for p in "${packages[@]}"; do

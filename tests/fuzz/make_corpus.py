@@ -1,0 +1,414 @@
+#!/usr/bin/env python3
+"""Writes the committed seed corpus of the fuzz targets: tests/fuzz/corpus/<target>/.
+
+    tests/fuzz/make_corpus.py [OUTPUT_DIR (default tests/fuzz/corpus)]
+    tests/fuzz/make_corpus.py --load-images OUTPUT_DIR IMAGE...   (scripts/fuzz.sh)
+
+Seeds are small, well-formed examples of what each target parses, so that the fuzzer starts
+from inputs that get past the first checks: frame headers, msgpack bodies, code images
+(PTX, and fatbin containers with stored, LZ4 and zstd entries built here byte by byte),
+whole client conversations for fuzz_request (its input format is described at the top of
+fuzz_request.c) and a PTX module for the interpreter's targets. Opcodes come from
+codegen/opcodes.txt, so the seeds follow it. Larger seeds come from the build at run time:
+scripts/fuzz.sh copies nvcc's fatbins and cubins, and with --load-images wraps them in
+conversations that load them.
+Standard library only; rerunning it rewrites the same files."""
+import os
+import struct
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# --- msgpack, the few forms the protocol uses --------------------------------------------
+
+
+class Ext:
+    def __init__(self, kind, data):
+        self.kind, self.data = kind, data
+
+
+def mp(v):
+    if v is None:
+        return b'\xc0'
+    if v is True:
+        return b'\xc3'
+    if v is False:
+        return b'\xc2'
+    if isinstance(v, int):
+        if 0 <= v < 0x80:
+            return bytes([v])
+        if -32 <= v < 0:
+            return struct.pack('b', v)
+        if v >= 0:
+            for fmt, tag in (('>B', 0xcc), ('>H', 0xcd), ('>I', 0xce), ('>Q', 0xcf)):
+                if v < 1 << (8 * struct.calcsize(fmt)):
+                    return bytes([tag]) + struct.pack(fmt, v)
+        for fmt, tag in (('>b', 0xd0), ('>h', 0xd1), ('>i', 0xd2), ('>q', 0xd3)):
+            if v >= -(1 << (8 * struct.calcsize(fmt) - 1)):
+                return bytes([tag]) + struct.pack(fmt, v)
+    if isinstance(v, float):
+        return b'\xcb' + struct.pack('>d', v)
+    if isinstance(v, str):
+        b = v.encode()
+        if len(b) < 32:
+            return bytes([0xa0 | len(b)]) + b
+        return (b'\xd9' + bytes([len(b)]) if len(b) < 256 else b'\xda' + struct.pack('>H', len(b))) + b
+    if isinstance(v, (bytes, bytearray)):
+        n = len(v)
+        return (b'\xc4' + bytes([n]) if n < 256 else b'\xc5' + struct.pack('>H', n)) + bytes(v)
+    if isinstance(v, Ext):
+        return b'\xc7' + bytes([len(v.data)]) + struct.pack('b', v.kind) + v.data
+    if isinstance(v, (list, tuple)):
+        head = bytes([0x90 | len(v)]) if len(v) < 16 else b'\xdc' + struct.pack('>H', len(v))
+        return head + b''.join(mp(x) for x in v)
+    if isinstance(v, dict):
+        head = bytes([0x80 | len(v)]) if len(v) < 16 else b'\xde' + struct.pack('>H', len(v))
+        return head + b''.join(mp(k) + mp(x) for k, x in v.items())
+    raise TypeError(v)
+
+
+# --- opcodes -----------------------------------------------------------------------------
+
+
+def load_opcodes():
+    ops, n = {}, 0
+    with open(os.path.join(ROOT, 'codegen', 'opcodes.txt')) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith('#'):
+                continue
+            n += 1
+            ops[line] = n
+    return ops
+
+
+OP = load_opcodes()
+
+# --- code images ------------------------------------------------------------------------
+
+PTX = b"""//
+// a kernel with parameters, a global with initial contents and a constant bank
+.version 8.0
+.target sm_75
+.address_size 64
+
+.global .align 4 .u32 counter = 7;
+.const .align 4 .b8 table[16] = {1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0};
+
+.visible .entry fill(
+    .param .u64 fill_param_0,
+    .param .u32 fill_param_1
+)
+{
+    .reg .b32 %r<5>;
+    .reg .b64 %rd<5>;
+    ld.param.u64 %rd1, [fill_param_0];
+    ld.param.u32 %r1, [fill_param_1];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r2, %tid.x;
+    mul.wide.u32 %rd3, %r2, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    ld.global.u32 %r3, [counter];
+    add.s32 %r4, %r1, %r2;
+    add.s32 %r4, %r4, %r3;
+    st.global.u32 [%rd4], %r4;
+    ret;
+}
+
+.visible .entry empty()
+{
+    ret;
+}
+"""
+
+
+def fatbin_entry(kind, payload, flags=0x11, compressed=None, usize=0, arch=75):
+    """One entry: header (0x40 bytes) and its payload padded to 8 bytes."""
+    data = compressed if compressed is not None else payload
+    padded = data + b'\0' * (-len(data) % 8)
+    h = bytearray(0x40)
+    struct.pack_into('<HHIQ', h, 0, kind, 0x0101, 0x40, len(padded))
+    struct.pack_into('<II', h, 0x10, len(data) if compressed is not None else 0, 0)
+    struct.pack_into('<HHI', h, 0x18, 0, 8, arch)
+    struct.pack_into('<Q', h, 0x28, flags)
+    struct.pack_into('<Q', h, 0x38, usize)
+    return bytes(h) + padded
+
+
+def fatbin(*entries):
+    body = b''.join(entries)
+    return struct.pack('<IHHQ', 0xBA55ED50, 1, 16, len(body)) + body
+
+
+def lz4_literals(data):
+    """An LZ4 raw block of literals only: valid, and all nvcc's reader needs to see."""
+    n = len(data)
+    if n < 15:
+        return bytes([n << 4]) + data
+    out = bytearray([0xf0])
+    n -= 15
+    while n >= 255:
+        out.append(255)
+        n -= 255
+    out.append(n)
+    return bytes(out) + data
+
+
+def zstd_raw(data):
+    """A zstd frame of one raw block, with its content size stated (as nvcc writes it)."""
+    assert len(data) < 1 << 16
+    frame = struct.pack('<I', 0xFD2FB528)
+    frame += bytes([0x60]) + struct.pack('<H', len(data) - 256)  # single segment, 2-byte FCS
+    block = (len(data) << 3) | 1  # last block, raw
+    return frame + struct.pack('<I', block)[:3] + data
+
+
+def tiny_elf():
+    """An ELF header, a null section and a section-name table: an empty cubin for sm_75."""
+    names = b'\0.shstrtab\0'
+    shoff = 64 + len(names) + (-(64 + len(names)) % 8)
+    eh = bytearray(64)
+    eh[0:16] = b'\x7fELF\x02\x01\x01\x33\x07' + b'\0' * 7
+    struct.pack_into('<HHIQQQIHHHHHH', eh, 16, 2, 190, 1, 0, 0, shoff, 0x4b054b, 64, 56, 0,
+                     64, 2, 1)
+    sh = bytearray(128)
+    struct.pack_into('<IIQQQQIIQQ', sh, 64, 1, 3, 0, 0, 64, len(names), 0, 0, 1, 0)
+    return bytes(eh) + names + b'\0' * (shoff - 64 - len(names)) + bytes(sh)
+
+
+# --- fuzz_request conversations ---------------------------------------------------------
+
+REPLY, ASYNC, PARTIAL, UNSEALED, NO_FD = 1, 2, 4, 8, 16  # bits 0-2: the frame's flags
+DEV = 0x700000000000          # the emulated device's memory under ASan (first allocation)
+AFTER_CODE = DEV + 0x400      # the first allocation once the seed's code put its globals at DEV
+FIRST_ID = 0x10000            # the server's first handle id, then every 0x10
+CLIENT_ID = 1 << 62           # ids the client picks for handles made asynchronously
+HTOD, DTOH, DTOD = 1, 2, 3
+
+
+def frame(op, body, bulk=b'', flags=0):
+    op = OP[op] if isinstance(op, str) else op
+    raw = mp(body) if not isinstance(body, bytes) else body
+    return struct.pack('<BHHI', flags, op, len(raw), len(bulk)) + raw + bulk
+
+
+def host_func_done(call_id):
+    return struct.pack('<BHHI', 0, OP['@host_func_done'], call_id, 0)
+
+
+def conversation(*frames, small=False):
+    return bytes([1 if small else 0]) + b''.join(frames)
+
+
+def hello(token='fuzz-token-big-tenant', protocol=1):
+    return frame('@hello', {'protocol': protocol, 'cuda_version': 13000, 'client': 'seed',
+                            'pid': 42, 'host': 'corpus', 'program': '/seed/prog',
+                            'token': token})
+
+
+def request_seeds():
+    ptx = PTX + b'\0'
+    lib = fatbin(fatbin_entry(1, PTX + b'\0'))
+    launch_params = struct.pack('<QI', AFTER_CODE, 5) + b'\0' * 4
+    faulting_params = struct.pack('<QI', DEV + 4, 5) + b'\0' * 4  # past the 4-byte global
+    s = {}
+    s['memory'] = conversation(
+        frame('cuMemAlloc_v2', [True, 4096]),
+        frame('cuMemsetD8_v2', [DEV, 0x5a, 4096, 0], flags=ASYNC),
+        frame('cuMemsetD32Async', [DEV + 64, 0xdeadbeef, 16, 0], flags=ASYNC),
+        frame('cuMemcpyHtoD_v2', [DEV, 16, 0], bytes(range(16))),
+        frame('cuMemcpyHtoDAsync_v2', [DEV + 16, 8, 0], b'ABCDEFGH', flags=ASYNC),
+        frame('cuMemcpyDtoD_v2', [DEV + 1024, DEV, 32, 0], flags=ASYNC),
+        frame('cuMemsetD2D8_v2', [DEV + 2048, 64, 1, 16, 4, 0], flags=ASYNC),
+        frame('cuMemcpyDtoH_v2', [DEV, 64, 0]),
+        frame('cuMemcpyDtoHAsync_v2', [DEV + 1024, 32, 0], flags=ASYNC),
+        frame('cuMemGetInfo_v2', [True, True]),
+        frame('cuMemFree_v2', [DEV]))
+    s['module_launch'] = conversation(
+        frame('cuModuleLoadData', [0], ptx),
+        frame('cuModuleGetFunction', [True, FIRST_ID, 'fill']),
+        frame('cuModuleGetGlobal_v2', [True, True, FIRST_ID, 'counter']),
+        frame('cuMemAlloc_v2', [True, 4096]),
+        frame('cuFuncGetAttribute', [True, 0, FIRST_ID + 0x10]),
+        frame('cuFuncGetParamInfo', [FIRST_ID + 0x10, 1, True, True]),
+        frame('cuLaunchKernel', [FIRST_ID + 0x10, [1, 1, 1], [32, 1, 1], 0, 0, [[0, 8], [8, 4]]],
+              launch_params, flags=ASYNC),
+        frame('cuCtxSynchronize_v2', []),
+        frame('cuMemcpyDtoH_v2', [AFTER_CODE, 128, 0]),
+        frame('cuOccupancyMaxActiveBlocksPerMultiprocessor', [True, FIRST_ID + 0x10, 128, 0]),
+        frame('cuOccupancyMaxPotentialBlockSizeWithFlags', [FIRST_ID + 0x10, [0] * 32, 0, 0]),
+        frame('cuModuleUnload', [FIRST_ID]))
+    s['library_launch_ex'] = conversation(
+        frame('cuLibraryLoadData', [0], lib),
+        frame('cuLibraryGetKernel', [True, FIRST_ID, 'fill']),
+        frame('cuLibraryGetGlobal', [True, True, FIRST_ID, 'counter']),
+        frame('cuLibraryGetModule', [True, FIRST_ID]),
+        frame('cuKernelGetFunction', [True, FIRST_ID + 0x10]),
+        frame('cuMemAlloc_v2', [True, 4096]),
+        frame('cuEventCreate', [CLIENT_ID + 1, 0], flags=ASYNC),
+        frame('cuLaunchKernelEx', [FIRST_ID + 0x10, [2, 1, 1], [32, 1, 1], 0, 0,
+                                   [[0, 8], [8, 4]], [[7, b'\x01' + b'\0' * 63]]],
+              launch_params, flags=ASYNC),
+        frame('cuOccupancyMaxActiveClusters', [FIRST_ID + 0x10, [1, 1, 1], [32, 1, 1], 0, []]),
+        frame('cuStreamSynchronize', [0]),
+        frame('cuMemcpyDtoH_v2', [AFTER_CODE, 256, 0]),
+        frame('cuLibraryUnload', [FIRST_ID]))
+    s['kernel_fault'] = conversation(
+        frame('cuStreamCreate', [CLIENT_ID + 2, 1], flags=ASYNC),
+        frame('cuModuleLoadData', [0], ptx),
+        frame('cuModuleGetFunction', [True, FIRST_ID, 'fill']),
+        frame('cuLaunchKernel', [FIRST_ID + 0x10, [1, 1, 1], [32, 1, 1], 0, CLIENT_ID + 2,
+                                 [[0, 8], [8, 4]]], faulting_params, flags=ASYNC),
+        frame('cuStreamSynchronize', [CLIENT_ID + 2]),
+        frame('cuMemGetInfo_v2', [True, True]))
+    s['streams_events'] = conversation(
+        frame('cuStreamCreate', [CLIENT_ID + 2, 1], flags=ASYNC),
+        frame('cuStreamCreateWithPriority', [CLIENT_ID + 3, 0, -1], flags=ASYNC),
+        frame('cuEventCreate', [CLIENT_ID + 4, 0], flags=ASYNC),
+        frame('cuMemAlloc_v2', [True, 256]),
+        frame('cuMemsetD8Async', [DEV, 1, 256, CLIENT_ID + 2], flags=ASYNC),
+        frame('cuEventRecord', [CLIENT_ID + 4, CLIENT_ID + 2], flags=ASYNC),
+        frame('cuStreamWaitEvent', [CLIENT_ID + 3, CLIENT_ID + 4, 0], flags=ASYNC),
+        frame('cuLaunchHostFunc', [CLIENT_ID + 3], flags=ASYNC),
+        frame('cuEventQuery', [CLIENT_ID + 4]),
+        frame('cuStreamQuery', [CLIENT_ID + 3]),
+        frame('cuEventSynchronize', [CLIENT_ID + 4]),
+        frame('cuStreamSynchronize', [CLIENT_ID + 3]),
+        frame('cuStreamDestroy_v2', [CLIENT_ID + 2]),
+        frame('cuEventDestroy_v2', [CLIENT_ID + 4]))
+    s['host_funcs'] = conversation(
+        frame('cuStreamCreate', [CLIENT_ID + 2, 0], flags=ASYNC),
+        frame('cuLaunchHostFunc', [0], flags=ASYNC),
+        frame('cuLaunchHostFunc', [CLIENT_ID + 2], flags=ASYNC),
+        host_func_done(3),
+        host_func_done(99),
+        frame('cuCtxSynchronize_v2', []))
+    s['shared_memory'] = conversation(
+        frame('@shm_attach', [1, 65536]),
+        frame('@shm_attach', [2, 4096], flags=UNSEALED),
+        frame('@shm_attach', [3, 4096], flags=NO_FD),
+        frame('cuMemAlloc_v2', [True, 8192]),
+        frame('cuMemcpyHtoD_v2', [DEV, 4096, 0, 1, 0]),
+        frame('cuMemcpyHtoDAsync_v2', [DEV + 4096, 4096, 0, 1, 4096], flags=ASYNC),
+        frame('cuMemcpyDtoHAsync_v2', [DEV, 8192, 0, 1, 8192], flags=ASYNC),
+        frame('cuMemcpyDtoH_v2', [DEV, 100, 0, 1, 65000]),
+        frame('@shm_detach', [1]))
+    s['copy_3d'] = conversation(
+        frame('cuMemAllocPitch_v2', [True, True, 64, 8, 4]),
+        frame('cuMemcpy3D_v2', [HTOD, 0, 64, 8, 1, None, [DEV, 0, 0, 0, 512, 8]], bytes(512)),
+        frame('cuMemcpy3DAsync_v2', [DTOD, 0, 32, 4, 1, [DEV, 0, 0, 0, 512, 8],
+                                     [DEV, 32, 4, 0, 512, 8]], flags=ASYNC),
+        frame('cuMemcpy3D_v2', [DTOH, 0, 16, 2, 1, [DEV, 8, 1, 0, 512, 8], None]),
+        frame('cuMemcpy3DAsync_v2', [DTOH, 0, 16, 2, 1, [DEV, 8, 1, 0, 512, 8], None],
+              flags=ASYNC))
+    s['pools'] = conversation(
+        frame('cuDeviceGetDefaultMemPool', [True, 0]),
+        frame('cuMemAllocAsync', [True, 4096, 0]),
+        frame('cuMemPoolGetAttribute', [FIRST_ID, 3]),
+        frame('cuMemPoolSetAttribute', [FIRST_ID, 4, 1 << 20]),
+        frame('cuMemFreeAsync', [DEV, 0], flags=ASYNC),
+        frame('cuDevicePrimaryCtxReset_v2', [0]),
+        frame('cuMemGetInfo_v2', [True, True]))
+    s['small_tenant_quota'] = conversation(
+        frame('cuMemAlloc_v2', [True, 512 << 10]),
+        frame('cuMemAlloc_v2', [True, 1 << 20]),
+        frame('cuModuleLoadData', [0], ptx),
+        frame('@status', []), small=True)
+    s['hello_refused'] = conversation(hello(token='not-a-token-of-any-tenant'),
+                                      frame('cuMemGetInfo_v2', [True, True]))
+    s['hello_own'] = conversation(hello(token='fuzz-token-small-tenant'),
+                                  frame('@hello', {'protocol': 1}, flags=ASYNC),
+                                  frame('cuCtxGetStreamPriorityRange', [True, True]))
+    s['malformed'] = conversation(
+        frame('cuMemGetInfo_v2', [True]),
+        frame('cuMemAlloc_v2', b'\x92\xc3'),
+        frame('cuMemGetInfo_v2', [True, True], flags=REPLY))
+    return s
+
+
+# --- the other targets -------------------------------------------------------------------
+
+
+def header(magic=0x544D5243, version=1, opcode=1, flags=0, body=0, call=1, bulk=0):
+    return struct.pack('<IHHIIQQ', magic, version, opcode, flags, body, call, bulk)
+
+
+def frame_seeds():
+    return {
+        'request': header(opcode=OP['cuMemAlloc_v2'], body=4, call=7),
+        'reply_partial': header(opcode=OP['cuMemcpyDtoH_v2'], flags=5, body=2, call=9,
+                                bulk=8 << 20),
+        'limits': header(body=4 << 20, bulk=2 << 30) + header(body=(4 << 20) + 1)
+        + header(bulk=(2 << 30) + 1),
+        'rejected': header(magic=0x544D5244) + header(version=2) + header(flags=8),
+    }
+
+
+def msgpack_seeds():
+    return {
+        'hello': mp({'protocol': 1, 'cuda_version': 13000, 'client': 'seed', 'pid': 42,
+                     'host': 'corpus', 'program': '/seed/prog', 'token': None}),
+        'launch': mp([0x10010, [1, 1, 1], [256, 1, 1], 0, 1 << 62, [[0, 8], [8, 4]],
+                      [[7, bytes(64)]]]),
+        'copy_3d': mp([1, 0, 64, 8, 1, None, [DEV, 0, 0, 0, 512, 8]]),
+        'scalars': mp([0, -1, 127, -33, 255, 65535, 1 << 32, -(1 << 40), 1.5, True, False,
+                       None, 'x' * 40, b'\x00' * 300, Ext(5, b'abcd'), Ext(-1, b'12345678')]),
+        'nested': mp([[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]),
+        'maps': mp({'a': {'b': {'c': [1, {'d': 'e'}]}}, 'a ': 2, 'protocol': '1', 7: 8}),
+    }
+
+
+def image_seeds():
+    return {
+        'kernels.ptx': PTX + b'\0',
+        'stored.fatbin': fatbin(fatbin_entry(1, PTX + b'\0')),
+        'lz4.fatbin': fatbin(fatbin_entry(1, PTX, flags=0x2011, compressed=lz4_literals(PTX),
+                                          usize=len(PTX))),
+        'zstd.fatbin': fatbin(fatbin_entry(1, PTX, flags=0x8011, compressed=zstd_raw(PTX),
+                                           usize=len(PTX))),
+        'two_containers.fatbin': fatbin(fatbin_entry(1, PTX + b'\0', arch=90, flags=0x100011),
+                                        fatbin_entry(16, b'lto')) + bytes(16)
+        + fatbin(fatbin_entry(2, tiny_elf())),
+        'empty.cubin': tiny_elf(),
+    }
+
+
+def load_image_seeds(out, files):
+    """fuzz_request seeds that load each code image (nvcc's, from the build) as a library and
+    as a module, and ask for what such programs ask for first."""
+    os.makedirs(out, exist_ok=True)
+    for path in files:
+        with open(path, 'rb') as f:
+            image = f.read()
+        if path.endswith('.ptx'):
+            image += b'\0'  # as cuModuleLoadData gets PTX text
+        if len(image) > 60000:
+            continue  # beyond the target's -max_len
+        seed = conversation(
+            frame('cuLibraryLoadData', [0], image),
+            frame('cuLibraryGetModule', [True, FIRST_ID]),
+            frame('cuLibraryGetKernelCount', [True, FIRST_ID]),
+            frame('cuMemGetInfo_v2', [True, True]),
+            frame('cuLibraryUnload', [FIRST_ID]))
+        with open(os.path.join(out, os.path.basename(path)), 'wb') as f:
+            f.write(seed)
+
+
+def main():
+    if len(sys.argv) > 2 and sys.argv[1] == '--load-images':
+        load_image_seeds(sys.argv[2], sys.argv[3:])
+        return
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, 'tests', 'fuzz', 'corpus')
+    ptx = {'kernels.ptx': PTX}
+    for target, seeds in (('fuzz_frame', frame_seeds()), ('fuzz_msgpack', msgpack_seeds()),
+                          ('fuzz_image', image_seeds()), ('fuzz_request', request_seeds()),
+                          ('fuzz_ptx_load', ptx), ('fuzz_ptx_run', ptx)):
+        d = os.path.join(out, target)
+        os.makedirs(d, exist_ok=True)
+        for name, data in seeds.items():
+            with open(os.path.join(d, name), 'wb') as f:
+                f.write(data)
+
+
+if __name__ == '__main__':
+    main()
