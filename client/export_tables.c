@@ -391,7 +391,10 @@ static void **built_table(int i, int32_t bytes)
     pthread_mutex_lock(&build_lock);
     if (!ready[i]) {
         const cr_export_table_desc_t *d = cr_export_table_desc(i);
-        int slots = bytes > 0 ? bytes / (int)sizeof(void *) : d->emu_slots;
+        /* a size the driver does not say: as many slots as the stub serves, so that a
+         * library calling past the real end still finds a function */
+        int slots = bytes > 0 ? bytes / (int)sizeof(void *)
+                    : d->emu_slots ? d->emu_slots : CR_EXPORT_TABLE_MAX_SLOTS;
         for (size_t k = 0; k < sizeof implemented / sizeof implemented[0]; k++)
             if (implemented[k].table == i && implemented[k].slot >= slots)
                 slots = implemented[k].slot + 1;
