@@ -128,6 +128,10 @@ static void test_integer(void)
     RUN("add.sat.s32 %r4, %r1, %r2;", 'r', {0x7fffffff, 1, 0, 0x7fffffff},
         {0x80000000, S32(-1), 0, 0x80000000}, {5, 6, 0, 11});
     RUN("sub.sat.s32 %r4, %r1, %r2;", 'r', {0x80000000, 1, 0, 0x80000000});
+    /* programmatic dependent launch: with one grid at a time there is nothing to wait for
+     * and nobody to let start early (cuBLASLt's sm_90+ kernels open and close with these) */
+    RUN("griddepcontrol.wait; add.s32 %r4, %r1, %r2; griddepcontrol.launch_dependents;", 'r',
+        {2, 3, 0, 5});
     RUN("sad.u32 %r4, %r1, %r2, %r3;", 'r', {3, 10, 100, 107});
     RUN("sad.s32 %r4, %r1, %r2, %r3;", 'r', {S32(-3), 4, 1, 8});
     RUN("mul24.lo.u32 %r4, %r1, %r2;", 'r', {0x1000001, 2, 0, 2});

@@ -169,7 +169,8 @@ typedef enum {
     X(nourf) X(ecc) X(exclusive) X(shared_cta) X(shared_cluster) X(sem) X(mask) X(proxy)          \
     X(async) X(alias) X(tensormap) X(release_sync) X(sx) X(zx) X(gl) X(commit_group)         \
     X(wait_group) X(wait_all) X(bulk) X(load) X(store) X(mma) X(a) X(b) X(c)    \
-    X(d) X(row) X(col) X(m16n16k16) X(m8n32k16) X(m32n8k16) X(m16n16k8)
+    X(d) X(row) X(col) X(m16n16k16) X(m8n32k16) X(m32n8k16) X(m16n16k8) X(wait)                \
+    X(launch_dependents)
 // clang-format on
 
 typedef enum {
