@@ -2,8 +2,9 @@
 # GPU check: on a machine with an NVIDIA GPU, starts cuda-remoted on the real driver and runs
 # the driver-API test and the integration programs through the stub, with kernel results
 # checked (the programs check them whenever kernels really execute), then the tenants tests
-# (quotas, isolation, metrics, scheduling, a lost context). Exits 77 (skipped) when no GPU
-# is usable.
+# (quotas, isolation, metrics, scheduling, a lost context) and the hostile-client tests whose
+# answers depend on the driver (launch layouts from cuFuncGetParamInfo, tensor maps, what a
+# connection may cost). Exits 77 (skipped) when no GPU is usable.
 #
 #   tests/gpu/run.sh [BUILD_DIR]      (default: build; builds it if needed)
 set -uo pipefail
@@ -27,6 +28,12 @@ tenants() { # a tenants test against its own server on the real driver
   local test=$1; shift
   CR_SERVER_ARGS="--backend cuda" python3 "tests/tenants/$test.py" \
     --server "$build/server/cuda-remoted" "$@"
+}
+
+hostile() { # a robustness test against its own server on the real driver
+  local test=$1; shift
+  CR_SERVER_ARGS="--backend cuda" python3 "tests/robustness/$test.py" \
+    --server "$build/server/cuda-remoted" --opcodes codegen/opcodes.txt "$@"
 }
 
 pass=0 fail=0 failed=()
@@ -58,5 +65,8 @@ check metrics_status_test tenants metrics_status_test --tool "$build/tools/cuda-
   --opcodes codegen/opcodes.txt
 check sched_test tenants sched_test --stub "$build/client" --program "$t/spin"
 check context_test tenants context_test --stub "$build/client" --program "$t/fault"
+check launch_layout hostile launch_layout
+check tensor_maps hostile tensor_maps
+check admission hostile admission
 echo "gpu: $pass passed, $fail failed ${failed[*]:-}"
 [ "$fail" -eq 0 ]
