@@ -26,6 +26,9 @@ struct cr_request_s {
     int fd;                   /* a descriptor that came with the frame (@shm_attach), or -1 */
 };
 
+/* How many bulk bytes a request of this opcode may carry (the loop refuses a frame that
+ * claims more before it allocates anything). */
+uint64_t cr_request_bulk_limit(uint16_t opcode);
 /* Allocates a request for a frame with this header: one block for the request, its body
  * and a small bulk payload. NULL when out of memory. */
 cr_request_t *cr_request_new(const cr_frame_header_t *h);

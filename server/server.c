@@ -27,10 +27,8 @@
 
 #define READ_BUFFER (64u << 10)
 #define DIRECT_READ_MIN (16u << 10)
-#define MAX_LAUNCH_PARAMS ((uint64_t)1 << 20)
 #define MAX_PASSED_FDS 8 /* descriptors received ahead of the frames they belong to */
 #define RESTART_GRACE_MS 2000
-#define HELLO_MAX_BODY (64u << 10) /* a hello is a few hundred bytes */
 
 typedef struct conn_s {
     union {
@@ -328,28 +326,6 @@ static void begin_close(conn_t *c, const char *why)
     uv_close(&c->h.handle, on_closed);
 }
 
-/* How many bulk bytes a request of this opcode may carry. */
-static uint64_t bulk_limit(uint16_t opcode)
-{
-    switch (opcode) {
-    case CR_OP_cuMemcpyHtoD_v2:
-    case CR_OP_cuMemcpyHtoDAsync_v2:
-        return CR_COPY_CHUNK;
-    case CR_OP_cuMemcpy3D_v2:
-    case CR_OP_cuMemcpy3DAsync_v2:
-        return CR_COPY3D_MAX_BYTES;
-    case CR_OP_cuLibraryLoadData:
-    case CR_OP_cuModuleLoadData:
-        return CR_FRAME_MAX_BULK;
-    case CR_OP_cuLaunchKernel:
-    case CR_OP_cuLaunchKernelEx:
-    case CR_OP_cuLaunchCooperativeKernel:
-        return MAX_LAUNCH_PARAMS;
-    default:
-        return 0;
-    }
-}
-
 static void free_handle(uv_handle_t *h)
 {
     free(h);
@@ -423,9 +399,9 @@ static int start_request(conn_t *c)
     if (err)
         return err;
     /* before it is admitted a client may only say hello: nothing else is buffered */
-    if (!c->admitted && (h.opcode != CR_OP_HELLO || h.bulk_len || h.body_len > HELLO_MAX_BODY))
+    if (!c->admitted && (h.opcode != CR_OP_HELLO || h.bulk_len || h.body_len > CR_HELLO_MAX_BODY))
         return CR_EPERM;
-    if (h.bulk_len > bulk_limit(h.opcode))
+    if (h.bulk_len > cr_request_bulk_limit(h.opcode))
         return CR_ETOOBIG;
     if (!(c->req = cr_request_new(&h)))
         return CR_ENOMEM;
@@ -522,7 +498,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
             snprintf(why, sizeof why, "malformed frame (%s)", cr_strerror(err));
         else if (err == CR_EPERM)
             snprintf(why, sizeof why, "its first frame was not a hello of at most %u bytes",
-                     HELLO_MAX_BODY);
+                     CR_HELLO_MAX_BODY);
         else
             snprintf(why, sizeof why, "malformed frame (%s) before its hello", cr_strerror(err));
         char detail[192];

@@ -55,8 +55,6 @@
 #define MAX_FRAMES 128
 #define MAX_CALLS (MAX_FRAMES + 2) /* the frames, a hello made here and the @status */
 #define SHM_REGION_BYTES (64u << 10)
-#define MAX_LAUNCH_PARAMS ((uint64_t)1 << 20) /* server.c's bulk limit for launches */
-#define HELLO_MAX_BODY (64u << 10)            /* server.c's limit before admission */
 #define STATUS_WAIT_SECONDS 5
 #define SHM_UNSEALED 0x08 /* input frame flags beside the frame's own */
 #define SHM_NO_FD 0x10
@@ -246,28 +244,6 @@ static void answer_host_functions(void)
     }
 }
 
-/* How many bulk bytes the loop lets a request of this opcode carry (server.c's
- * bulk_limit). */
-static uint64_t bulk_limit(uint16_t opcode)
-{
-    switch (opcode) {
-    case CR_OP_cuMemcpyHtoD_v2:
-    case CR_OP_cuMemcpyHtoDAsync_v2:
-        return CR_COPY_CHUNK;
-    case CR_OP_cuMemcpy3D_v2:
-    case CR_OP_cuMemcpy3DAsync_v2:
-    case CR_OP_cuLibraryLoadData:
-    case CR_OP_cuModuleLoadData:
-        return CR_FRAME_MAX_BULK;
-    case CR_OP_cuLaunchKernel:
-    case CR_OP_cuLaunchKernelEx:
-    case CR_OP_cuLaunchCooperativeKernel:
-        return MAX_LAUNCH_PARAMS;
-    default:
-        return 0;
-    }
-}
-
 /* A client's memfd for @shm_attach, sealed as the client seals it unless told otherwise. */
 static int shm_fd(unsigned flags)
 {
@@ -333,9 +309,10 @@ static int receive(cr_session_t *s, unsigned flags, uint16_t opcode, const uint8
     cr_frame_encode(&h, raw);
     if (cr_frame_decode(raw, &h) != 0) return -1;
     /* before it is admitted a client may only say hello */
-    if (!admitted && (h.opcode != CR_OP_HELLO || h.bulk_len || h.body_len > HELLO_MAX_BODY))
+    if (!admitted && (h.opcode != CR_OP_HELLO || h.bulk_len || h.body_len > CR_HELLO_MAX_BODY))
         return -1;
-    if (h.bulk_len > bulk_limit(h.opcode) || (h.flags & (CR_FRAME_REPLY | CR_FRAME_PARTIAL)))
+    if (h.bulk_len > cr_request_bulk_limit(h.opcode) ||
+        (h.flags & (CR_FRAME_REPLY | CR_FRAME_PARTIAL)))
         return -1;
     if (h.opcode == CR_OP_HOST_FUNC_DONE) { /* answered in the loop, never submitted */
         cr_session_host_func_done(s, answers);
