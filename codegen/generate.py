@@ -58,6 +58,7 @@ class Function:
         self.opcode = None
         self.via = None           # stream-ordered sibling the server calls (via=NAME)
         self.alias = None         # the function an `alias` stands for
+        self.bulk = None          # the C constant bounding its request's bulk bytes (bulk=)
 
     def proto_params(self, with_names=True):
         if not self.params:
@@ -135,6 +136,13 @@ def load(args):
                     fn.attrs.add(a)
                 elif a.startswith('via='):
                     fn.via = a[4:]
+                elif a.startswith('bulk='):
+                    if not re.fullmatch(r'CR_[A-Z0-9_]+', a[5:]):
+                        fail('%s: bulk= names a CR_ constant of common/protocol.h or frame.h'
+                             % where)
+                    fn.bulk = a[5:]
+                elif a == 'launch':
+                    fn.attrs.add(a)
                 elif ':' in a:
                     pname, kind = a.split(':', 1)
                     if pname not in pnames:
@@ -142,7 +150,7 @@ def load(args):
                     fn.param_specs[pname] = kind
                 else:
                     fail('%s: unknown attribute %s' % (where, a))
-            if mode == 'local' and (fn.attrs or fn.param_specs):
+            if mode == 'local' and (fn.attrs or fn.param_specs or fn.bulk):
                 fail('%s: local functions take no attributes' % where)
 
     for fn in funcs.values():
@@ -528,15 +536,17 @@ def gen_server(funcs, handle_types):
                  % (ht, fn, fn, ptype))
     c.append('    }\n    return CUDA_ERROR_NOT_SUPPORTED;\n}\n')
 
-    d = [HEADER, '#include "dispatch.h"\n\n#include "cr_server_hand.h"\n\n#include <stdint.h>\n\n']
+    d = [HEADER, '#include "dispatch.h"\n\n#include "cr_server_hand.h"\n#include "protocol.h"\n\n'
+         '#include <stdint.h>\n\n']
     sh = [HEADER, '#ifndef CR_SERVER_HAND_H\n#define CR_SERVER_HAND_H\n\n#include "dispatch.h"\n\n']
     rows = []
     for fn in bases:
         if fn.mode not in ('remote', 'hand'):
             continue
+        rule = '%s, %d' % (fn.bulk or '0', 'launch' in fn.attrs)  # bulk_limit, launch
         if fn.server_hand:
             sh.append('void cr_srv_%s(cr_request_t *req);\n' % fn.name)
-            rows.append('    [%d] = {cr_srv_%s, NULL, NULL},\n' % (fn.opcode, fn.name))
+            rows.append('    [%d] = {cr_srv_%s, NULL, NULL, %s},\n' % (fn.opcode, fn.name, rule))
             if 'custom' in fn.attrs:
                 continue
             # a hand handler of a described call can still use the generic marshaller
@@ -550,8 +560,8 @@ def gen_server(funcs, handle_types):
                  '    (void)a;\n    return d->%s ? d->%s(%s) : CUDA_ERROR_NOT_SUPPORTED;\n}\n\n'
                  % (linkage, fn.name, target, target, args))
         if not fn.server_hand:
-            rows.append('    [%d] = {NULL, &cr_desc_%s, cr_call_%s},\n' % (fn.opcode, fn.name,
-                                                                           fn.name))
+            rows.append('    [%d] = {NULL, &cr_desc_%s, cr_call_%s, %s},\n' % (
+                fn.opcode, fn.name, fn.name, rule))
     d.append('const cr_dispatch_entry_t cr_dispatch_table[CR_OP_COUNT] = {\n%s};\n' % ''.join(rows))
     sh.append('\n#endif\n')
     return ''.join(h), ''.join(c), ''.join(d), ''.join(sh)

@@ -129,6 +129,9 @@ static inline int cr_mempool_attr_is_64(int attr)
 /* A launch names at most this many parameters (a kernel's parameters fill at most 32764
  * bytes, so even one-byte parameters fit). */
 #define CR_MAX_LAUNCH_PARAMS 32768u
+/* A launch's parameter buffer, at most (a kernel's parameters fill at most 32764 bytes; the
+ * rest is room for a layout the server refuses with a reason). */
+#define CR_MAX_LAUNCH_PARAM_BYTES ((uint64_t)1 << 20)
 /* Before its hello admits it, a client may send one hello of at most this many bytes (a
  * hello is a few hundred) and nothing else. */
 #define CR_HELLO_MAX_BODY (64u << 10)

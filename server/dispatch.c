@@ -17,27 +17,14 @@
  * copies); larger ones get their own, read straight into by the loop. */
 #define INLINE_BULK_MAX (64u << 10)
 
-#define MAX_LAUNCH_PARAM_BYTES ((uint64_t)1 << 20)
-
 uint64_t cr_request_bulk_limit(uint16_t opcode)
 {
-    switch (opcode) {
-    case CR_OP_cuMemcpyHtoD_v2:
-    case CR_OP_cuMemcpyHtoDAsync_v2:
-        return CR_COPY_CHUNK;
-    case CR_OP_cuMemcpy3D_v2:
-    case CR_OP_cuMemcpy3DAsync_v2:
-        return CR_COPY3D_MAX_BYTES;
-    case CR_OP_cuLibraryLoadData:
-    case CR_OP_cuModuleLoadData:
-        return CR_FRAME_MAX_BULK;
-    case CR_OP_cuLaunchKernel:
-    case CR_OP_cuLaunchKernelEx:
-    case CR_OP_cuLaunchCooperativeKernel:
-        return MAX_LAUNCH_PARAM_BYTES;
-    default:
-        return 0;
-    }
+    return opcode < CR_OP_COUNT ? cr_dispatch_table[opcode].bulk_limit : 0;
+}
+
+int cr_request_is_launch(uint16_t opcode)
+{
+    return opcode < CR_OP_COUNT && cr_dispatch_table[opcode].launch;
 }
 
 cr_request_t *cr_request_new(const cr_frame_header_t *h)

@@ -29,6 +29,8 @@ struct cr_request_s {
 /* How many bulk bytes a request of this opcode may carry (the loop refuses a frame that
  * claims more before it allocates anything). */
 uint64_t cr_request_bulk_limit(uint16_t opcode);
+/* 1 for a kernel launch (consecutive launches form one measured batch). */
+int cr_request_is_launch(uint16_t opcode);
 /* Allocates a request for a frame with this header: one block for the request, its body
  * and a small bulk payload. NULL when out of memory. */
 cr_request_t *cr_request_new(const cr_frame_header_t *h);
@@ -42,10 +44,14 @@ int cr_request_outlives_executor(const cr_request_t *req);
 typedef void (*cr_hand_fn)(cr_request_t *req);
 typedef CUresult (*cr_call_fn)(const cr_driver_t *d, cr_arg_t *a);
 
+/* One opcode's entry, generated from codegen/annotations.txt: how it runs, and the rules
+ * the loop and the executor apply to it. */
 typedef struct {
     cr_hand_fn hand;          /* hand-written handler, or NULL */
     const cr_fn_desc_t *desc; /* generic: descriptor */
     cr_call_fn call;          /* generic: calls the backend function */
+    uint64_t bulk_limit;      /* bulk bytes its request may carry (bulk=) */
+    int launch;               /* a kernel launch (launch) */
 } cr_dispatch_entry_t;
 
 extern const cr_dispatch_entry_t cr_dispatch_table[CR_OP_COUNT];

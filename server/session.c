@@ -1074,12 +1074,6 @@ static int handle_hello(cr_session_t *s, cr_request_t *req)
 
 /* --- the executor ---------------------------------------------------------------------------- */
 
-static int is_launch(uint16_t opcode)
-{
-    return opcode == CR_OP_cuLaunchKernel || opcode == CR_OP_cuLaunchKernelEx ||
-           opcode == CR_OP_cuLaunchCooperativeKernel;
-}
-
 static void *executor_main(void *arg)
 {
     cr_session_t *s = arg;
@@ -1159,7 +1153,7 @@ static void *executor_main(void *arg)
             msgpack_zone_clear(&exec_zone);
             continue;
         }
-        if (!is_launch(req->hdr.opcode))
+        if (!cr_request_is_launch(req->hdr.opcode))
             cr_sched_flush(s); /* launches in a measured batch are consecutive */
         if (req->hdr.opcode == CR_OP_HELLO)
             cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
