@@ -251,7 +251,7 @@ static int next_attr(const uint8_t *sec, size_t size, size_t *off, attr_t *a)
         return CR_ECORRUPT;
     a->fmt = sec[*off];
     a->code = sec[*off + 1];
-    a->val = cr__ld16(sec + *off + 2);
+    a->val = cr_le_get16(sec + *off + 2);
     a->payload = NULL;
     *off += 4;
     if (a->fmt == EIFMT_SVAL) {
@@ -273,7 +273,7 @@ static uint32_t threads_of(const attr_t *a)
     if (a->fmt != EIFMT_SVAL || a->val < 12)
         return 0;
     for (int i = 0; i < 3; i++) {
-        uint32_t d = cr__ld32(a->payload + 4 * i);
+        uint32_t d = cr_le_get32(a->payload + 4 * i);
         n = d && n > UINT32_MAX / d ? (uint64_t)UINT32_MAX + 1 : n * d;
     }
     return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
@@ -290,17 +290,17 @@ static int is_kparam(const attr_t *a)
  * parameters pass 4 KiB) a u16 size and u16 attributes. */
 static int put_param(cr_kernel_info_t *k, uint8_t *seen, const attr_t *a)
 {
-    uint16_t ord = cr__ld16(a->payload + 4);
+    uint16_t ord = cr_le_get16(a->payload + 4);
 
     /* Every ordinal exactly once: a gap or a repeat makes the layout meaningless. */
     if (ord >= k->param_count || seen[ord])
         return CR_ECORRUPT;
     seen[ord] = 1;
-    k->params[ord].offset = cr__ld16(a->payload + 6);
+    k->params[ord].offset = cr_le_get16(a->payload + 6);
     if (a->code == EIATTR_KPARAM_INFO_V2)
-        k->params[ord].size = cr__ld16(a->payload + 8);
+        k->params[ord].size = cr_le_get16(a->payload + 8);
     else
-        k->params[ord].size = (cr__ld32(a->payload + 8) >> 18) & 0x3fff;
+        k->params[ord].size = (cr_le_get32(a->payload + 8) >> 18) & 0x3fff;
     return 0;
 }
 
@@ -431,13 +431,13 @@ static int read_module_info(const uint8_t *sec, size_t size, maps_t *m)
         uint32_t sym;
         if (a.fmt != EIFMT_SVAL || a.val < 8)
             continue;
-        sym = cr__ld32(a.payload);
+        sym = cr_le_get32(a.payload);
         if (sym >= m->sym_count)
             continue;
         if (a.code == EIATTR_REGCOUNT)
-            m->regs[sym] = cr__ld32(a.payload + 4);
+            m->regs[sym] = cr_le_get32(a.payload + 4);
         else if (a.code == EIATTR_FRAME_SIZE)
-            m->frame[sym] = cr__ld32(a.payload + 4);
+            m->frame[sym] = cr_le_get32(a.payload + 4);
     }
     return r;
 }
@@ -492,7 +492,7 @@ static uint32_t sym_section(const elf_t *e, const maps_t *m, size_t i, const Elf
     uint32_t sec = s->st_shndx;
 
     if (sec == SHN_XINDEX)
-        sec = i < m->xindex_count ? cr__ld32(m->xindex + 4 * i) : 0;
+        sec = i < m->xindex_count ? cr_le_get32(m->xindex + 4 * i) : 0;
     else if (sec >= SHN_LORESERVE)
         sec = 0;
     return sec < e->shnum ? sec : 0;

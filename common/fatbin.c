@@ -58,8 +58,8 @@ static int has_magic(const uint8_t *p, uint32_t magic)
 
 static int measure_container(const uint8_t *p, size_t *size)
 {
-    uint16_t hdr = cr__ld16(p + 6);
-    uint64_t body = cr__ld64(p + 8);
+    uint16_t hdr = cr_le_get16(p + 6);
+    uint64_t body = cr_le_get64(p + 8);
 
     if (hdr < CONTAINER_HEADER_MIN || body > CR_IMAGE_MAX_SIZE - hdr)
         return CR_ECORRUPT;
@@ -329,8 +329,8 @@ static int inflate_lz4(const uint8_t *src, size_t clen, uint8_t *dst, size_t ule
 static int entry_sizes(const uint8_t *h, uint64_t psize, uint64_t flags, size_t *clen,
                        size_t *ulen)
 {
-    uint32_t csize = cr__ld32(h + 0x10);
-    uint64_t usize = cr__ld64(h + 0x38);
+    uint32_t csize = cr_le_get32(h + 0x10);
+    uint64_t usize = cr_le_get64(h + 0x38);
 
     if (!(flags & (ENTRY_FLAG_ZSTD | ENTRY_FLAG_LZ4))) {
         *clen = *ulen = (size_t)psize;
@@ -351,7 +351,7 @@ static int entry_sizes(const uint8_t *h, uint64_t psize, uint64_t flags, size_t 
 static int decode_payload(const uint8_t *h, const uint8_t *payload, uint64_t psize,
                           uint8_t **out, size_t *outlen)
 {
-    uint64_t flags = cr__ld64(h + 0x28);
+    uint64_t flags = cr_le_get64(h + 0x28);
     size_t clen, ulen;
     uint8_t *buf = NULL;
     int rc = entry_sizes(h, psize, flags, &clen, &ulen);
@@ -389,7 +389,7 @@ static int trim_payload(unsigned kind, const uint8_t *buf, size_t *len)
         *len = strnlen((const char *)buf, *len);
         return 0;
     }
-    if (*len < 4 || cr__ld32(buf) != CR_ELF_MAGIC)
+    if (*len < 4 || cr_le_get32(buf) != CR_ELF_MAGIC)
         return CR_ECORRUPT;
     return cr__elf_measure(buf, *len, len);
 }
@@ -413,9 +413,9 @@ static int parse_entry(cr__builder_t *b, const uint8_t *p, size_t avail, size_t 
 
     if (avail < ENTRY_HEADER_MIN)
         return CR_ECORRUPT;
-    kind = cr__ld16(p);
-    hsize = cr__ld32(p + 4);
-    psize = cr__ld64(p + 8);
+    kind = cr_le_get16(p);
+    hsize = cr_le_get32(p + 4);
+    psize = cr_le_get64(p + 8);
     if (hsize < ENTRY_HEADER_MIN || !cr__in_bounds(hsize, psize, avail))
         return CR_ECORRUPT;
     *used = hsize + (size_t)psize;
@@ -431,8 +431,8 @@ static int parse_entry(cr__builder_t *b, const uint8_t *p, size_t avail, size_t 
         return rc;
     }
     buf[len] = 0; /* a NUL follows every entry's content (fatbin.h), a trimmed cubin's too */
-    return add_entry(b, kind == ENTRY_KIND_PTX ? CR_IMAGE_PTX : CR_IMAGE_ELF, cr__ld32(p + 0x1c),
-                     entry_suffix(cr__ld64(p + 0x28)), buf, len);
+    return add_entry(b, kind == ENTRY_KIND_PTX ? CR_IMAGE_PTX : CR_IMAGE_ELF, cr_le_get32(p + 0x1c),
+                     entry_suffix(cr_le_get64(p + 0x28)), buf, len);
 }
 
 static int parse_container(cr__builder_t *b, const uint8_t *p, size_t avail, size_t *used)
@@ -441,10 +441,10 @@ static int parse_container(cr__builder_t *b, const uint8_t *p, size_t avail, siz
     uint64_t body;
     size_t off, end;
 
-    if (avail < CONTAINER_HEADER_MIN || cr__ld32(p) != CR_FATBIN_MAGIC)
+    if (avail < CONTAINER_HEADER_MIN || cr_le_get32(p) != CR_FATBIN_MAGIC)
         return CR_ECORRUPT;
-    hdr = cr__ld16(p + 6);
-    body = cr__ld64(p + 8);
+    hdr = cr_le_get16(p + 6);
+    body = cr_le_get64(p + 8);
     if (hdr < CONTAINER_HEADER_MIN || !cr__in_bounds(hdr, body, avail))
         return CR_ECORRUPT;
     end = hdr + (size_t)body;
@@ -476,7 +476,7 @@ static int parse_fatbin(cr__builder_t *b, const uint8_t *p, size_t size)
     while (off < size) {
         size_t n = 0;
         int rc;
-        if (size - off < 4 || cr__ld32(p + off) != CR_FATBIN_MAGIC)
+        if (size - off < 4 || cr_le_get32(p + off) != CR_FATBIN_MAGIC)
             return all_zero(p + off, size - off) ? 0 : CR_ECORRUPT;
         rc = parse_container(b, p + off, size - off, &n);
         if (rc)
@@ -532,7 +532,7 @@ int cr_image_parse(const void *data, size_t size, cr_image_t **out)
     b.img = calloc(1, sizeof *b.img);
     if (!b.img)
         return CR_ENOMEM;
-    magic = size >= 4 ? cr__ld32(p) : 0;
+    magic = size >= 4 ? cr_le_get32(p) : 0;
     if (magic == CR_FATBIN_MAGIC) {
         b.img->kind = CR_IMAGE_FATBIN;
         rc = parse_fatbin(&b, p, size);

@@ -10,29 +10,7 @@
 #include <string.h>
 
 #include "fatbin.h"
-
-/* Little-endian loads through memcpy: offsets come from untrusted headers, so nothing here
- * may assume alignment. Callers check bounds first. */
-static inline uint16_t cr__ld16(const uint8_t *p)
-{
-    uint16_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline uint32_t cr__ld32(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline uint64_t cr__ld64(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
+#include "le.h"
 
 /* 1 when [off, off + len) lies inside a buffer of `size` bytes, without overflowing. */
 static inline int cr__in_bounds(uint64_t off, uint64_t len, uint64_t size)

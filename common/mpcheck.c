@@ -23,13 +23,16 @@ static uint64_t be(const uint8_t *p, int n)
 }
 
 /* Decodes the header at p: *skip is the bytes of header plus inline payload, *children the
- * number of objects that follow inside it. Returns 0 or CR_ECORRUPT. */
-static int header(const uint8_t *p, size_t left, size_t *skip, uint64_t *children)
+ * number of objects that follow inside it, *container 1 for an array or a map (empty ones
+ * too). Returns 0 or CR_ECORRUPT. */
+static int header(const uint8_t *p, size_t left, size_t *skip, uint64_t *children,
+                  int *container)
 {
     uint8_t t = p[0];
     size_t h = 1;          /* header bytes */
     uint64_t payload = 0;  /* raw bytes after the header */
     *children = 0;
+    *container = (t & 0xe0) == 0x80 || (t >= 0xdc && t <= 0xdf); /* fixmap, fixarray, 16/32 */
     if (t <= 0x7f || t >= 0xe0 || t == 0xc0 || t == 0xc2 || t == 0xc3) {
         /* fixint, nil, bool */
     } else if ((t & 0xe0) == 0xa0) { /* fixstr */
@@ -101,13 +104,12 @@ int cr_mpcheck(const void *data, size_t size)
             return CR_ECORRUPT;
         size_t skip;
         uint64_t children;
-        uint8_t t = p[pos];
-        if (header(p + pos, size - pos, &skip, &children) != 0)
+        int container;
+        if (header(p + pos, size - pos, &skip, &children, &container) != 0)
             return CR_ECORRUPT;
         pos += skip;
         pending[depth]--;
         /* msgpack-c counts every container against its depth, empty ones too */
-        int container = (t >= 0x80 && t <= 0x9f) || (t >= 0xdc && t <= 0xdf);
         if (container && depth == MAX_DEPTH)
             return CR_ECORRUPT;
         if (children)

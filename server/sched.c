@@ -152,12 +152,13 @@ static double capped_for(const cr_tenant_t *t, int64_t now)
     return short_of >= 0 ? short_of / l + 1 : 0;
 }
 
-/* The tenant's own bound on work in flight, and its cap, leave room for one more launch. */
+/* The tenant's own bound on work in flight, and its cap, leave room for one more launch
+ * (the clock is read only for a capped tenant: this runs on every launch). */
 static int own_room(const cr_tenant_t *t)
 {
     unsigned n = t->sched.inflight;
     return n < INFLIGHT_LAUNCHES && (n == 0 || n * launch_estimate(t) < AHEAD_NS) &&
-           capped_for(t, cr_now_ns()) == 0;
+           (!compute_limit(t) || capped_for(t, cr_now_ns()) == 0);
 }
 
 /* Another tenant of at least t's level wants the device. */

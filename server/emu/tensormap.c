@@ -24,6 +24,7 @@
  *
  * Every other byte (unused slots of a lower rank included) is zero. */
 #include "emu.h"
+#include "le.h"
 
 #include <string.h>
 
@@ -162,24 +163,6 @@ static CUresult check_tensor(CUtensorMap *map, CUtensorMapDataType type, cuuint3
     return CUDA_SUCCESS;
 }
 
-static void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    put16(p, (uint16_t)v);
-    put16(p + 2, (uint16_t)(v >> 16));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-    put32(p, (uint32_t)v);
-    put32(p + 4, (uint32_t)(v >> 32));
-}
-
 /* Writes the fields both kinds share into a zeroed descriptor (layout above). */
 static void encode_tensor(uint8_t *b, int kind, CUtensorMapDataType type, cuuint32_t rank,
                           const void *address, const cuuint64_t *dims, const cuuint64_t *strides,
@@ -187,7 +170,7 @@ static void encode_tensor(uint8_t *b, int kind, CUtensorMapDataType type, cuuint
                           CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2,
                           CUtensorMapFloatOOBfill oob)
 {
-    put32(b, LAYOUT_MAGIC);
+    cr_le_put32(b, LAYOUT_MAGIC);
     b[4] = LAYOUT_VERSION;
     b[5] = (uint8_t)kind;
     b[6] = (uint8_t)type;
@@ -196,13 +179,13 @@ static void encode_tensor(uint8_t *b, int kind, CUtensorMapDataType type, cuuint
     b[9] = (uint8_t)swizzle;
     b[10] = (uint8_t)l2;
     b[11] = (uint8_t)oob;
-    put64(b + 16, (uint64_t)(uintptr_t)address);
+    cr_le_put64(b + 16, (uint64_t)(uintptr_t)address);
     for (cuuint32_t i = 0; i < rank; i++) {
-        put32(b + 24 + 4 * i, (uint32_t)(dims[i] - 1));
+        cr_le_put32(b + 24 + 4 * i, (uint32_t)(dims[i] - 1));
         b[102 + i] = (uint8_t)element_strides[i];
     }
     for (cuuint32_t i = 0; i + 1 < rank; i++)
-        put64(b + 48 + 8 * i, strides[i]);
+        cr_le_put64(b + 48 + 8 * i, strides[i]);
 }
 
 CUresult cr_emu_cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType,
@@ -231,7 +214,7 @@ CUresult cr_emu_cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUtensorMapDataTy
     encode_tensor(b, KIND_TILED, tensorDataType, tensorRank, globalAddress, globalDim,
                   globalStrides, elementStrides, interleave, swizzle, l2Promotion, oobFill);
     for (cuuint32_t i = 0; i < tensorRank; i++)
-        put16(b + 80 + 2 * i, (uint16_t)boxDim[i]);
+        cr_le_put16(b + 80 + 2 * i, (uint16_t)boxDim[i]);
     memcpy(tensorMap, b, sizeof b);
     return CUDA_SUCCESS;
 }
@@ -267,11 +250,11 @@ CUresult cr_emu_cuTensorMapEncodeIm2col(
     uint8_t b[sizeof(CUtensorMap)] = {0};
     encode_tensor(b, KIND_IM2COL, tensorDataType, tensorRank, globalAddress, globalDim,
                   globalStrides, elementStrides, interleave, swizzle, l2Promotion, oobFill);
-    put16(b + 12, (uint16_t)channelsPerPixel);
-    put16(b + 14, (uint16_t)pixelsPerColumn);
+    cr_le_put16(b + 12, (uint16_t)channelsPerPixel);
+    cr_le_put16(b + 14, (uint16_t)pixelsPerColumn);
     for (cuuint32_t i = 0; i + 2 < tensorRank; i++) {
-        put16(b + 90 + 2 * i, (uint16_t)(int16_t)pixelBoxLowerCorner[i]);
-        put16(b + 96 + 2 * i, (uint16_t)(int16_t)pixelBoxUpperCorner[i]);
+        cr_le_put16(b + 90 + 2 * i, (uint16_t)(int16_t)pixelBoxLowerCorner[i]);
+        cr_le_put16(b + 96 + 2 * i, (uint16_t)(int16_t)pixelBoxUpperCorner[i]);
     }
     memcpy(tensorMap, b, sizeof b);
     return CUDA_SUCCESS;

@@ -22,6 +22,7 @@
 #include <zstd.h>
 
 #include "fatbin.h"
+#include "le.h"
 #include "fuzz_check.h"
 
 #define ENTRY_HEADER 0x40u
@@ -126,24 +127,6 @@ static void one_image(const uint8_t *data, size_t size)
     cr_image_free(img);
 }
 
-static void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    put16(p, (uint16_t)v);
-    put16(p + 2, (uint16_t)(v >> 16));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-    put32(p, (uint32_t)v);
-    put32(p + 4, (uint32_t)(v >> 32));
-}
-
 /* How many bytes the payload decodes to, found by a trial into a bounded buffer (which then
  * holds its first bytes); else what a zstd frame states; else a guess from the input size,
  * for the decompressor to refuse. */
@@ -171,24 +154,24 @@ static void one_compressed(const uint8_t *data, size_t size, int zstd, uint8_t *
     size_t total = 16 + ENTRY_HEADER + padded;
     uint8_t *img = calloc(1, total);
     if (!img) return;
-    put32(img, CR_FATBIN_MAGIC);
-    put16(img + 4, 1);
-    put16(img + 6, 16);
-    put64(img + 8, ENTRY_HEADER + padded);
+    cr_le_put32(img, CR_FATBIN_MAGIC);
+    cr_le_put16(img + 4, 1);
+    cr_le_put16(img + 6, 16);
+    cr_le_put64(img + 8, ENTRY_HEADER + padded);
     uint8_t *h = img + 16;
     /* an ELF payload goes in an ELF entry, anything else is taken as PTX text */
     int elf =
         ulen >= 4 && probe[0] == 0x7f && probe[1] == 'E' && probe[2] == 'L' && probe[3] == 'F';
-    put16(h, elf ? 2 : 1);
-    put16(h + 2, 0x0101);
-    put32(h + 4, ENTRY_HEADER);
-    put64(h + 8, padded);
-    put32(h + 0x10, (uint32_t)size);
-    put16(h + 0x18, 0);
-    put16(h + 0x1a, 8);
-    put32(h + 0x1c, 75);
-    put64(h + 0x28, FLAG_64BIT_LINUX | (zstd ? FLAG_ZSTD : FLAG_LZ4));
-    put64(h + 0x38, ulen);
+    cr_le_put16(h, elf ? 2 : 1);
+    cr_le_put16(h + 2, 0x0101);
+    cr_le_put32(h + 4, ENTRY_HEADER);
+    cr_le_put64(h + 8, padded);
+    cr_le_put32(h + 0x10, (uint32_t)size);
+    cr_le_put16(h + 0x18, 0);
+    cr_le_put16(h + 0x1a, 8);
+    cr_le_put32(h + 0x1c, 75);
+    cr_le_put64(h + 0x28, FLAG_64BIT_LINUX | (zstd ? FLAG_ZSTD : FLAG_LZ4));
+    cr_le_put64(h + 0x38, ulen);
     memcpy(h + ENTRY_HEADER, data, size);
     one_image(img, total);
     free(img);
