@@ -335,6 +335,7 @@ typedef struct {
     const cr_tenant_t *tenant;
     uint64_t memory, requests, queued;
     int64_t connected_ns;
+    int ending;              /* its client is gone; its resources are being released */
     cr_usage_t usage;
 } cr_session_info_t;
 /* Calls fn for every session that said hello, oldest first, under the sessions' lock. */

@@ -125,6 +125,7 @@ void cr_sessions_foreach(void (*fn)(const cr_session_info_t *info, void *arg), v
             info.tenant = s->tenant;
             info.queued = s->inbox_count;
             info.connected_ns = s->connected_ns;
+            info.ending = s->closing;
         }
         pthread_mutex_unlock(&s->lock);
         if (!listed)

@@ -217,8 +217,9 @@ void cr_status_reply(cr_request_t *req)
     msgpack_pack_array(pk, sessions.count);
     for (size_t i = 0; i < sessions.count; i++) {
         const cr_session_info_t *s = &sessions.list[i];
-        msgpack_pack_map(pk, 8 + USAGE_FIELDS);
+        msgpack_pack_map(pk, 9 + USAGE_FIELDS);
         kv_u64(pk, "id", s->id);
+        kv_u64(pk, "ending", (uint64_t)s->ending);
         kv_str(pk, "tenant", s->tenant ? s->tenant->name : "");
         kv_str(pk, "who", s->who);
         kv_str(pk, "peer", s->peer);

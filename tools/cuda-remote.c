@@ -215,14 +215,15 @@ static void print_tables(const msgpack_object *st)
                          ? since->via.i64
                          : now_ns;
         char tenant[64], who[320], peer[128], id[32];
-        snprintf(id, sizeof id, "%" PRIu64 "%s", num(s, "id"), num(s, "id") == self ? "*" : "");
+        snprintf(id, sizeof id, "%" PRIu64 "%s", num(s, "id"),
+                 num(s, "id") == self ? "*" : num(s, "ending") ? "-" : "");
         printf("%-7s %-12s %-40s %-22s %10s %9" PRIu64 " %10s %9" PRIu64 " %7s\n", id,
                str(s, "tenant", tenant, sizeof tenant), str(s, "who", who, sizeof who),
                str(s, "peer", peer, sizeof peer), bytes(num(s, "memory"), a, sizeof a),
                num(s, "launches"), device_time(num(s, "device_ns"), b, sizeof b),
                num(s, "requests"), duration((double)(now_ns - t0) / 1e9, e, sizeof e));
     }
-    printf("\n* this command's own session\n");
+    printf("\n* this command's own session; - ended, its resources being released\n");
 }
 
 /* The reply as JSON (strings escaped, binaries as hex). */
