@@ -11,9 +11,10 @@
 #include "log.h"
 #include "mpcheck.h"
 #include "mpfield.h"
+#include "version.h"
 
 /* Lets the server refuse to load this stub as its "real" driver. */
-__attribute__((visibility("default"))) const char cr_remote_stub_version[] = "cuda-remote 0.1.0";
+__attribute__((visibility("default"))) const char cr_remote_stub_version[] = "cuda-remote " CR_VERSION;
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static cr_client_t client_state;

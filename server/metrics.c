@@ -12,6 +12,7 @@
 #include "error.h"
 #include "internal.h"
 #include "log.h"
+#include "version.h"
 
 #define REQUEST_MAX 8192 /* bytes of one request, headers included */
 #define URL_MAX 1024
@@ -95,7 +96,7 @@ static void render(cr_buf_t *b, const cr_backend_t *backend)
     cr_tenant_info_t *tenants = cr_status_tenants(&count);
 
     family(b, "cuda_remote_info", "gauge", "the server: version, backend, device");
-    put(b, "cuda_remote_info{version=\"0.1.0\",backend=\"%s\",device=\"", backend->kind);
+    put(b, "cuda_remote_info{version=\"" CR_VERSION "\",backend=\"%s\",device=\"", backend->kind);
     put_label(b, backend->desc.name);
     put(b, "\"} 1\n");
     family(b, "cuda_remote_uptime_seconds", "gauge", "seconds since the server started");

@@ -19,6 +19,7 @@
 #include "log.h"
 #include "mpfield.h"
 #include "protocol.h"
+#include "version.h"
 
 #define FIRST_HANDLE_ID 0x10000 /* well above NULL, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD */
 /* Unrun input a session may hold before the loop stops reading its connection (reading
@@ -1020,7 +1021,7 @@ static int handle_hello(cr_session_t *s, cr_request_t *req)
     cr_mp_pack_str(&r.pk, "protocol");
     msgpack_pack_int(&r.pk, CR_PROTOCOL_VERSION);
     cr_mp_pack_str(&r.pk, "server");
-    cr_mp_pack_str(&r.pk, "cuda-remoted 0.1.0");
+    cr_mp_pack_str(&r.pk, "cuda-remoted " CR_VERSION);
     cr_mp_pack_str(&r.pk, "backend");
     cr_mp_pack_str(&r.pk, b->kind);
     cr_mp_pack_str(&r.pk, "driver_version");

@@ -10,6 +10,7 @@
 #include "dispatch.h"
 #include "log.h"
 #include "mpfield.h"
+#include "version.h"
 
 static struct timespec started;
 static int restarts;
@@ -179,7 +180,7 @@ void cr_status_reply(cr_request_t *req)
     msgpack_pack_map(pk, 4);
     cr_mp_pack_str(pk, "server");
     msgpack_pack_map(pk, 8);
-    kv_str(pk, "version", "cuda-remoted 0.1.0");
+    kv_str(pk, "version", "cuda-remoted " CR_VERSION);
     kv_str(pk, "backend", b->kind);
     kv_str(pk, "device", b->desc.name);
     kv_u64(pk, "memory_total", total_mem ? total_mem : b->desc.total_mem);
