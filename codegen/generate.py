@@ -105,6 +105,7 @@ def load(args):
                     [p['canonical'] for p in fn.params]:
                 fail('%s and %s differ in signature' % (name, base))
 
+    messages = {}
     with open(args.annotations) as f:
         for lineno, line in enumerate(f, 1):
             line = line.split('#', 1)[0].split()
@@ -112,6 +113,9 @@ def load(args):
                 continue
             name, mode, attrs = line[0], line[1] if len(line) > 1 else '', line[2:]
             where = '%s:%d' % (args.annotations, lineno)
+            if name.startswith('@'):
+                load_message(messages, where, name, mode, attrs)
+                continue
             if name not in funcs:
                 fail('%s: %s is not a driver function in the manifest' % (where, name))
             if base_of(name) != name:
@@ -178,6 +182,13 @@ def load(args):
             if line in opcodes:
                 fail('%s: %s listed twice' % (args.opcodes, line))
             opcodes[line] = number
+    for name in opcodes:
+        if name.startswith('@') and name not in messages:
+            fail('%s: annotate the protocol message %s in %s' % (args.opcodes, name,
+                                                                  args.annotations))
+    for name in messages:
+        if name not in opcodes:
+            fail('%s: %s has no opcode: append it to %s' % (args.annotations, name, args.opcodes))
     for fn in funcs.values():
         if fn.mode in ('remote', 'hand'):
             if fn.name not in opcodes:
@@ -190,16 +201,85 @@ def load(args):
             fn.mode, fn.attrs, fn.param_specs, fn.opcode, fn.via, fn.wire_params = \
                 base.mode, base.attrs, base.param_specs, base.opcode, base.via, base.wire_params
             fn.alias = base.alias
-    return manifest, funcs, opcodes
+    return manifest, funcs, opcodes, messages
+
+
+MESSAGE_ATTRS = {'first', 'loop', 'fd'}
+
+
+def load_message(messages, where, name, mode, attrs):
+    """A protocol message: `message` (the client sends it, cr_srv_<name> answers it),
+    `notice` (only the server sends it) or `reserved` (a number no side uses)."""
+    if name in messages:
+        fail('%s: %s annotated twice' % (where, name))
+    if mode not in ('message', 'notice', 'reserved'):
+        fail('%s: a protocol message is a message, notice or reserved' % where)
+    for a in attrs:
+        if mode != 'message' or a not in MESSAGE_ATTRS:
+            fail('%s: unknown attribute %s for a %s' % (where, a, mode))
+    messages[name] = (mode, set(attrs))
+
+
+def message_handler(name):
+    return 'cr_srv_' + name[1:]
+
+
+def opcode_rules(funcs, opcodes, messages):
+    """The rules every side applies to an opcode, by number: bulk bytes and flags."""
+    rules = {}
+    for fn in funcs.values():
+        if fn.mode in ('remote', 'hand') and base_of(fn.name) == fn.name:
+            flags = ['CR_OPR_LAUNCH'] if 'launch' in fn.attrs else []
+            rules[fn.opcode] = (fn.bulk or '0', flags)
+    flag_of = {'first': 'CR_OPR_FIRST', 'loop': 'CR_OPR_ON_LOOP', 'fd': 'CR_OPR_PASSES_FD'}
+    for name, (mode, attrs) in messages.items():
+        if mode == 'message':
+            rules[opcodes[name]] = ('0', ['CR_OPR_MESSAGE'] + sorted(flag_of[a] for a in attrs))
+    return rules
 
 
 # --- descriptors ------------------------------------------------------------------------
 
+NO_EXTENT = ('CR_EXTENT_NONE', 0, -1, -1)
+EXTENT_RE = re.compile(r'^extent\[(\w+)(?:\*([124]))?\]$')
+ROWS_RE = re.compile(r'^rows\[(\w+),(\w+)(?:\*([124]))?,(\w+)\]$')
+
+
+def dptr_extent(fn, p, spec):
+    """How far a device-pointer parameter reaches, as (kind, elem, pitch, rows) plus the
+    count parameter's index: the server checks that the session owns every byte of it."""
+    names = [q['name'] for q in fn.params]
+
+    def index(name):
+        if name not in names:
+            fail('%s.%s: no parameter %s' % (fn.name, p['name'], name))
+        return names.index(name)
+    if spec == 'first':
+        return ('CR_EXTENT_FIRST', 1, -1, -1), -1
+    m = EXTENT_RE.match(spec or '')
+    if m:
+        return ('CR_EXTENT_COUNT', int(m.group(2) or 1), -1, -1), index(m.group(1))
+    m = ROWS_RE.match(spec or '')
+    if m:
+        pitch, width, elem, rows = m.groups()
+        return ('CR_EXTENT_ROWS', int(elem or 1), index(pitch), index(rows)), index(width)
+    fail('%s.%s: a device pointer needs its extent, so that the server can check the '
+         'caller owns every byte the call reaches: first, extent[COUNT] or extent[COUNT*ELEM], '
+         'or rows[PITCH,WIDTH*ELEM,HEIGHT]' % (fn.name, p['name']))
+
+
 def classify(fn, p, handle_types):
-    """Returns (kind, flags, handle_type, count_param, size) for one parameter."""
+    """Returns (kind, flags, handle_type, count_param, size, extent) for one parameter."""
     spec = fn.param_specs.get(p['name'])
     names = [q['name'] for q in fn.params]
     kind = p['kind']
+    if kind in ('int', 'enum') and p['type'] in ('CUdeviceptr', 'CUdeviceptr_v2'):
+        extent, count = dptr_extent(fn, p, spec)
+        return ('CR_P_DPTR', [], None, count, 8, extent)
+    return classify_other(fn, p, handle_types, spec, names, kind) + (NO_EXTENT,)
+
+
+def classify_other(fn, p, handle_types, spec, names, kind):
     if spec == 'ignored':
         return ('CR_P_IGNORED', [], None, -1, 0)
     if spec == 'destroy':
@@ -210,8 +290,6 @@ def classify(fn, p, handle_types):
     if kind in ('int', 'enum'):
         if spec:
             fail('%s.%s: a value parameter takes no annotation' % (fn.name, p['name']))
-        if p['type'] in ('CUdeviceptr', 'CUdeviceptr_v2'):
-            return ('CR_P_DPTR', [], None, -1, 8)
         flags = ['CR_PF_SIGNED'] if p.get('signed') or kind == 'enum' else []
         return ('CR_P_VAL', flags, None, -1, p['size'])
     if kind == 'float':
@@ -306,7 +384,23 @@ def gen_opcodes(opcodes):
         out.append('    %s = %d,\n' % (ident, number))
     out.append('    CR_OP_COUNT = %d,\n};\n\n' % (max(opcodes.values()) + 1))
     out.append('/* Name of an opcode for logs ("?" when unknown). */\n'
-               'const char *cr_opcode_name(unsigned opcode);\n\n#endif\n')
+               'const char *cr_opcode_name(unsigned opcode);\n\n')
+    out.append('/* What may arrive under an opcode, from codegen/annotations.txt: the one table\n'
+               ' * the stub, the server\'s loop and its executor all check. */\n'
+               'enum {\n'
+               '    CR_OPR_LAUNCH = 1u << 0,     /* a kernel launch (launch) */\n'
+               '    CR_OPR_MESSAGE = 1u << 1,    /* a protocol message, not a driver call */\n'
+               '    CR_OPR_FIRST = 1u << 2,      /* the message a connection starts with */\n'
+               '    CR_OPR_ON_LOOP = 1u << 3,    /* answered on the loop thread, not queued */\n'
+               '    CR_OPR_PASSES_FD = 1u << 4,  /* a file descriptor comes with it */\n'
+               '};\n\n'
+               'typedef struct {\n'
+               '    unsigned long long bulk_limit; /* bulk bytes its frame may carry (bulk=) */\n'
+               '    unsigned flags;                /* CR_OPR_* */\n'
+               '} cr_opcode_rule_t;\n\n'
+               '/* The rules of an opcode; all zero (no bulk, nothing known) for a number the\n'
+               ' * client may not send. */\n'
+               'const cr_opcode_rule_t *cr_opcode_rule(unsigned opcode);\n\n#endif\n')
     return ''.join(out)
 
 
@@ -323,7 +417,7 @@ def gen_errors(manifest):
     return ''.join(out)
 
 
-def gen_api_desc(funcs, opcodes, handle_types):
+def gen_api_desc(funcs, opcodes, handle_types, messages):
     h = [HEADER, '#ifndef CR_API_DESC_H\n#define CR_API_DESC_H\n\n#include "api.h"\n'
          '#include "cr_opcodes.h"\n\n', 'typedef enum {\n    CR_HT_NONE = 0,\n']
     for n, ident in handle_types.items():
@@ -341,7 +435,13 @@ def gen_api_desc(funcs, opcodes, handle_types):
             h.append('extern const cr_fn_desc_t cr_desc_%s;\n' % fn.name)
     h.append('\n#endif\n')
 
-    c = [HEADER, '#include "cr_api_desc.h"\n\n#include <stddef.h>\n\n']
+    c = [HEADER, '#include "cr_api_desc.h"\n\n#include <stddef.h>\n\n#include "frame.h"\n'
+         '#include "protocol.h"\n\n']
+    c.append('const cr_opcode_rule_t *cr_opcode_rule(unsigned opcode)\n{\n'
+             '    static const cr_opcode_rule_t none, rules[CR_OP_COUNT] = {\n')
+    for number, (bulk, flags) in sorted(opcode_rules(funcs, opcodes, messages).items()):
+        c.append('        [%d] = {%s, %s},\n' % (number, bulk, ' | '.join(flags) or '0'))
+    c.append('    };\n    return opcode < CR_OP_COUNT ? &rules[opcode] : &none;\n}\n\n')
     c.append('const char *cr_opcode_name(unsigned opcode)\n{\n    static const char *const '
              'names[] = {\n        [0] = "?",\n')
     for name, number in opcodes.items():
@@ -361,7 +461,7 @@ def gen_api_desc(funcs, opcodes, handle_types):
             fail('%s has too many parameters' % fn.name)
         rows = []
         for p in fn.wire_params:
-            kind, flags, ht, count, size = classify(fn, p, handle_types)
+            kind, flags, ht, count, size, extent = classify(fn, p, handle_types)
             # an asynchronous call has no reply: its only output can be a new handle
             # whose id the client chooses
             if 'async' in fn.attrs and kind in ('CR_P_OUT', 'CR_P_OUT_ARRAY', 'CR_P_OUT_STR',
@@ -369,8 +469,9 @@ def gen_api_desc(funcs, opcodes, handle_types):
                 fail('%s.%s: an async call cannot return values' % (fn.name, p['name']))
             if 'async' in fn.attrs and kind == 'CR_P_OUT_HANDLE' and 'CR_PF_CREATE' not in flags:
                 fail('%s.%s: an async call can only return a new handle' % (fn.name, p['name']))
-            rows.append('    {%s, %s, %s, %d, %d}, /* %s */\n' % (
-                kind, ' | '.join(flags) or '0', ht or 'CR_HT_NONE', count, size, p['name']))
+            rows.append('    {%s, %s, %s, %d, %d, %s, %d, %d, %d}, /* %s */\n' % (
+                kind, ' | '.join(flags) or '0', ht or 'CR_HT_NONE', count, size, *extent,
+                p['name']))
         flags = []
         if 'async' in fn.attrs:
             flags.append('CR_FN_ASYNC')
@@ -487,7 +588,7 @@ def gen_client(funcs, manifest):
     return ''.join(stubs), ''.join(hand), ''.join(pa), ''.join(vmap)
 
 
-def gen_server(funcs, handle_types):
+def gen_server(funcs, handle_types, opcodes, messages):
     bases = [fn for fn in sorted(funcs.values(), key=lambda f: f.name) if base_of(fn.name) == fn.name]
     h = [HEADER, '#ifndef CR_DRIVER_H\n#define CR_DRIVER_H\n\n#define __CUDA_API_VERSION_INTERNAL 1\n'
          '#include <cuda.h>\n#include <cudaProfiler.h>\n\n'
@@ -543,10 +644,9 @@ def gen_server(funcs, handle_types):
     for fn in bases:
         if fn.mode not in ('remote', 'hand'):
             continue
-        rule = '%s, %d' % (fn.bulk or '0', 'launch' in fn.attrs)  # bulk_limit, launch
         if fn.server_hand:
             sh.append('void cr_srv_%s(cr_request_t *req);\n' % fn.name)
-            rows.append('    [%d] = {cr_srv_%s, NULL, NULL, %s},\n' % (fn.opcode, fn.name, rule))
+            rows.append('    [%d] = {cr_srv_%s, NULL, NULL},\n' % (fn.opcode, fn.name))
             if 'custom' in fn.attrs:
                 continue
             # a hand handler of a described call can still use the generic marshaller
@@ -560,8 +660,12 @@ def gen_server(funcs, handle_types):
                  '    (void)a;\n    return d->%s ? d->%s(%s) : CUDA_ERROR_NOT_SUPPORTED;\n}\n\n'
                  % (linkage, fn.name, target, target, args))
         if not fn.server_hand:
-            rows.append('    [%d] = {NULL, &cr_desc_%s, cr_call_%s, %s},\n' % (
-                fn.opcode, fn.name, fn.name, rule))
+            rows.append('    [%d] = {NULL, &cr_desc_%s, cr_call_%s},\n' % (
+                fn.opcode, fn.name, fn.name))
+    for name, (mode, attrs) in sorted(messages.items()):
+        if mode == 'message':
+            sh.append('void %s(cr_request_t *req);\n' % message_handler(name))
+            rows.append('    [%d] = {%s, NULL, NULL},\n' % (opcodes[name], message_handler(name)))
     d.append('const cr_dispatch_entry_t cr_dispatch_table[CR_OP_COUNT] = {\n%s};\n' % ''.join(rows))
     sh.append('\n#endif\n')
     return ''.join(h), ''.join(c), ''.join(d), ''.join(sh)
@@ -591,12 +695,12 @@ def main():
     ap.add_argument('--opcodes', required=True)
     ap.add_argument('--out', required=True)
     args = ap.parse_args()
-    manifest, funcs, opcodes = load(args)
+    manifest, funcs, opcodes, messages = load(args)
     handle_types = collect_handle_types(manifest)
     os.makedirs(args.out, exist_ok=True)
     o = lambda n: os.path.join(args.out, n)
     write(o('cr_opcodes.h'), gen_opcodes(opcodes))
-    dh, dc = gen_api_desc(funcs, opcodes, handle_types)
+    dh, dc = gen_api_desc(funcs, opcodes, handle_types, messages)
     write(o('cr_api_desc.h'), dh)
     write(o('cr_api_desc.c'), dc + gen_errors(manifest))
     stubs, hand, pa, vmap = gen_client(funcs, manifest)
@@ -604,7 +708,7 @@ def main():
     write(o('cr_client_hand.h'), hand)
     write(o('cr_procaddr.c'), pa)
     write(o('libcuda.map'), vmap)
-    drh, drc, disp, sh = gen_server(funcs, handle_types)
+    drh, drc, disp, sh = gen_server(funcs, handle_types, opcodes, messages)
     write(o('cr_driver.h'), drh)
     write(o('cr_driver.c'), drc)
     write(o('cr_dispatch.c'), disp)

@@ -47,12 +47,27 @@ enum {
     CR_PF_CREATE = 1u << 4,  /* OUT_HANDLE: the call creates it: the session owns it */
 };
 
+/* How far a call reaches from a DPTR parameter (annotations first, extent[], rows[]): the
+ * server checks that the caller owns every byte of it. */
+typedef enum {
+    CR_EXTENT_NONE = 0, /* not a device pointer */
+    CR_EXTENT_FIRST,    /* the byte it points at */
+    CR_EXTENT_COUNT,    /* count_param elements of extent_elem bytes (none: its first byte) */
+    CR_EXTENT_ROWS,     /* extent_rows rows extent_pitch bytes apart, each count_param
+                           elements of extent_elem bytes */
+} cr_extent_kind_t;
+
 typedef struct {
     uint8_t kind;        /* cr_param_kind_t */
     uint8_t flags;       /* CR_PF_* */
     uint8_t handle_type; /* cr_handle_type_t, for HANDLE / OUT_HANDLE */
-    int8_t count_param;  /* arrays and OUT_STR: index of the parameter holding the count */
+    int8_t count_param;  /* arrays and OUT_STR: index of the parameter holding the count;
+                            DPTR: of its element count or row width */
     uint32_t size;       /* bytes of one value or element */
+    uint8_t extent;      /* DPTR: cr_extent_kind_t */
+    uint8_t extent_elem; /* DPTR: bytes of one counted element */
+    int8_t extent_pitch; /* DPTR rows: index of the parameter holding the pitch */
+    int8_t extent_rows;  /* DPTR rows: index of the parameter holding the row count */
 } cr_param_desc_t;
 
 enum {

@@ -17,17 +17,16 @@
  * copies); larger ones get their own, read straight into by the loop. */
 #define INLINE_BULK_MAX (64u << 10)
 
-uint64_t cr_request_bulk_limit(uint16_t opcode)
+int cr_request_admissible(const cr_frame_header_t *h, int admitted)
 {
-    return opcode < CR_OP_COUNT ? cr_dispatch_table[opcode].bulk_limit : 0;
+    const cr_opcode_rule_t *rule = cr_opcode_rule(h->opcode);
+    if (!admitted && (!(rule->flags & CR_OPR_FIRST) || h->bulk_len ||
+                      h->body_len > CR_HELLO_MAX_BODY))
+        return CR_EPERM;
+    return h->bulk_len > rule->bulk_limit ? CR_ETOOBIG : 0;
 }
 
-int cr_request_is_launch(uint16_t opcode)
-{
-    return opcode < CR_OP_COUNT && cr_dispatch_table[opcode].launch;
-}
-
-cr_request_t *cr_request_new(const cr_frame_header_t *h)
+cr_request_t *cr_request_new(cr_session_t *s, const cr_frame_header_t *h)
 {
     int separate = h->bulk_len > INLINE_BULK_MAX;
     size_t inline_bytes = h->body_len + (separate ? 0 : (size_t)h->bulk_len);
@@ -35,6 +34,7 @@ cr_request_t *cr_request_new(const cr_frame_header_t *h)
     if (!req)
         return NULL;
     memset(req, 0, sizeof *req);
+    req->session = s;
     req->fd = -1;
     req->hdr = *h;
     req->body = (uint8_t *)(req + 1);
@@ -482,47 +482,29 @@ static void pack_output(cr_session_t *s, msgpack_packer *pk, const cr_fn_desc_t 
     }
 }
 
-/* How many device bytes a described call touches from its device-pointer parameter i
- * (0 on overflow, which no allocation can hold): the extent the call's other parameters
- * give, or its first byte for calls not listed here. */
-static uint64_t dptr_extent(const cr_fn_desc_t *d, const cr_arg_t *a)
+/* How many device bytes a call reaches from its device-pointer parameter i, as its
+ * descriptor says (codegen/annotations.txt); 0 on overflow, which no allocation can hold. */
+static uint64_t dptr_extent(const cr_fn_desc_t *d, const cr_arg_t *a, int i)
 {
-    uint64_t n, elem = 1, len;
-    switch (d->opcode) {
-    case CR_OP_cuMemcpyDtoD_v2:
-    case CR_OP_cuMemcpyDtoDAsync_v2:
-    case CR_OP_cuMemsetD8_v2:
-    case CR_OP_cuMemsetD8Async:
-        return a[2].u ? a[2].u : 1;
-    case CR_OP_cuMemsetD32_v2:
-    case CR_OP_cuMemsetD32Async:
-        elem = 2;
-        /* fall through */
-    case CR_OP_cuMemsetD16_v2:
-    case CR_OP_cuMemsetD16Async:
-        elem *= 2;
-        n = a[2].u;
-        return n == 0 ? 1 : __builtin_mul_overflow(n, elem, &len) ? 0 : len;
-    case CR_OP_cuMemsetD2D32_v2:
-    case CR_OP_cuMemsetD2D32Async:
-        elem = 2;
-        /* fall through */
-    case CR_OP_cuMemsetD2D16_v2:
-    case CR_OP_cuMemsetD2D16Async:
-        elem *= 2;
-        /* fall through */
-    case CR_OP_cuMemsetD2D8_v2:
-    case CR_OP_cuMemsetD2D8Async: { /* (dst, pitch, value, width, height) */
-        uint64_t width, rows;
-        if (a[3].u == 0 || a[4].u == 0)
+    const cr_param_desc_t *pd = &d->params[i];
+    uint64_t len, rows;
+    switch (pd->extent) {
+    case CR_EXTENT_COUNT:
+        len = a[pd->count_param].u;
+        if (len == 0)
             return 1;
-        if (__builtin_mul_overflow(a[3].u, elem, &width) ||
-            __builtin_mul_overflow(a[1].u, a[4].u - 1, &rows) ||
+        return __builtin_mul_overflow(len, pd->extent_elem, &len) ? 0 : len;
+    case CR_EXTENT_ROWS: { /* the last row ends at pitch * (height - 1) + width */
+        uint64_t width = a[pd->count_param].u, height = a[pd->extent_rows].u;
+        if (width == 0 || height == 0)
+            return 1;
+        if (__builtin_mul_overflow(width, pd->extent_elem, &width) ||
+            __builtin_mul_overflow(a[pd->extent_pitch].u, height - 1, &rows) ||
             __builtin_add_overflow(rows, width, &len))
             return 0;
         return len;
     }
-    default:
+    default: /* CR_EXTENT_FIRST; the generator refuses a device pointer without a rule */
         return 1;
     }
 }
@@ -532,10 +514,13 @@ static uint64_t dptr_extent(const cr_fn_desc_t *d, const cr_arg_t *a)
 static CUresult check_device_pointers(cr_session_t *s, const cr_fn_desc_t *d,
                                       const cr_arg_t *a)
 {
-    uint64_t len = dptr_extent(d, a);
-    for (int i = 0; i < d->param_count; i++)
-        if (d->params[i].kind == CR_P_DPTR && (!len || !cr_session_owns(s, a[i].u, len)))
+    for (int i = 0; i < d->param_count; i++) {
+        if (d->params[i].kind != CR_P_DPTR)
+            continue;
+        uint64_t len = dptr_extent(d, a, i);
+        if (!len || !cr_session_owns(s, a[i].u, len))
             return CUDA_ERROR_INVALID_VALUE;
+    }
     return CUDA_SUCCESS;
 }
 
@@ -637,6 +622,15 @@ void cr_dispatch(cr_request_t *req)
         cr_request_finish(req, CUDA_ERROR_NOT_SUPPORTED);
         return;
     }
+    unsigned flags = cr_opcode_rule(op)->flags;
+    if (flags & CR_OPR_ON_LOOP) { /* answered by the loop; a frame that reached us is odd */
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    if (flags & CR_OPR_MESSAGE) { /* not a driver call: the rules below do not apply */
+        e->hand(req);
+        return;
+    }
     pthread_mutex_lock(&s->lock);
     CUresult broken = s->context_error;
     pthread_mutex_unlock(&s->lock);
@@ -662,4 +656,13 @@ void cr_dispatch(cr_request_t *req)
         e->hand(req);
     else
         cr_generic(req, e->desc, e->call, NULL);
+}
+
+int cr_dispatch_on_loop(cr_request_t *req)
+{
+    unsigned op = req->hdr.opcode;
+    if (!(cr_opcode_rule(op)->flags & CR_OPR_ON_LOOP))
+        return 0;
+    cr_dispatch_table[op].hand(req);
+    return 1;
 }

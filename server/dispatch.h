@@ -26,14 +26,18 @@ struct cr_request_s {
     int fd;                   /* a descriptor that came with the frame (@shm_attach), or -1 */
 };
 
-/* How many bulk bytes a request of this opcode may carry (the loop refuses a frame that
- * claims more before it allocates anything). */
-uint64_t cr_request_bulk_limit(uint16_t opcode);
+/* Whether a frame with this header may be read at all, before anything is allocated for
+ * it: the opcode's rules (cr_opcode_rule) bound its bulk, and before its hello is admitted
+ * a connection may send only a small hello. 0, CR_EPERM or CR_ETOOBIG. */
+int cr_request_admissible(const cr_frame_header_t *h, int admitted);
 /* 1 for a kernel launch (consecutive launches form one measured batch). */
-int cr_request_is_launch(uint16_t opcode);
-/* Allocates a request for a frame with this header: one block for the request, its body
- * and a small bulk payload. NULL when out of memory. */
-cr_request_t *cr_request_new(const cr_frame_header_t *h);
+static inline int cr_request_is_launch(const cr_request_t *req)
+{
+    return (cr_opcode_rule(req->hdr.opcode)->flags & CR_OPR_LAUNCH) != 0;
+}
+/* Allocates a request of session s for a frame with this header: one block for the
+ * request, its body and a small bulk payload. NULL when out of memory. */
+cr_request_t *cr_request_new(cr_session_t *s, const cr_frame_header_t *h);
 /* Checks and decodes the body into zone (the executor's, reused request after request, or
  * the request's own). 0 or CR_EPROTO. */
 int cr_request_decode(cr_request_t *req, msgpack_zone *zone);
@@ -44,20 +48,23 @@ int cr_request_outlives_executor(const cr_request_t *req);
 typedef void (*cr_hand_fn)(cr_request_t *req);
 typedef CUresult (*cr_call_fn)(const cr_driver_t *d, cr_arg_t *a);
 
-/* One opcode's entry, generated from codegen/annotations.txt: how it runs, and the rules
- * the loop and the executor apply to it. */
+/* One opcode's handler, generated from codegen/annotations.txt (its rules are
+ * cr_opcode_rule's, shared with the stub). */
 typedef struct {
-    cr_hand_fn hand;          /* hand-written handler, or NULL */
+    cr_hand_fn hand;          /* hand-written handler (cr_srv_<name>), or NULL */
     const cr_fn_desc_t *desc; /* generic: descriptor */
     cr_call_fn call;          /* generic: calls the backend function */
-    uint64_t bulk_limit;      /* bulk bytes its request may carry (bulk=) */
-    int launch;               /* a kernel launch (launch) */
 } cr_dispatch_entry_t;
 
 extern const cr_dispatch_entry_t cr_dispatch_table[CR_OP_COUNT];
 
-/* Runs one request on the session's executor. */
+/* Runs one request on the session's executor: a driver call (unless the session's context
+ * is broken, or an earlier asynchronous call failed and this one reports it) or a protocol
+ * message. */
 void cr_dispatch(cr_request_t *req);
+/* On the loop thread, for a complete request: answers it there and returns 1 when its
+ * opcode is answered on the loop (annotation `loop`), else returns 0 and leaves it. */
+int cr_dispatch_on_loop(cr_request_t *req);
 
 /* Hooks around the backend call of a generically marshalled request, for hand handlers
  * that add bookkeeping: `before` may refuse the call with a CUresult; `after` sees the

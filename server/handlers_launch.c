@@ -428,18 +428,27 @@ void cr_srv_cuLaunchHostFunc(cr_request_t *req)
     cr_request_finish(req, r);
 }
 
-int cr_host_func_answered(cr_session_t *s, uint64_t call_id)
+void cr_host_func_done(cr_session_t *s, uint64_t call_id)
 {
     uint64_t v;
     pthread_mutex_lock(&s->lock);
     int gated = cr_idmap_remove(&s->gated, call_id, &v);
+    if (!gated) { /* the host function holds the driver's thread: it waits for this */
+        cr_idmap_put(&s->host_func_acks, call_id, 1);
+        pthread_cond_broadcast(&s->cond);
+    }
     pthread_mutex_unlock(&s->lock);
     if (!gated)
-        return 0;
+        return;
     host_func_t *h = (host_func_t *)(uintptr_t)v;
     gate_open(h->gate, h->count);
     host_func_unref(h);
-    return 1;
+}
+
+void cr_srv_host_func_done(cr_request_t *req)
+{
+    cr_host_func_done(req->session, req->hdr.call_id);
+    cr_request_free(req);
 }
 
 void cr_host_funcs_open_all(cr_session_t *s)

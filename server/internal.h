@@ -365,8 +365,6 @@ void cr_session_output_unstage(cr_session_t *s, uint64_t bytes);
 int cr_session_submit(cr_session_t *s, cr_request_t *req);
 /* The connection closed or failed: the executor cleans up and drops its reference. */
 void cr_session_close(cr_session_t *s, const char *why);
-/* A host function's completion arrived (loop thread). */
-void cr_session_host_func_done(cr_session_t *s, uint64_t call_id);
 void cr_session_ref(cr_session_t *s);
 void cr_session_unref(cr_session_t *s);
 /* Work that uses the session's backend objects off the executor (a waiter task, a host
@@ -462,9 +460,7 @@ void cr_code_globals_free(struct cr_code_globals_s *g);
 
 /* --no-shm: decline every region (clients then move their bytes over the socket). */
 void cr_shm_set_enabled(int on);
-/* @shm_attach and @shm_detach (executor). */
-void cr_shm_attach(cr_request_t *req);
-void cr_shm_detach(cr_request_t *req);
+/* @shm_attach and @shm_detach (executor): cr_srv_shm_attach, cr_srv_shm_detach. */
 /* The server's address of [offset, offset + bytes) in one of the session's regions, NULL
  * when that is not inside a region. Valid until the region is detached, which waits for
  * the session's streams (executor). */
@@ -486,9 +482,9 @@ typedef struct cr_outmsg_s {
     cr_session_t *session;
 } cr_outmsg_t;
 
-/* Host functions (handlers_launch.c). The client answered call_id: opens its stream's gate
- * and returns 1, or 0 when that host function holds the driver's thread instead. */
-int cr_host_func_answered(cr_session_t *s, uint64_t call_id);
+/* Host functions (handlers_launch.c). The client answered call_id (loop thread): opens
+ * its stream's gate, or lets the host function that holds the driver's thread return. */
+void cr_host_func_done(cr_session_t *s, uint64_t call_id);
 /* The client is gone: opens every gate its streams wait on. */
 void cr_host_funcs_open_all(cr_session_t *s);
 /* Frees the gates, once the session's streams are done. */
@@ -542,8 +538,8 @@ void cr_status_start(void);
  * metrics. */
 void cr_status_set_restarts(int n);
 int cr_status_restarts(void);
-/* Answers @status: the server, tenants and sessions the caller's tenant may see. */
-void cr_status_reply(cr_request_t *req);
+/* @status (cr_srv_status) answers with the server, tenants and sessions the caller's
+ * tenant may see. */
 /* Serves Prometheus metrics at /metrics on a bound listener. 0 or CR_E* (logged). */
 int cr_metrics_listen(uv_loop_t *loop, const cr_backend_t *b, const cr_listener_t *l);
 

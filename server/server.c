@@ -363,11 +363,8 @@ static int complete(conn_t *c)
         cr_request_free(req);
         return CR_EPROTO;
     }
-    if (req->hdr.opcode == CR_OP_HOST_FUNC_DONE) { /* answered here: a stream waits for it */
-        cr_session_host_func_done(c->session, req->hdr.call_id);
-        cr_request_free(req);
+    if (cr_dispatch_on_loop(req)) /* e.g. @host_func_done: a stream waits for it */
         return 0;
-    }
     if (!c->admitted) { /* the hello (start_request let nothing else through) */
         char why[256];
         if (cr_session_admit(c->session, req, why, sizeof why) != 0) {
@@ -383,7 +380,7 @@ static int complete(conn_t *c)
         c->admitted = 1;
         forget_waiting(c);
     }
-    if (req->hdr.opcode == CR_OP_SHM_ATTACH)
+    if (cr_opcode_rule(req->hdr.opcode)->flags & CR_OPR_PASSES_FD)
         req->fd = take_passed_fd(c);
     if (cr_session_submit(c->session, req)) { /* the executor is behind: the client waits */
         CR_DEBUG("session %llu: input paused", (unsigned long long)c->session->id);
@@ -398,12 +395,9 @@ static int start_request(conn_t *c)
     int err = cr_frame_decode(c->header, &h);
     if (err)
         return err;
-    /* before it is admitted a client may only say hello: nothing else is buffered */
-    if (!c->admitted && (h.opcode != CR_OP_HELLO || h.bulk_len || h.body_len > CR_HELLO_MAX_BODY))
-        return CR_EPERM;
-    if (h.bulk_len > cr_request_bulk_limit(h.opcode))
-        return CR_ETOOBIG;
-    if (!(c->req = cr_request_new(&h)))
+    if ((err = cr_request_admissible(&h, c->admitted)) != 0)
+        return err; /* before anything is buffered */
+    if (!(c->req = cr_request_new(c->session, &h)))
         return CR_ENOMEM;
     c->body_got = 0;
     c->bulk_got = 0;

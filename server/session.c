@@ -14,6 +14,7 @@
 
 #include "clock.h"
 #include "cpu.h"
+#include "cr_server_hand.h"
 #include "dispatch.h"
 #include "error.h"
 #include "log.h"
@@ -946,7 +947,6 @@ int cr_session_admit(cr_session_t *s, cr_request_t *req, char *why, size_t why_l
 {
     msgpack_zone zone;
     msgpack_zone_init(&zone, 2048);
-    req->session = s;
     int err = cr_request_decode(req, &zone);
     const msgpack_object *info =
         !err && req->root.type == MSGPACK_OBJECT_MAP ? &req->root : NULL;
@@ -992,7 +992,7 @@ int cr_session_admit(cr_session_t *s, cr_request_t *req, char *why, size_t why_l
 
 /* Answers the hello of an admitted session (executor): its default stream, then the
  * device as its tenant sees it. */
-static int handle_hello(cr_session_t *s, cr_request_t *req)
+static int answer_hello(cr_session_t *s, cr_request_t *req)
 {
     const msgpack_object *info = req->root.type == MSGPACK_OBJECT_MAP ? &req->root : NULL;
     char client[64];
@@ -1074,6 +1074,20 @@ static int handle_hello(cr_session_t *s, cr_request_t *req)
     return 0;
 }
 
+/* @hello: the first answers the admitted session, which ends when that fails; a second
+ * is a client's mistake. */
+void cr_srv_hello(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    if (s->hello_done) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    if (answer_hello(s, req) != 0)
+        cr_server_close_connection(s);
+    cr_request_free(req);
+}
+
 /* --- the executor ---------------------------------------------------------------------------- */
 
 static void *executor_main(void *arg)
@@ -1147,26 +1161,15 @@ static void *executor_main(void *arg)
             cr_server_close_connection(s);
             continue;
         }
-        if (!s->hello_done) { /* admitted on the loop thread: the hello comes first */
-            int err = req->hdr.opcode == CR_OP_HELLO ? handle_hello(s, req) : CR_EPROTO;
-            if (err)
-                cr_server_close_connection(s);
+        if (!s->hello_done && !(cr_opcode_rule(req->hdr.opcode)->flags & CR_OPR_FIRST)) {
+            cr_server_close_connection(s); /* the loop admitted it: the hello comes first */
             cr_request_free(req);
             msgpack_zone_clear(&exec_zone);
             continue;
         }
-        if (!cr_request_is_launch(req->hdr.opcode))
+        if (!cr_request_is_launch(req))
             cr_sched_flush(s); /* launches in a measured batch are consecutive */
-        if (req->hdr.opcode == CR_OP_HELLO)
-            cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
-        else if (req->hdr.opcode == CR_OP_SHM_ATTACH)
-            cr_shm_attach(req);
-        else if (req->hdr.opcode == CR_OP_SHM_DETACH)
-            cr_shm_detach(req);
-        else if (req->hdr.opcode == CR_OP_STATUS)
-            cr_status_reply(req);
-        else
-            cr_dispatch(req);
+        cr_dispatch(req);
         msgpack_zone_clear(&exec_zone); /* nothing the executor decoded is used after this */
     }
     msgpack_zone_destroy(&exec_zone);
@@ -1217,7 +1220,6 @@ cr_session_t *cr_session_new(cr_server_t *server, const cr_backend_t *b, uint64_
 
 int cr_session_submit(cr_session_t *s, cr_request_t *req)
 {
-    req->session = s;
     req->next = NULL;
     pthread_mutex_lock(&s->lock);
     if (s->inbox_tail)
@@ -1257,14 +1259,4 @@ void cr_session_close(cr_session_t *s, const char *why)
     if (first)
         CR_INFO("session %llu: %s from %s ended: %s", (unsigned long long)s->id,
                 s->who[0] ? s->who : "client", s->peer, why);
-}
-
-void cr_session_host_func_done(cr_session_t *s, uint64_t call_id)
-{
-    if (cr_host_func_answered(s, call_id))
-        return;
-    pthread_mutex_lock(&s->lock);
-    cr_idmap_put(&s->host_func_acks, call_id, 1);
-    pthread_cond_broadcast(&s->cond);
-    pthread_mutex_unlock(&s->lock);
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cr_opcodes.h"
+#include "cr_server_hand.h"
 #include "dispatch.h"
 #include "error.h"
 #include "log.h"
@@ -79,7 +80,7 @@ static region_t *region_map(const cr_backend_t *b, int fd, uint64_t size, const 
     return r;
 }
 
-void cr_shm_attach(cr_request_t *req)
+void cr_srv_shm_attach(cr_request_t *req)
 {
     cr_session_t *s = req->session;
     uint64_t id, size;
@@ -148,7 +149,7 @@ static void detach_when_idle(void *arg)
     free(t);
 }
 
-void cr_shm_detach(cr_request_t *req)
+void cr_srv_shm_detach(cr_request_t *req)
 {
     cr_session_t *s = req->session;
     uint64_t id, v;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cr_server_hand.h"
 #include "dispatch.h"
 #include "log.h"
 #include "mpfield.h"
@@ -147,7 +148,7 @@ static void add_session(const cr_session_info_t *s, void *arg)
     l->list[l->count++] = *s;
 }
 
-void cr_status_reply(cr_request_t *req)
+void cr_srv_status(cr_request_t *req)
 {
     cr_session_t *self = req->session;
     const cr_backend_t *b = self->backend;

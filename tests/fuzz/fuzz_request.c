@@ -17,8 +17,8 @@
  * The call id of a frame is its position (the hello is 1). A hello is sent first unless the
  * first frame is one. Each frame passes the loop's own checks (cr_frame_decode, the bulk
  * limit of its opcode, no reply flags), and a frame the loop would refuse ends the
- * connection as it would. An @host_func_done goes to cr_session_host_func_done as in the
- * loop, with its body length field as the call id it answers and no body. Every @host_func
+ * connection as it would. An @host_func_done is answered on the loop (cr_dispatch_on_loop)
+ * as by the server, with its body length field as the call id it answers and no body. Every @host_func
  * the server asks for is answered, as a live client does. After the last frame a @status
  * request follows; once it is answered (or the server asked to close the connection) the
  * connection closes (cr_session_close) and the harness waits until the session's executor
@@ -239,7 +239,7 @@ static void answer_host_functions(void)
         uint64_t id = conn.asks[--conn.nasks];
         cr_session_t *s = conn.session;
         pthread_mutex_unlock(&conn.lock);
-        cr_session_host_func_done(s, id);
+        cr_host_func_done(s, id);
         pthread_mutex_lock(&conn.lock);
     }
 }
@@ -303,25 +303,20 @@ static int receive(cr_session_t *s, unsigned flags, uint16_t opcode, const uint8
     conn.calls[call_id] = (call_t){opcode, (uint8_t)waits, 0};
     pthread_mutex_unlock(&conn.lock);
 
-    cr_frame_header_t h = {
-        CR_PROTOCOL_VERSION, opcode, flags & CR_FRAME_KNOWN_FLAGS, body_len, call_id, bulk_len};
+    cr_frame_header_t h = {CR_PROTOCOL_VERSION, opcode, flags & CR_FRAME_KNOWN_FLAGS, body_len,
+                           opcode == CR_OP_HOST_FUNC_DONE ? answers : call_id, bulk_len};
     uint8_t raw[CR_FRAME_HEADER_SIZE];
     cr_frame_encode(&h, raw);
     if (cr_frame_decode(raw, &h) != 0) return -1;
-    /* before it is admitted a client may only say hello */
-    if (!admitted && (h.opcode != CR_OP_HELLO || h.bulk_len || h.body_len > CR_HELLO_MAX_BODY))
-        return -1;
-    if (h.bulk_len > cr_request_bulk_limit(h.opcode) ||
+    if (cr_request_admissible(&h, admitted) != 0 ||
         (h.flags & (CR_FRAME_REPLY | CR_FRAME_PARTIAL)))
         return -1;
-    if (h.opcode == CR_OP_HOST_FUNC_DONE) { /* answered in the loop, never submitted */
-        cr_session_host_func_done(s, answers);
-        return 0;
-    }
-    cr_request_t *req = cr_request_new(&h);
+    cr_request_t *req = cr_request_new(s, &h);
     FUZZ_CHECK(req != NULL);
     memcpy(req->body, body, body_len);
     if (bulk_len) memcpy(req->bulk, bulk, bulk_len);
+    if (cr_dispatch_on_loop(req)) /* @host_func_done: answered in the loop, never submitted */
+        return 0;
     if (verbose) show("->", &h, NULL);
     if (!admitted) {
         char why[256];
