@@ -30,6 +30,11 @@ struct cr_request_s {
  * it: the opcode's rules (cr_opcode_rule) bound its bulk, and before its hello is admitted
  * a connection may send only a small hello. 0, CR_EPERM or CR_ETOOBIG. */
 int cr_request_admissible(const cr_frame_header_t *h, int admitted);
+/* The memory a received request holds, for the bounds on unrun input. */
+static inline size_t cr_request_size(const cr_request_t *req)
+{
+    return sizeof *req + req->hdr.body_len + (size_t)req->hdr.bulk_len;
+}
 /* 1 for a kernel launch (consecutive launches form one measured batch). */
 static inline int cr_request_is_launch(const cr_request_t *req)
 {

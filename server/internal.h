@@ -325,6 +325,8 @@ CUresult cr_session_create_stream(cr_session_t *s, CUstream *out, unsigned flags
 
 /* Counts work for the session and its tenant. direction: CR_COPY_HTOD or CR_COPY_DTOH. */
 void cr_session_count_launch(cr_session_t *s);
+/* Counts a failed call (cr_session_note_result does for every result it sees). */
+void cr_session_count_error(cr_session_t *s);
 void cr_session_count_copy(cr_session_t *s, int direction, uint64_t bytes);
 
 /* A session as status shows it. */

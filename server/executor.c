@@ -1,0 +1,130 @@
+/* The executor: one thread per admitted session that runs its requests in arrival order.
+ *
+ * It takes requests from the session's inbox, decodes each into a zone it reuses (or the
+ * request's own, when it is answered off the executor), and hands it to cr_dispatch. It
+ * never waits on the device: calls that wait finish on waiter threads. It runs nothing
+ * more while the client leaves too much output unread, and when the connection closes it
+ * waits for the session's tasks, then releases everything the session held. */
+#include "clock.h"
+#include "cpu.h"
+#include "dispatch.h"
+#include "error.h"
+#include "log.h"
+#include "session_private.h"
+
+/* How long an idle executor keeps looking for the next request before it sleeps. */
+static uint64_t executor_spin_ns = 20000;
+
+void cr_session_set_spin(uint64_t ns)
+{
+    executor_spin_ns = ns;
+}
+
+static void *executor_main(void *arg)
+{
+    cr_session_t *s = arg;
+    const cr_driver_t *d = &s->backend->d;
+    cr_backend_bind_thread(s->backend);
+    msgpack_zone exec_zone;
+    msgpack_zone_init(&exec_zone, 8192);
+    s->legacy.type = CR_HT_CUstream; /* created at hello, at its tenant's priority */
+    for (;;) {
+        /* a client that just sent something often sends more at once: look for it a
+         * little while before sleeping, which would cost a wake-up per request */
+        int64_t until = cr_now_ns() + (int64_t)executor_spin_ns;
+        while (!__atomic_load_n(&s->inbox_head, __ATOMIC_ACQUIRE) &&
+               !__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE) && cr_now_ns() < until)
+            cr_cpu_relax();
+        if (!__atomic_load_n(&s->inbox_head, __ATOMIC_ACQUIRE))
+            cr_sched_flush(s); /* what it launched is measured before it sleeps */
+        pthread_mutex_lock(&s->lock);
+        while (!s->closing && (!s->inbox_head || cr_session_output_full_locked(s))) {
+            if (!s->inbox_head) {
+                pthread_cond_wait(&s->cond, &s->lock);
+                continue;
+            }
+            /* the client has not read what it asked for: run nothing more of its until it
+             * does (its launches so far are measured meanwhile) */
+            s->output_waiting = 1;
+            pthread_mutex_unlock(&s->lock);
+            cr_sched_flush(s);
+            pthread_mutex_lock(&s->lock);
+            while (!s->closing && cr_session_output_full_locked(s))
+                pthread_cond_wait(&s->cond, &s->lock);
+            s->output_waiting = 0;
+        }
+        if (s->closing) { /* the client is gone: what it still asked for does not matter */
+            pthread_mutex_unlock(&s->lock);
+            break;
+        }
+        int resume;
+        cr_request_t *req = cr_session_inbox_take_locked(s, &resume);
+        pthread_mutex_unlock(&s->lock);
+        if (resume)
+            cr_server_wake(s);
+        __atomic_add_fetch(&s->stat_requests, 1, __ATOMIC_RELAXED);
+
+        /* decode into the executor's zone, reused request after request, unless the
+         * request is answered off the executor */
+        msgpack_zone *zone = &exec_zone;
+        if (cr_request_outlives_executor(req) && !(zone = req->zone = msgpack_zone_new(2048))) {
+            cr_request_finish(req, CUDA_ERROR_OUT_OF_MEMORY);
+            continue;
+        }
+        if (cr_request_decode(req, zone) != 0) {
+            CR_WARN("session %llu: malformed %s from %s; closing the connection",
+                    (unsigned long long)s->id, cr_opcode_name(req->hdr.opcode), s->peer);
+            cr_request_free(req);
+            msgpack_zone_clear(&exec_zone);
+            cr_server_close_connection(s);
+            continue;
+        }
+        if (!s->hello_done && !(cr_opcode_rule(req->hdr.opcode)->flags & CR_OPR_FIRST)) {
+            cr_server_close_connection(s); /* the loop admitted it: the hello comes first */
+            cr_request_free(req);
+            msgpack_zone_clear(&exec_zone);
+            continue;
+        }
+        if (!cr_request_is_launch(req))
+            cr_sched_flush(s); /* launches in a measured batch are consecutive */
+        cr_dispatch(req);
+        msgpack_zone_clear(&exec_zone); /* nothing the executor decoded is used after this */
+    }
+    msgpack_zone_destroy(&exec_zone);
+    cr_sched_flush(s);
+
+    /* wait for the waiter threads and host functions still using the session */
+    pthread_mutex_lock(&s->lock);
+    while (s->tasks > 0)
+        pthread_cond_wait(&s->cond, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+    if (s->legacy.obj) {
+        cr_session_release_resources(s, 0);
+        d->cuStreamDestroy_v2(s->legacy.obj);
+        if (s->legacy.marker)
+            d->cuEventDestroy_v2(s->legacy.marker);
+    }
+    cr_host_func_gates_free(s); /* its streams are done */
+    cr_shm_release_all(s); /* after the work that may still have used the regions */
+    if (s->tenant)
+        __atomic_sub_fetch(&s->tenant->sessions, 1, __ATOMIC_RELAXED);
+    CR_INFO("session %llu: resources of %s released (%llu requests)", (unsigned long long)s->id,
+            s->who[0] ? s->who : s->peer, (unsigned long long)s->stat_requests);
+    cr_session_unref(s);
+    return NULL;
+}
+
+int cr_executor_start(cr_session_t *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->refs++; /* the executor's */
+    pthread_mutex_unlock(&s->lock);
+    if (pthread_create(&s->executor, NULL, executor_main, s) == 0) {
+        pthread_detach(s->executor);
+        return 0;
+    }
+    pthread_mutex_lock(&s->lock);
+    s->refs--;
+    pthread_mutex_unlock(&s->lock);
+    return CR_ENOMEM;
+}

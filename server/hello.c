@@ -1,0 +1,215 @@
+/* The hello: admission on the loop thread, then the answer on the executor.
+ *
+ * cr_session_admit (loop) decodes a connection's first message, names the client for the
+ * log, finds its tenant by token and checks the tenant's session limit, then starts the
+ * executor; a refusal is answered at once with its reason. cr_srv_hello (executor) creates
+ * the session's own legacy stream and answers with the device as the tenant sees it. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cr_server_hand.h"
+#include "dispatch.h"
+#include "error.h"
+#include "log.h"
+#include "mpfield.h"
+#include "protocol.h"
+#include "version.h"
+#include "session_private.h"
+
+/* A field of the hello's map as text fit for the log (a number printed, control characters
+ * replaced); "" when absent. */
+static void copy_field(char *dst, size_t cap, const msgpack_object *map, const char *key)
+{
+    const msgpack_object *v = cr_mp_field(map, key);
+    cr_mp_copy_str(dst, cap, v);
+    if (v && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+        snprintf(dst, cap, "%llu", (unsigned long long)v->via.u64);
+    for (char *c = dst; *c; c++)
+        if ((unsigned char)*c < 0x20)
+            *c = '?';
+}
+
+/* Answers a hello with a refusal and its reason. */
+static void refuse_hello(cr_request_t *req, CUresult r, const char *why)
+{
+    cr_reply_t reply;
+    if (cr_reply_begin(req, &reply, r, 1) == 0) {
+        cr_mp_pack_str(&reply.pk, why);
+        cr_reply_send(req, &reply, 0);
+    }
+}
+
+/* The tenant a hello names, if it may have one more session; else the error to answer
+ * and its reason in `why`. */
+static cr_tenant_t *admit_tenant(cr_session_t *s, const msgpack_object *info, CUresult *r,
+                                 char *why, size_t why_len)
+{
+    char protocol[16];
+    copy_field(protocol, sizeof protocol, info, "protocol");
+    if (atoi(protocol) != CR_PROTOCOL_VERSION) {
+        snprintf(why, why_len, "protocol version %s is not %d", protocol, CR_PROTOCOL_VERSION);
+        *r = CUDA_ERROR_NOT_SUPPORTED;
+        return NULL;
+    }
+    const msgpack_object *token = cr_mp_field(info, "token");
+    int has_token = token && token->type == MSGPACK_OBJECT_STR;
+    const char *reason = NULL;
+    cr_tenant_t *tenant = cr_tenants_find(has_token ? token->via.str.ptr : NULL,
+                                          has_token ? token->via.str.size : 0, &reason);
+    if (!tenant) {
+        snprintf(why, why_len, "%s", reason ? reason : "no such tenant");
+        *r = CUDA_ERROR_NOT_PERMITTED;
+        return NULL;
+    }
+    unsigned limit = __atomic_load_n(&tenant->max_sessions, __ATOMIC_RELAXED);
+    if (!limit)
+        limit = cr_guard_limits()->tenant_sessions;
+    /* counted here, on the loop thread, which admits every session: no two can race */
+    uint64_t now = __atomic_load_n(&tenant->sessions, __ATOMIC_RELAXED);
+    if (limit && now >= limit) {
+        snprintf(why, why_len, "tenant %s has %llu sessions, as many as it may have",
+                 tenant->name, (unsigned long long)now);
+        *r = CUDA_ERROR_NOT_PERMITTED;
+        return NULL;
+    }
+    (void)s;
+    return tenant;
+}
+
+int cr_session_admit(cr_session_t *s, cr_request_t *req, char *why, size_t why_len)
+{
+    msgpack_zone zone;
+    msgpack_zone_init(&zone, 2048);
+    int err = cr_request_decode(req, &zone);
+    const msgpack_object *info =
+        !err && req->root.type == MSGPACK_OBJECT_MAP ? &req->root : NULL;
+    if (!info) {
+        snprintf(why, why_len, "a malformed hello");
+        msgpack_zone_destroy(&zone);
+        return CR_EPROTO;
+    }
+    char pid[16], host[64], program[200];
+    copy_field(pid, sizeof pid, info, "pid");
+    copy_field(host, sizeof host, info, "host");
+    copy_field(program, sizeof program, info, "program");
+    const char *base = strrchr(program, '/');
+    snprintf(s->who, sizeof s->who, "%s (pid %s) on %s", base ? base + 1 : program, pid, host);
+    CUresult r = CUDA_SUCCESS;
+    char reason[160];
+    cr_tenant_t *tenant = admit_tenant(s, info, &r, reason, sizeof reason);
+    if (tenant) {
+        s->tenant = tenant;
+        __atomic_add_fetch(&tenant->sessions, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&tenant->sessions_total, 1, __ATOMIC_RELAXED);
+        if (cr_executor_start(s) == 0) {
+            msgpack_zone_destroy(&zone);
+            return 0;
+        }
+        __atomic_sub_fetch(&tenant->sessions, 1, __ATOMIC_RELAXED);
+        s->tenant = NULL;
+        snprintf(reason, sizeof reason, "the server cannot start a thread for the session");
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    refuse_hello(req, r, reason);
+    snprintf(why, why_len, "%s: %s", s->who, reason);
+    msgpack_zone_destroy(&zone);
+    return r == CUDA_ERROR_NOT_SUPPORTED ? CR_EVERSION : CR_EPERM;
+}
+
+/* Answers the hello of an admitted session (executor): its default stream, then the
+ * device as its tenant sees it. */
+static int answer_hello(cr_session_t *s, cr_request_t *req)
+{
+    const msgpack_object *info = req->root.type == MSGPACK_OBJECT_MAP ? &req->root : NULL;
+    char client[64];
+    if (!info)
+        return CR_EPROTO;
+    copy_field(client, sizeof client, info, "client");
+    const cr_backend_t *b = s->backend;
+    cr_tenant_t *tenant = s->tenant;
+    CUresult created = cr_session_create_stream(s, (CUstream *)&s->legacy.obj,
+                                                CU_STREAM_NON_BLOCKING, 0);
+    if (created != CUDA_SUCCESS) {
+        s->legacy.obj = NULL;
+        refuse_hello(req, created, "the server cannot create a stream for the session");
+        CR_WARN("session %llu: refused %s from %s: no stream", (unsigned long long)s->id,
+                s->who, s->peer);
+        return CR_ENOMEM;
+    }
+    cr_session_capture_output(s, s->legacy.obj);
+    cr_reply_t r;
+    if (cr_reply_begin(req, &r, CUDA_SUCCESS, 1) != 0)
+        return CR_ENOMEM;
+    /* the tenant sees its own slice of the device */
+    uint64_t quota = __atomic_load_n(&tenant->quota, __ATOMIC_RELAXED);
+    uint64_t total_mem = quota && quota < b->desc.total_mem ? quota : b->desc.total_mem;
+    msgpack_pack_map(&r.pk, 8);
+    cr_mp_pack_str(&r.pk, "protocol");
+    msgpack_pack_int(&r.pk, CR_PROTOCOL_VERSION);
+    cr_mp_pack_str(&r.pk, "server");
+    cr_mp_pack_str(&r.pk, "cuda-remoted " CR_VERSION);
+    cr_mp_pack_str(&r.pk, "backend");
+    cr_mp_pack_str(&r.pk, b->kind);
+    cr_mp_pack_str(&r.pk, "driver_version");
+    msgpack_pack_int(&r.pk, b->driver_version);
+    cr_mp_pack_str(&r.pk, "session");
+    msgpack_pack_uint64(&r.pk, s->id);
+    cr_mp_pack_str(&r.pk, "devices");
+    msgpack_pack_array(&r.pk, 1); /* one server per GPU */
+    msgpack_pack_map(&r.pk, 4);
+    cr_mp_pack_str(&r.pk, "name");
+    cr_mp_pack_str(&r.pk, b->desc.name);
+    cr_mp_pack_str(&r.pk, "uuid");
+    msgpack_pack_bin(&r.pk, 16);
+    msgpack_pack_bin_body(&r.pk, b->desc.uuid.bytes, 16);
+    cr_mp_pack_str(&r.pk, "total_mem");
+    msgpack_pack_uint64(&r.pk, total_mem);
+    cr_mp_pack_str(&r.pk, "attributes");
+    msgpack_pack_array(&r.pk, CU_DEVICE_ATTRIBUTE_MAX);
+    for (int i = 0; i < CU_DEVICE_ATTRIBUTE_MAX; i++)
+        msgpack_pack_int(&r.pk, b->desc.attrs[i]);
+    cr_mp_pack_str(&r.pk, "export_tables");
+    uint32_t tables = 0;
+    for (int i = 0; i < CR_EXPORT_TABLE_COUNT; i++)
+        tables += b->export_table_size[i] >= 0;
+    msgpack_pack_array(&r.pk, tables);
+    for (int i = 0; i < CR_EXPORT_TABLE_COUNT; i++) {
+        if (b->export_table_size[i] < 0)
+            continue;
+        msgpack_pack_array(&r.pk, 2);
+        msgpack_pack_bin(&r.pk, 16);
+        msgpack_pack_bin_body(&r.pk, cr_export_table_desc(i)->uuid, 16);
+        msgpack_pack_uint32(&r.pk, (uint32_t)b->export_table_size[i]);
+    }
+    cr_mp_pack_str(&r.pk, "device_windows");
+    if (b->window_size) {
+        msgpack_pack_array(&r.pk, 1);
+        msgpack_pack_array(&r.pk, 2);
+        msgpack_pack_uint64(&r.pk, b->window_base);
+        msgpack_pack_uint64(&r.pk, b->window_size);
+    } else {
+        msgpack_pack_array(&r.pk, 0);
+    }
+    cr_reply_send(req, &r, 0);
+    s->hello_done = 1;
+    pthread_mutex_lock(&s->lock);
+    s->listed = 1;
+    pthread_mutex_unlock(&s->lock);
+    CR_INFO("session %llu: %s connected from %s as tenant %s (%s)", (unsigned long long)s->id,
+            s->who, s->peer, tenant->name, client[0] ? client : "unknown client");
+    return 0;
+}
+
+/* @hello: the first answers the admitted session, which ends when that fails; a second
+ * is a client's mistake. */
+void cr_srv_hello(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    if (s->hello_done) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    if (answer_hello(s, req) != 0)
+        cr_server_close_connection(s);
+    cr_request_free(req);
+}

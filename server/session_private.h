@@ -1,0 +1,29 @@
+/* What the files of the session module share and no other module uses: session.c,
+ * executor.c, hello.c, handles.c, allocations.c, legacy_stream.c, context_loss.c. */
+#ifndef CR_SERVER_SESSION_PRIVATE_H
+#define CR_SERVER_SESSION_PRIVATE_H
+
+#include "internal.h"
+
+/* The first handle id a session gives out: well above NULL, CU_STREAM_LEGACY and
+ * CU_STREAM_PER_THREAD. */
+#define CR_FIRST_HANDLE_ID 0x10000
+
+/* The session's unsent output has passed its bound (--max-unsent). Caller holds s->lock. */
+int cr_session_output_full_locked(const cr_session_t *s);
+/* Takes the oldest request from the inbox (executor; caller holds s->lock and saw one);
+ * *resume says that the loop may read the connection again (cr_server_wake). */
+cr_request_t *cr_session_inbox_take_locked(cr_session_t *s, int *resume);
+/* Calls fn for every session, admitted or not, under the sessions' lock. */
+void cr_sessions_each(void (*fn)(cr_session_t *s, void *arg), void *arg);
+/* Starts the admitted session's executor (executor.c). 0, or CR_ENOMEM with nothing
+ * started. */
+int cr_executor_start(cr_session_t *s);
+/* Routes the stream's device printf to the session's client, where the backend allows it
+ * (handles.c). */
+void cr_session_capture_output(cr_session_t *s, void *stream);
+/* Forgets the globals of a library or module being unloaded (allocations.c). Caller holds
+ * s->lock. */
+void cr_session_untrack_code_locked(cr_session_t *s, uint64_t owner);
+
+#endif
