@@ -90,11 +90,6 @@ static int context_is_lost(const cr_backend_t *b)
     return 1;
 }
 
-static void probe_later(void *backend)
-{
-    context_is_lost(backend);
-}
-
 void cr_session_note_result(cr_session_t *s, CUresult r)
 {
     if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)
@@ -112,14 +107,23 @@ void cr_session_note_result(cr_session_t *s, CUresult r)
             (unsigned long long)s->id, s->who[0] ? s->who : s->peer, cr_cuda_error_name(r));
     __atomic_store_n(&context_fault, r, __ATOMIC_RELAXED);
     /* asked before this call's reply goes out, so that the client reads why before it
-     * sees the error; the driver's callback thread must not call the driver: a waiter does */
+     * sees the error; the driver's callback thread must not call the driver: the
+     * session's executor probes as soon as it looks up */
     if (cr_backend_thread_bound()) {
         if (!context_is_lost(s->backend))
             send_context_error(s, r, NULL);
         return;
     }
     send_context_error(s, r, NULL);
-    cr_waiter_run(probe_later, (void *)s->backend);
+    pthread_mutex_lock(&s->lock);
+    s->probe_wanted = 1;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void cr_session_probe_context(cr_session_t *s)
+{
+    context_is_lost(s->backend);
 }
 
 void cr_session_defer_error(cr_session_t *s, CUresult r)

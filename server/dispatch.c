@@ -584,31 +584,22 @@ static void generic_exec(void *arg)
     scratch_free(&scratch);
     cr_request_free(req);
     free(call);
-    if (d->flags & CR_FN_WAITS)
-        cr_session_task_end(s);
 }
 
 /* Runs a described call, on a waiter thread when it may wait on the device. */
 void cr_generic(cr_request_t *req, const cr_fn_desc_t *desc, cr_call_fn fn,
                 const cr_generic_hooks_t *hooks)
 {
-    cr_session_t *s = req->session;
     generic_call_t *call = malloc(sizeof *call);
     if (!call) {
         cr_request_finish(req, CUDA_ERROR_OUT_OF_MEMORY);
         return;
     }
     *call = (generic_call_t){req, desc, fn, hooks};
-    if (desc->flags & CR_FN_WAITS) {
-        cr_session_task_begin(s);
-        if (cr_waiter_run(generic_exec, call) == 0)
-            return;
-        cr_session_task_end(s);
-        free(call);
-        cr_request_finish(req, CUDA_ERROR_OUT_OF_MEMORY);
-        return;
-    }
-    generic_exec(call);
+    if (desc->flags & CR_FN_WAITS)
+        cr_session_finish_on_waiter(req->session, generic_exec, call);
+    else
+        generic_exec(call);
 }
 
 void cr_dispatch(cr_request_t *req)

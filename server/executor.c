@@ -38,7 +38,8 @@ static void *executor_main(void *arg)
         if (!__atomic_load_n(&s->inbox_head, __ATOMIC_ACQUIRE))
             cr_sched_flush(s); /* what it launched is measured before it sleeps */
         pthread_mutex_lock(&s->lock);
-        while (!s->closing && (!s->inbox_head || cr_session_output_full_locked(s))) {
+        while (!s->closing && !s->probe_wanted &&
+               (!s->inbox_head || cr_session_output_full_locked(s))) {
             if (!s->inbox_head) {
                 pthread_cond_wait(&s->cond, &s->lock);
                 continue;
@@ -49,9 +50,15 @@ static void *executor_main(void *arg)
             pthread_mutex_unlock(&s->lock);
             cr_sched_flush(s);
             pthread_mutex_lock(&s->lock);
-            while (!s->closing && cr_session_output_full_locked(s))
+            while (!s->closing && !s->probe_wanted && cr_session_output_full_locked(s))
                 pthread_cond_wait(&s->cond, &s->lock);
             s->output_waiting = 0;
+        }
+        if (s->probe_wanted) { /* a fault seen on the driver's callback thread */
+            s->probe_wanted = 0;
+            pthread_mutex_unlock(&s->lock);
+            cr_session_probe_context(s);
+            continue;
         }
         if (s->closing) { /* the client is gone: what it still asked for does not matter */
             pthread_mutex_unlock(&s->lock);

@@ -135,7 +135,6 @@ static void reply_when_done(void *arg)
         release_after_device(t);
     else
         dtoh_unref(t);
-    cr_session_task_end(s);
 }
 
 /* Host function, in stream order: push the data of an asynchronous copy. */
@@ -152,15 +151,12 @@ static void release_when_idle(void *arg)
 {
     dtoh_t *t = arg;
     t->session->backend->d.cuCtxSynchronize();
-    cr_session_task_end(t->session);
     dtoh_unref(t);
 }
 
 static void release_after_device(dtoh_t *t)
 {
-    cr_session_task_begin(t->session);
-    if (cr_waiter_run(release_when_idle, t) != 0)
-        release_when_idle(t);
+    cr_session_finish_on_waiter(t->session, release_when_idle, t);
 }
 
 /* The copy of an asynchronous device-to-host request failed: tell the client no data is
@@ -257,9 +253,7 @@ static void finish_dtoh(cr_request_t *req, cr_handle_t *stream, dtoh_t *t, CUres
     t->error = r;
     t->uncovered = uncovered;
     t->req = req;
-    cr_session_task_begin(s);
-    if (cr_waiter_run(reply_when_done, t) != 0)
-        reply_when_done(t); /* no thread to spare: wait here */
+    cr_session_finish_on_waiter(s, reply_when_done, t);
 }
 
 /* --- 1D ---------------------------------------------------------------------------------------- */
@@ -299,7 +293,6 @@ static void finish_when_done(void *arg)
     CUresult r = d->cuEventSynchronize(w->done);
     d->cuEventDestroy_v2(w->done);
     cr_request_finish(w->req, r);
-    cr_session_task_end(s);
     free(w);
 }
 
@@ -324,9 +317,7 @@ static void finish_after_stream(cr_request_t *req, cr_handle_t *stream, CUresult
         return;
     }
     w->req = req;
-    cr_session_task_begin(s);
-    if (cr_waiter_run(finish_when_done, w) != 0)
-        finish_when_done(w); /* no thread to spare: wait here */
+    cr_session_finish_on_waiter(s, finish_when_done, w);
 }
 
 static void htod(cr_request_t *req)

@@ -113,7 +113,6 @@ static void free_when_idle(void *arg)
         cr_session_track_alloc(s, t->ptr, t->size);
     cr_request_finish(t->req, r);
     free(t);
-    cr_session_task_end(s);
 }
 
 void cr_srv_cuMemFree_v2(cr_request_t *req)
@@ -140,12 +139,7 @@ void cr_srv_cuMemFree_v2(cr_request_t *req)
     t->req = req;
     t->ptr = ptr;
     t->size = size;
-    cr_session_task_begin(s);
-    if (cr_waiter_run(free_when_idle, t) != 0) {
-        cr_session_task_begin(s); /* free_when_idle ends one */
-        cr_session_task_end(s);
-        free_when_idle(t); /* no thread: wait here */
-    }
+    cr_session_finish_on_waiter(s, free_when_idle, t);
 }
 
 /* How much device memory the tenant sees: its quota, and what is left of it (never more
@@ -244,7 +238,6 @@ static void sync_when_idle(void *arg)
     cr_session_t *s = t->req->session;
     cr_request_finish(t->req, cr_session_wait_events(s, t->events, t->count));
     free(t);
-    cr_session_task_end(s);
 }
 
 void cr_srv_cuCtxSynchronize_v2(cr_request_t *req)
@@ -258,12 +251,7 @@ void cr_srv_cuCtxSynchronize_v2(cr_request_t *req)
         return;
     }
     t->req = req;
-    cr_session_task_begin(s);
-    if (cr_waiter_run(sync_when_idle, t) != 0) {
-        cr_session_task_end(s);
-        cr_request_finish(req, cr_session_wait_events(s, t->events, t->count));
-        free(t);
-    }
+    cr_session_finish_on_waiter(s, sync_when_idle, t);
 }
 
 void cr_srv_cuDevicePrimaryCtxReset_v2(cr_request_t *req)

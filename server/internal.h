@@ -287,6 +287,7 @@ struct cr_session_s {
     int gates_tried;
     CUresult deferred_error; /* first failure of an asynchronous request, not yet reported */
     CUresult context_error;  /* a kernel fault broke the client's context: every call fails */
+    int probe_wanted;        /* the executor should ask whether the device context is lost */
     cr_idmap_t regions;      /* shared-memory regions: id -> shm.c's region */
     int shm_announced;       /* logged that this session shares memory */
 
@@ -373,6 +374,12 @@ void cr_session_unref(cr_session_t *s);
  * function): the session's resources are released only after every task ended. */
 void cr_session_task_begin(cr_session_t *s);
 void cr_session_task_end(cr_session_t *s);
+/* The one way to finish a session's work where it may wait on the device: fn(arg) runs on
+ * a waiter thread as a task of the session. When no waiter thread can start, it runs on
+ * the calling thread, which then waits: work is never dropped or refused for want of a
+ * thread. The caller is a thread that may wait and call the driver (the executor or a
+ * waiter), never the driver's callback thread. */
+void cr_session_finish_on_waiter(cr_session_t *s, void (*fn)(void *), void *arg);
 
 /* Handles: ids on the wire, backend objects inside. Callers hold no lock. An object seen
  * before keeps its id. */

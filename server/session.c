@@ -228,6 +228,34 @@ void cr_session_task_end(cr_session_t *s)
     cr_session_unref(s);
 }
 
+typedef struct {
+    cr_session_t *session;
+    void (*fn)(void *);
+    void *arg;
+} later_t;
+
+static void run_later(void *p)
+{
+    later_t later = *(later_t *)p;
+    free(p);
+    later.fn(later.arg);
+    cr_session_task_end(later.session);
+}
+
+void cr_session_finish_on_waiter(cr_session_t *s, void (*fn)(void *), void *arg)
+{
+    cr_session_task_begin(s);
+    later_t *later = malloc(sizeof *later);
+    if (later) {
+        *later = (later_t){s, fn, arg};
+        if (cr_waiter_run(run_later, later) == 0)
+            return;
+        free(later);
+    }
+    fn(arg); /* no waiter thread to spare: the calling thread waits instead */
+    cr_session_task_end(s);
+}
+
 cr_session_t *cr_session_new(cr_server_t *server, const cr_backend_t *b, uint64_t id,
                              const char *peer)
 {

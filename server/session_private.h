@@ -19,6 +19,9 @@ void cr_sessions_each(void (*fn)(cr_session_t *s, void *arg), void *arg);
 /* Starts the admitted session's executor (executor.c). 0, or CR_ENOMEM with nothing
  * started. */
 int cr_executor_start(cr_session_t *s);
+/* Whether the device context is lost, after a fault the driver's callback thread saw
+ * (context_loss.c; the executor asks, for s->probe_wanted). */
+void cr_session_probe_context(cr_session_t *s);
 /* Routes the stream's device printf to the session's client, where the backend allows it
  * (handles.c). */
 void cr_session_capture_output(cr_session_t *s, void *stream);

@@ -145,7 +145,6 @@ static void detach_when_idle(void *arg)
     CUresult r = cr_session_wait_events(s, t->events, t->count);
     region_free(s->backend, t->region);
     cr_request_finish(t->req, r == CUDA_SUCCESS || cr_is_context_error(r) ? CUDA_SUCCESS : r);
-    cr_session_task_end(s);
     free(t);
 }
 
@@ -176,9 +175,7 @@ void cr_srv_shm_detach(cr_request_t *req)
     }
     t->req = req;
     t->region = (region_t *)(uintptr_t)v;
-    cr_session_task_begin(s);
-    if (cr_waiter_run(detach_when_idle, t) != 0)
-        detach_when_idle(t); /* no thread to spare: wait here */
+    cr_session_finish_on_waiter(s, detach_when_idle, t);
 }
 
 void *cr_shm_host_ptr(cr_session_t *s, uint64_t id, uint64_t offset, uint64_t bytes)
