@@ -1,6 +1,8 @@
 /* The executor: one thread per admitted session that runs its requests in arrival order.
  *
- * It takes requests from the session's inbox, decodes each into a zone it reuses (or the
+ * The loop puts each complete request in the session's inbox (cr_executor_submit), and
+ * stops reading a connection whose session, or tenant, holds too much unrun input. The
+ * executor takes requests from the inbox, decodes each into a zone it reuses (or the
  * request's own, when it is answered off the executor), and hands it to cr_dispatch. It
  * never waits on the device: calls that wait finish on waiter threads. It runs nothing
  * more while the client leaves too much output unread, and when the connection closes it
@@ -18,6 +20,84 @@ static uint64_t executor_spin_ns = 20000;
 void cr_session_set_spin(uint64_t ns)
 {
     executor_spin_ns = ns;
+}
+
+/* Unrun input a session may hold before the loop stops reading its connection (reading
+ * resumes at a quarter of it): a client cannot make the server buffer without bound. */
+static size_t inbox_high = (size_t)256 << 20;
+
+void cr_session_set_input_limit(size_t bytes)
+{
+    inbox_high = bytes ? bytes : 1;
+}
+
+static uint64_t tenant_queued_limit(void)
+{
+    uint64_t limit = cr_guard_limits()->tenant_queued;
+    return limit ? limit : UINT64_MAX;
+}
+
+int cr_executor_submit(cr_session_t *s, cr_request_t *req)
+{
+    req->next = NULL;
+    pthread_mutex_lock(&s->lock);
+    if (s->inbox_tail)
+        s->inbox_tail->next = req;
+    else
+        __atomic_store_n(&s->inbox_head, req, __ATOMIC_RELEASE); /* the executor peeks */
+    s->inbox_tail = req;
+    s->inbox_bytes += cr_request_size(req);
+    s->inbox_count++;
+    uint64_t tenant_queued = __atomic_add_fetch(&s->tenant->queued_bytes, cr_request_size(req),
+                                                __ATOMIC_RELAXED);
+    int pause = (s->inbox_bytes > inbox_high || tenant_queued > tenant_queued_limit() ||
+                 cr_session_output_full_locked(s)) &&
+                !s->reading_paused;
+    if (pause) {
+        s->reading_paused = 1;
+        s->resume_reading = 0;
+    }
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    return pause;
+}
+
+/* Takes the oldest request from the inbox (caller holds s->lock and saw one); *resume
+ * says that the loop may read the connection again (cr_server_wake). */
+static cr_request_t *inbox_take_locked(cr_session_t *s, int *resume)
+{
+    cr_request_t *req = s->inbox_head;
+    __atomic_store_n(&s->inbox_head, req->next, __ATOMIC_RELEASE);
+    if (!s->inbox_head)
+        s->inbox_tail = NULL;
+    s->inbox_bytes -= cr_request_size(req);
+    s->inbox_count--;
+    uint64_t tenant_queued = __atomic_sub_fetch(&s->tenant->queued_bytes, cr_request_size(req),
+                                                __ATOMIC_RELAXED);
+    /* reading resumes once the session caught up, and its tenant's other sessions too,
+     * unless it has nothing queued at all: each session can always take one more */
+    *resume = s->reading_paused && !s->resume_reading && s->inbox_bytes < inbox_high / 4 &&
+              (tenant_queued < tenant_queued_limit() / 2 || !s->inbox_head);
+    if (*resume)
+        s->resume_reading = 1;
+    return req;
+}
+
+/* The client is gone: what it still asked for is dropped. */
+static void inbox_drop(cr_session_t *s)
+{
+    pthread_mutex_lock(&s->lock);
+    cr_request_t *r = s->inbox_head;
+    s->inbox_head = s->inbox_tail = NULL;
+    __atomic_sub_fetch(&s->tenant->queued_bytes, s->inbox_bytes, __ATOMIC_RELAXED);
+    s->inbox_bytes = 0;
+    s->inbox_count = 0;
+    pthread_mutex_unlock(&s->lock);
+    while (r) {
+        cr_request_t *next = r->next;
+        cr_request_free(r);
+        r = next;
+    }
 }
 
 static void *executor_main(void *arg)
@@ -65,7 +145,7 @@ static void *executor_main(void *arg)
             break;
         }
         int resume;
-        cr_request_t *req = cr_session_inbox_take_locked(s, &resume);
+        cr_request_t *req = inbox_take_locked(s, &resume);
         pthread_mutex_unlock(&s->lock);
         if (resume)
             cr_server_wake(s);
@@ -98,6 +178,7 @@ static void *executor_main(void *arg)
         msgpack_zone_clear(&exec_zone); /* nothing the executor decoded is used after this */
     }
     msgpack_zone_destroy(&exec_zone);
+    inbox_drop(s);
     cr_sched_flush(s);
 
     /* wait for the waiter threads and host functions still using the session */

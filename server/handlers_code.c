@@ -24,8 +24,9 @@ struct cr_code_globals_s {
     global_t globals[];
 };
 
-void cr_code_globals_free(struct cr_code_globals_s *g)
+static void globals_free(void *p)
 {
+    struct cr_code_globals_s *g = p;
     if (!g)
         return;
     for (uint32_t i = 0; i < g->count; i++) {
@@ -53,7 +54,7 @@ static struct cr_code_globals_s *read_globals(const void *image, size_t size)
         if (!dst->name || (src->init && !dst->init)) {
             free(dst->name);
             free(dst->init);
-            cr_code_globals_free(g);
+            globals_free(g);
             g = NULL;
             break;
         }
@@ -78,8 +79,9 @@ void cr_code_reinit_globals(cr_session_t *s)
         if (!more)
             break;
         cr_handle_t *h = (cr_handle_t *)(uintptr_t)v;
-        for (uint32_t i = 0; h->globals && i < h->globals->count; i++) {
-            const global_t *gl = &h->globals->globals[i];
+        const struct cr_code_globals_s *g = h->extra_free == globals_free ? h->extra : NULL;
+        for (uint32_t i = 0; g && i < g->count; i++) {
+            const global_t *gl = &g->globals[i];
             CUdeviceptr addr = 0;
             size_t size = 0;
             CUresult r = h->type == CR_HT_CUlib
@@ -111,9 +113,19 @@ static void load(cr_request_t *req, int library)
         cr_request_finish(req, CUDA_ERROR_INVALID_IMAGE);
         return;
     }
+    /* its globals are device memory of the tenant's: charged before the driver makes them */
+    struct cr_code_globals_s *globals = read_globals(req->bulk, req->hdr.bulk_len);
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; globals && i < globals->count; i++)
+        bytes += globals->globals[i].size;
+    CUresult r = cr_session_charge(s, bytes);
+    if (r != CUDA_SUCCESS) {
+        globals_free(globals);
+        cr_request_finish(req, r);
+        return;
+    }
     void *handle = NULL;
     uint8_t type;
-    CUresult r;
     if (library) {
         type = CR_HT_CUlib;
         r = d->cuLibraryLoadData ? d->cuLibraryLoadData((CUlibrary *)&handle, req->bulk, NULL,
@@ -130,35 +142,24 @@ static void load(cr_request_t *req, int library)
         r = CUDA_ERROR_OUT_OF_MEMORY;
     }
     if (r != CUDA_SUCCESS) {
-        cr_request_finish(req, r);
-        return;
-    }
-    /* its globals are device memory of the tenant's */
-    struct cr_code_globals_s *globals = read_globals(req->bulk, req->hdr.bulk_len);
-    uint64_t bytes = 0;
-    for (uint32_t i = 0; globals && i < globals->count; i++)
-        bytes += globals->globals[i].size;
-    if ((r = cr_session_charge(s, bytes)) != CUDA_SUCCESS) {
-        cr_code_globals_free(globals);
-        cr_session_remove_handle(s, id);
-        cr_handle_destroy(d, type, handle);
+        cr_session_uncharge(s, bytes);
+        globals_free(globals);
         cr_request_finish(req, r);
         return;
     }
     pthread_mutex_lock(&s->lock);
     uint64_t v;
-    if (cr_idmap_get(&s->handles, id, &v)) {
+    if (cr_idmap_get(&s->handles, id, &v)) { /* a new handle: nothing else holds it yet */
         cr_handle_t *h = (cr_handle_t *)(uintptr_t)v;
-        h->charged = bytes;
+        h->charged = bytes; /* uncharged when the handle goes */
         bytes = 0;
-        if (!h->globals) {
-            h->globals = globals;
-            globals = NULL;
-        }
+        h->extra = globals;
+        h->extra_free = globals_free;
+        globals = NULL;
     }
     pthread_mutex_unlock(&s->lock);
     cr_session_uncharge(s, bytes); /* the handle went meanwhile (cannot happen) */
-    cr_code_globals_free(globals);
+    globals_free(globals);
     cr_reply_t reply;
     if (cr_reply_begin(req, &reply, r, 1) == 0) {
         msgpack_pack_uint64(&reply.pk, id);

@@ -15,6 +15,17 @@
 
 #define HANDLE_ID_STEP 0x10
 
+/* Frees what the session's record of a handle holds (not the backend object): the
+ * memory charged for it and what other modules keep about it. */
+static void handle_free(cr_session_t *s, cr_handle_t *h)
+{
+    cr_session_uncharge(s, h->charged);
+    if (h->extra_free)
+        h->extra_free(h->extra);
+    free(h->params);
+    free(h);
+}
+
 /* Device printf of the session's kernels goes to its client (the backend calls this before
  * the work completes, so the text is queued before any reply that reports it complete). */
 static void send_device_output(void *user, const char *text, size_t len)
@@ -185,12 +196,9 @@ void cr_session_remove_handle(cr_session_t *s, uint64_t id)
     }
     if (!h)
         return;
-    cr_session_uncharge(s, h->charged);
     if (h->marker)
         s->backend->d.cuEventDestroy_v2(h->marker);
-    cr_code_globals_free(h->globals);
-    free(h->params);
-    free(h);
+    handle_free(s, h);
 }
 
 /* Asks the backend for a function's or kernel's parameters, at most `cap`+1 of them. */
@@ -340,18 +348,18 @@ void cr_session_release_resources(cr_session_t *s, int keep_code)
         d->cuMemPoolTrimTo(pool, 0);
     if (!keep_code) { /* handles into the unloaded code are gone too */
         pthread_mutex_lock(&s->lock);
-        size_t pos = 0;
-        uint64_t id, v;
-        while (cr_idmap_next(&s->handles, &pos, &id, &v)) {
-            cr_handle_t *h = (cr_handle_t *)(uintptr_t)v;
-            cr_session_uncharge(s, h->charged);
-            cr_code_globals_free(h->globals);
-            free(h->params);
-            free(h);
-        }
-        cr_idmap_free(&s->handles);
-        cr_idmap_free(&s->by_object);
+        cr_session_forget_handles_locked(s);
         cr_rangemap_free(&s->code_ranges);
         pthread_mutex_unlock(&s->lock);
     }
+}
+
+void cr_session_forget_handles_locked(cr_session_t *s)
+{
+    size_t pos = 0;
+    uint64_t id, v;
+    while (cr_idmap_next(&s->handles, &pos, &id, &v))
+        handle_free(s, (cr_handle_t *)(uintptr_t)v);
+    cr_idmap_free(&s->handles);
+    cr_idmap_free(&s->by_object);
 }

@@ -234,8 +234,10 @@ typedef struct {
     int dirty;               /* has work the legacy stream has not waited for */
     uint64_t synced_gen;     /* legacy work generation this stream last waited for */
     CUevent marker;
-    /* libraries and modules: their globals' initial contents (handlers_code.c) */
-    struct cr_code_globals_s *globals;
+    /* what another module keeps about the object (handlers_code.c: a library's or module's
+     * globals and their initial contents), released with extra_free when the handle goes */
+    void *extra;
+    void (*extra_free)(void *extra);
     uint64_t charged;        /* device memory charged to the tenant for it (globals) */
     struct cr_batch_s *batch; /* streams: the open batch of measured launches (sched.c) */
     unsigned gate;           /* streams: 1 + index of its host-function gate, 0: none yet */
@@ -362,10 +364,10 @@ void cr_session_output_done(cr_session_t *s, uint64_t bytes);
  * its bound, so a client that does not read holds only its own work back. */
 void cr_session_output_stage(cr_session_t *s, uint64_t bytes);
 void cr_session_output_unstage(cr_session_t *s, uint64_t bytes);
-/* Hands a complete request to the session's executor (loop thread). Returns 1 when the
+/* Hands a complete request to the session's executor (loop thread; executor.c). Returns 1 when the
  * session holds so much unrun input that the loop should stop reading it for now; the
  * executor asks for reading to resume (resume_reading) once it has caught up. */
-int cr_session_submit(cr_session_t *s, cr_request_t *req);
+int cr_executor_submit(cr_session_t *s, cr_request_t *req);
 /* The connection closed or failed: the executor cleans up and drops its reference. */
 void cr_session_close(cr_session_t *s, const char *why);
 void cr_session_ref(cr_session_t *s);
@@ -463,7 +465,6 @@ void cr_sched_figures(const cr_tenant_t *t, double *share, unsigned *inflight);
 /* Gives every global of the session's libraries and modules its initial contents again:
  * a primary-context reset on a GPU reloads code into a fresh context. */
 void cr_code_reinit_globals(cr_session_t *s);
-void cr_code_globals_free(struct cr_code_globals_s *g);
 
 /* --- shm.c: memory shared with clients on the same host ---------------------------------- */
 

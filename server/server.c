@@ -382,7 +382,7 @@ static int complete(conn_t *c)
     }
     if (cr_opcode_rule(req->hdr.opcode)->flags & CR_OPR_PASSES_FD)
         req->fd = take_passed_fd(c);
-    if (cr_session_submit(c->session, req)) { /* the executor is behind: the client waits */
+    if (cr_executor_submit(c->session, req)) { /* the executor is behind: the client waits */
         CR_DEBUG("session %llu: input paused", (unsigned long long)c->session->id);
         uv_read_stop(&c->h.stream);
     }

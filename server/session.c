@@ -2,15 +2,15 @@
  *
  * A session is created for each accepted connection (cr_session_new) and lives while the
  * connection, its executor or any task still holds a reference. This file owns what makes
- * it a session: its identity and tenant, references and tasks, the inbox the loop fills
- * (cr_session_submit) and its bounds, the output accounting that holds its executor back
- * when the client does not read, and the list that status and metrics read. What a
- * session holds lives in its own files: handles.c (handle table), allocations.c (device
- * memory and globals), legacy_stream.c (default-stream ordering), hello.c (admission),
- * executor.c (the thread that runs its requests), context_loss.c (kernel faults).
+ * it a session: its identity and tenant, references and tasks, the output accounting that
+ * holds its executor back when the client does not read, and the list that status and
+ * metrics read. What a session holds and does lives in its own files: executor.c (its
+ * inbox and the thread that runs it), hello.c (admission), handles.c (handle table),
+ * allocations.c (device memory and globals), legacy_stream.c (default-stream ordering),
+ * context_loss.c (kernel faults).
  *
- * Threads: the loop creates, submits to and closes sessions; the executor and waiter
- * threads use them; s->lock guards the fields marked so in session_private.h. */
+ * Threads: the loop creates and closes sessions; the executor and waiter threads use
+ * them; s->lock guards what struct cr_session_s (internal.h) says it does. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,21 +21,6 @@
 #include "log.h"
 #include "protocol.h"
 #include "session_private.h"
-
-/* Unrun input a session may hold before the loop stops reading its connection (reading
- * resumes at a quarter of it): a client cannot make the server buffer without bound. */
-static size_t inbox_high = (size_t)256 << 20;
-
-void cr_session_set_input_limit(size_t bytes)
-{
-    inbox_high = bytes ? bytes : 1;
-}
-
-static uint64_t tenant_queued_limit(void)
-{
-    uint64_t limit = cr_guard_limits()->tenant_queued;
-    return limit ? limit : UINT64_MAX;
-}
 
 /* The session's unsent output has passed its bound. Caller holds s->lock. */
 int cr_session_output_full_locked(const cr_session_t *s)
@@ -174,29 +159,12 @@ void cr_session_ref(cr_session_t *s)
 static void session_free(cr_session_t *s)
 {
     list_remove(s);
-    size_t pos = 0;
-    uint64_t id, v;
-    while (cr_idmap_next(&s->handles, &pos, &id, &v)) {
-        cr_handle_t *h = (cr_handle_t *)(uintptr_t)v;
-        cr_session_uncharge(s, h->charged);
-        cr_code_globals_free(h->globals);
-        free(h->params);
-        free(h);
-    }
-    cr_idmap_free(&s->handles);
-    cr_idmap_free(&s->by_object);
+    cr_session_forget_handles_locked(s); /* no other reference: no lock needed */
     cr_idmap_free(&s->host_func_acks);
-    if (s->tenant)
-        __atomic_sub_fetch(&s->tenant->queued_bytes, s->inbox_bytes, __ATOMIC_RELAXED);
     for (size_t i = 0; i < s->allocations.count; i++) /* normally released before */
         cr_session_uncharge(s, s->allocations.ranges[i].value);
     cr_rangemap_free(&s->allocations);
     cr_rangemap_free(&s->code_ranges);
-    for (cr_request_t *r = s->inbox_head; r;) {
-        cr_request_t *next = r->next;
-        cr_request_free(r);
-        r = next;
-    }
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->cond);
     free(s);
@@ -276,50 +244,6 @@ cr_session_t *cr_session_new(cr_server_t *server, const cr_backend_t *b, uint64_
     s->connected_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
     list_add(s);
     return s;
-}
-
-int cr_session_submit(cr_session_t *s, cr_request_t *req)
-{
-    req->next = NULL;
-    pthread_mutex_lock(&s->lock);
-    if (s->inbox_tail)
-        s->inbox_tail->next = req;
-    else
-        __atomic_store_n(&s->inbox_head, req, __ATOMIC_RELEASE); /* the executor peeks */
-    s->inbox_tail = req;
-    s->inbox_bytes += cr_request_size(req);
-    s->inbox_count++;
-    uint64_t tenant_queued = __atomic_add_fetch(&s->tenant->queued_bytes, cr_request_size(req),
-                                                __ATOMIC_RELAXED);
-    int pause = (s->inbox_bytes > inbox_high || tenant_queued > tenant_queued_limit() ||
-                 cr_session_output_full_locked(s)) &&
-                !s->reading_paused;
-    if (pause) {
-        s->reading_paused = 1;
-        s->resume_reading = 0;
-    }
-    pthread_cond_broadcast(&s->cond);
-    pthread_mutex_unlock(&s->lock);
-    return pause;
-}
-
-cr_request_t *cr_session_inbox_take_locked(cr_session_t *s, int *resume)
-{
-    cr_request_t *req = s->inbox_head;
-    __atomic_store_n(&s->inbox_head, req->next, __ATOMIC_RELEASE);
-    if (!s->inbox_head)
-        s->inbox_tail = NULL;
-    s->inbox_bytes -= cr_request_size(req);
-    s->inbox_count--;
-    uint64_t tenant_queued = __atomic_sub_fetch(&s->tenant->queued_bytes, cr_request_size(req),
-                                                __ATOMIC_RELAXED);
-    /* reading resumes once the session caught up, and its tenant's other sessions too,
-     * unless it has nothing queued at all: each session can always take one more */
-    *resume = s->reading_paused && !s->resume_reading && s->inbox_bytes < inbox_high / 4 &&
-              (tenant_queued < tenant_queued_limit() / 2 || !s->inbox_head);
-    if (*resume)
-        s->resume_reading = 1;
-    return req;
 }
 
 void cr_session_close(cr_session_t *s, const char *why)

@@ -11,9 +11,6 @@
 
 /* The session's unsent output has passed its bound (--max-unsent). Caller holds s->lock. */
 int cr_session_output_full_locked(const cr_session_t *s);
-/* Takes the oldest request from the inbox (executor; caller holds s->lock and saw one);
- * *resume says that the loop may read the connection again (cr_server_wake). */
-cr_request_t *cr_session_inbox_take_locked(cr_session_t *s, int *resume);
 /* Calls fn for every session, admitted or not, under the sessions' lock. */
 void cr_sessions_each(void (*fn)(cr_session_t *s, void *arg), void *arg);
 /* Starts the admitted session's executor (executor.c). 0, or CR_ENOMEM with nothing
@@ -25,6 +22,9 @@ void cr_session_probe_context(cr_session_t *s);
 /* Routes the stream's device printf to the session's client, where the backend allows it
  * (handles.c). */
 void cr_session_capture_output(cr_session_t *s, void *stream);
+/* Frees the session's record of every handle, not the backend objects (handles.c).
+ * Caller holds s->lock, or the last reference. */
+void cr_session_forget_handles_locked(cr_session_t *s);
 /* Forgets the globals of a library or module being unloaded (allocations.c). Caller holds
  * s->lock. */
 void cr_session_untrack_code_locked(cr_session_t *s, uint64_t owner);

@@ -1,9 +1,9 @@
 /* libFuzzer target: what a client can send the server, run through the server's own code
- * (session.c's executor and hello, dispatch.c's request decoding and generic unmarshaller
+ * (the executor and hello, dispatch.c's request decoding and generic unmarshaller
  * over the generated descriptors, the hand-written handlers' argument parsing, shm.c,
  * status.c) on the emulated device, in-process. This file stands in for server.c's loop:
  * it creates each session as the loop does for a new connection, passes frames in through
- * cr_session_submit as the loop does once a frame is complete, and receives what the
+ * cr_executor_submit as the loop does once a frame is complete, and receives what the
  * server sends through its own cr_server_send.
  *
  * Feeds: one connection per input. The input is one byte of session options (bit 0: the
@@ -330,7 +330,7 @@ static int receive(cr_session_t *s, unsigned flags, uint16_t opcode, const uint8
         pthread_mutex_unlock(&conn.lock);
     }
     if (h.opcode == CR_OP_SHM_ATTACH) req->fd = shm_fd(flags);
-    if (cr_session_submit(s, req)) { /* paused: the loop reads on once the executor asks */
+    if (cr_executor_submit(s, req)) { /* paused: the loop reads on once the executor asks */
         if (verbose) fprintf(stderr, "reading paused\n");
         return wait_for_resume(s);
     }
