@@ -179,6 +179,7 @@ static void *executor_main(void *arg)
     }
     msgpack_zone_destroy(&exec_zone);
     inbox_drop(s);
+    cr_host_funcs_open_all(s); /* its streams must not wait for answers that cannot come */
     cr_sched_flush(s);
 
     /* wait for the waiter threads and host functions still using the session */

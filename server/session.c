@@ -257,7 +257,6 @@ void cr_session_close(cr_session_t *s, const char *why)
         pthread_cond_wait(&s->cond, &s->lock);
     pthread_cond_broadcast(&s->cond); /* the executor and blocked host functions */
     pthread_mutex_unlock(&s->lock);
-    cr_host_funcs_open_all(s); /* its streams must not wait for answers that cannot come */
     cr_sched_wake(); /* its executor may wait to launch */
     if (first)
         CR_INFO("session %llu: %s from %s ended: %s", (unsigned long long)s->id,
