@@ -7,7 +7,7 @@
  * driver, so it never runs on the driver's callback thread. */
 #include <stddef.h>
 
-#include "dispatch.h"
+#include "request.h"
 #include "log.h"
 #include "mpfield.h"
 #include "session_private.h"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dispatch.h"
+#include "request.h"
 #include "error.h"
 #include "log.h"
 #include "protocol.h"

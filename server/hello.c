@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cr_server_hand.h"
-#include "dispatch.h"
+#include "request.h"
 #include "error.h"
 #include "log.h"
 #include "mpfield.h"

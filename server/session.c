@@ -11,16 +11,16 @@
  *
  * Threads: the loop creates and closes sessions; the executor and waiter threads use
  * them; s->lock guards what struct cr_session_s (internal.h) says it does. */
+#include "session_private.h"
+
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "dispatch.h"
 #include "log.h"
 #include "protocol.h"
-#include "session_private.h"
 
 /* The session's unsent output has passed its bound. Caller holds s->lock. */
 int cr_session_output_full_locked(const cr_session_t *s)

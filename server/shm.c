@@ -17,7 +17,7 @@
 
 #include "cr_opcodes.h"
 #include "cr_server_hand.h"
-#include "dispatch.h"
+#include "request.h"
 #include "error.h"
 #include "log.h"
 

@@ -1,0 +1,408 @@
+/* The server's generic marshaller: unpacks a call from its descriptor (common/api.h),
+ * with every count, length, handle and device address checked, calls the backend, and
+ * packs the outputs. Calls that may wait on the device finish on a waiter thread. */
+#include "dispatch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "log.h"
+#include "mpcheck.h"
+#include "protocol.h"
+
+/* Scratch memory for one call's pointer arguments, freed together. */
+typedef struct {
+    void *blocks[CR_MAX_PARAMS];
+    int count;
+} scratch_t;
+
+static void *scratch_alloc(scratch_t *s, size_t n)
+{
+    if (s->count == CR_MAX_PARAMS)
+        return NULL;
+    void *p = calloc(1, n ? n : 1);
+    if (p)
+        s->blocks[s->count++] = p;
+    return p;
+}
+
+static void scratch_free(scratch_t *s)
+{
+    for (int i = 0; i < s->count; i++)
+        free(s->blocks[i]);
+}
+
+typedef struct {
+    cr_request_t *req;
+    const cr_fn_desc_t *desc;
+    cr_call_fn call;
+    const cr_generic_hooks_t *hooks;
+} generic_call_t;
+
+static int is_nil(const msgpack_object *o)
+{
+    return o->type == MSGPACK_OBJECT_NIL;
+}
+
+/* First pass: values, handles and streams. Returns a CUresult for the client, or -1 for a
+ * malformed request. */
+static int unpack_values(cr_request_t *req, const cr_fn_desc_t *d, cr_arg_t *a)
+{
+    cr_session_t *s = req->session;
+    for (int i = 0; i < d->param_count; i++) {
+        const cr_param_desc_t *pd = &d->params[i];
+        const msgpack_object *o = &req->args[i];
+        switch (pd->kind) {
+        case CR_P_VAL:
+            if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+                a[i].u = o->via.u64;
+            else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER && (pd->flags & CR_PF_SIGNED))
+                a[i].i = o->via.i64;
+            else
+                return -1;
+            break;
+        case CR_P_FLOAT:
+            if (o->type != MSGPACK_OBJECT_FLOAT32 && o->type != MSGPACK_OBJECT_FLOAT64)
+                return -1;
+            if (pd->size == 8)
+                a[i].d = o->via.f64;
+            else
+                a[i].f = (float)o->via.f64;
+            break;
+        case CR_P_DPTR:
+            if (cr_obj_u64(o, &a[i].u))
+                return -1;
+            break;
+        case CR_P_HANDLE: {
+            uint64_t id;
+            if (cr_obj_u64(o, &id))
+                return -1;
+            a[i].p = id ? cr_session_handle(s, pd->handle_type, id) : NULL;
+            if (id && !a[i].p)
+                return CUDA_ERROR_INVALID_HANDLE;
+            break;
+        }
+        case CR_P_STREAM: {
+            uint64_t id;
+            if (cr_obj_u64(o, &id))
+                return -1;
+            cr_handle_t *st = cr_session_stream(s, id);
+            if (!st)
+                return CUDA_ERROR_INVALID_HANDLE;
+            if (d->flags & CR_FN_ASYNC) /* it enqueues work on that stream */
+                cr_session_stream_prepare(s, st);
+            a[i].p = st->obj;
+            break;
+        }
+        case CR_P_IGNORED:
+            a[i].u = 0;
+            break;
+        default:
+            break; /* pointers: second pass */
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+static uint64_t count_value(const cr_fn_desc_t *d, const cr_arg_t *a, int idx)
+{
+    if (idx < 0 || idx >= d->param_count || d->params[idx].kind != CR_P_VAL)
+        return UINT64_MAX;
+    if ((d->params[idx].flags & CR_PF_SIGNED) && a[idx].i < 0)
+        return UINT64_MAX;
+    return a[idx].u;
+}
+
+/* Second pass: buffers, bounded before they are allocated. client_id[i] gets the id an
+ * asynchronous call's client chose for the handle parameter i creates. */
+static int unpack_pointers(cr_request_t *req, const cr_fn_desc_t *d, cr_arg_t *a,
+                           scratch_t *scratch, uint64_t *client_id)
+{
+    for (int i = 0; i < d->param_count; i++) {
+        const cr_param_desc_t *pd = &d->params[i];
+        const msgpack_object *o = &req->args[i];
+        switch (pd->kind) {
+        case CR_P_OUT_HANDLE:
+            if (!cr_request_waits(req)) { /* created without a reply: under the client's id */
+                if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+                    o->via.u64 < CR_CLIENT_ID_BASE || o->via.u64 == UINT64_MAX)
+                    return -1;
+                client_id[i] = o->via.u64;
+                if (!(a[i].p = scratch_alloc(scratch, 8)))
+                    return CUDA_ERROR_OUT_OF_MEMORY;
+                break;
+            }
+            /* fall through */
+        case CR_P_OUT:
+            if (is_nil(o)) {
+                a[i].p = NULL;
+            } else if (o->type == MSGPACK_OBJECT_BOOLEAN) {
+                if (!(a[i].p = scratch_alloc(scratch, pd->size > 8 ? pd->size : 8)))
+                    return CUDA_ERROR_OUT_OF_MEMORY;
+            } else {
+                return -1;
+            }
+            break;
+        case CR_P_IN:
+        case CR_P_INOUT:
+            if (is_nil(o)) {
+                a[i].p = NULL;
+                break;
+            }
+            if (o->type != MSGPACK_OBJECT_BIN || o->via.bin.size != pd->size)
+                return -1;
+            if (!(a[i].p = scratch_alloc(scratch, pd->size))) /* aligned copy */
+                return CUDA_ERROR_OUT_OF_MEMORY;
+            memcpy(a[i].p, o->via.bin.ptr, pd->size);
+            break;
+        case CR_P_IN_ARRAY: {
+            if (is_nil(o)) {
+                a[i].p = NULL;
+                break;
+            }
+            uint64_t n = count_value(d, a, pd->count_param);
+            if (o->type != MSGPACK_OBJECT_BIN || n > CR_MAX_ARRAY_BYTES / (pd->size ? pd->size : 1) ||
+                o->via.bin.size != n * pd->size)
+                return -1;
+            if (!(a[i].p = scratch_alloc(scratch, o->via.bin.size)))
+                return CUDA_ERROR_OUT_OF_MEMORY;
+            memcpy(a[i].p, o->via.bin.ptr, o->via.bin.size);
+            break;
+        }
+        case CR_P_OUT_ARRAY:
+        case CR_P_OUT_STR: {
+            if (is_nil(o)) {
+                a[i].p = NULL;
+                break;
+            }
+            uint64_t n = count_value(d, a, pd->count_param), cap;
+            if (cr_obj_u64(o, &cap) || cap != n ||
+                n > CR_MAX_ARRAY_BYTES / (pd->size ? pd->size : 1))
+                return -1;
+            if (!(a[i].p = scratch_alloc(scratch, (size_t)n * pd->size)))
+                return CUDA_ERROR_OUT_OF_MEMORY;
+            break;
+        }
+        case CR_P_STR:
+            if (is_nil(o)) {
+                a[i].p = NULL;
+                break;
+            }
+            if (o->type != MSGPACK_OBJECT_STR || o->via.str.size >= CR_MAX_ARRAY_BYTES)
+                return -1;
+            if (!(a[i].p = scratch_alloc(scratch, o->via.str.size + 1)))
+                return CUDA_ERROR_OUT_OF_MEMORY;
+            memcpy(a[i].p, o->via.str.ptr, o->via.str.size);
+            break;
+        default:
+            break;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+static int is_output(uint8_t kind)
+{
+    return kind == CR_P_OUT || kind == CR_P_OUT_HANDLE || kind == CR_P_INOUT ||
+           kind == CR_P_OUT_ARRAY || kind == CR_P_OUT_STR;
+}
+
+/* Handles the driver frees with the code they come from (a module's functions, a
+ * library's kernels and modules). */
+static int is_code_part(uint8_t type)
+{
+    return type == CR_HT_CUfunc || type == CR_HT_CUkern || type == CR_HT_CUmod;
+}
+
+/* The module, library or kernel a call takes a part of: its first handle argument. */
+static void *code_owner(const cr_fn_desc_t *d, const cr_arg_t *a)
+{
+    for (int i = 0; i < d->param_count; i++)
+        if (d->params[i].kind == CR_P_HANDLE)
+            return a[i].p;
+    return NULL;
+}
+
+static void pack_output(cr_session_t *s, msgpack_packer *pk, const cr_fn_desc_t *d,
+                        const cr_arg_t *a, int i, CUresult r)
+{
+    const cr_param_desc_t *pd = &d->params[i];
+    const void *p = a[i].p;
+    if (!p || r != CUDA_SUCCESS) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    switch (pd->kind) {
+    case CR_P_OUT:
+        if (pd->flags & CR_PF_BYTES) {
+            msgpack_pack_bin(pk, pd->size);
+            msgpack_pack_bin_body(pk, p, pd->size);
+        } else if (pd->flags & CR_PF_FLOAT) {
+            if (pd->size == 8)
+                msgpack_pack_double(pk, *(const double *)p);
+            else
+                msgpack_pack_float(pk, *(const float *)p);
+        } else {
+            uint64_t v = 0;
+            memcpy(&v, p, pd->size);
+            if ((pd->flags & CR_PF_SIGNED) && pd->size < 8 && (v >> (8 * pd->size - 1)) & 1)
+                v |= ~0ULL << (8 * pd->size); /* sign-extend */
+            if (pd->flags & CR_PF_SIGNED)
+                msgpack_pack_int64(pk, (int64_t)v);
+            else
+                msgpack_pack_uint64(pk, v);
+        }
+        break;
+    case CR_P_OUT_HANDLE: {
+        void *obj = *(void *const *)p;
+        uint64_t id = 0;
+        int err = 0;
+        if (obj && !(pd->flags & CR_PF_CREATE) && is_code_part(pd->handle_type))
+            err = cr_session_add_child_handle(s, pd->handle_type, obj, code_owner(d, a), &id);
+        else if (obj)
+            err = cr_session_add_handle(s, pd->handle_type, obj, pd->flags & CR_PF_CREATE, &id);
+        if (err)
+            id = 0;
+        msgpack_pack_uint64(pk, id);
+        break;
+    }
+    case CR_P_INOUT:
+        msgpack_pack_bin(pk, pd->size);
+        msgpack_pack_bin_body(pk, p, pd->size);
+        break;
+    case CR_P_OUT_ARRAY: {
+        size_t n = (size_t)count_value(d, a, pd->count_param) * pd->size;
+        msgpack_pack_bin(pk, n);
+        msgpack_pack_bin_body(pk, p, n);
+        break;
+    }
+    case CR_P_OUT_STR: {
+        size_t cap = (size_t)count_value(d, a, pd->count_param);
+        size_t n = strnlen(p, cap ? cap - 1 : 0);
+        msgpack_pack_str(pk, n);
+        msgpack_pack_str_body(pk, p, n);
+        break;
+    }
+    }
+}
+
+/* How many device bytes a call reaches from its device-pointer parameter i, as its
+ * descriptor says (codegen/annotations.txt); 0 on overflow, which no allocation can hold. */
+static uint64_t dptr_extent(const cr_fn_desc_t *d, const cr_arg_t *a, int i)
+{
+    const cr_param_desc_t *pd = &d->params[i];
+    uint64_t len, rows;
+    switch (pd->extent) {
+    case CR_EXTENT_COUNT:
+        len = a[pd->count_param].u;
+        if (len == 0)
+            return 1;
+        return __builtin_mul_overflow(len, pd->extent_elem, &len) ? 0 : len;
+    case CR_EXTENT_ROWS: { /* the last row ends at pitch * (height - 1) + width */
+        uint64_t width = a[pd->count_param].u, height = a[pd->extent_rows].u;
+        if (width == 0 || height == 0)
+            return 1;
+        if (__builtin_mul_overflow(width, pd->extent_elem, &width) ||
+            __builtin_mul_overflow(a[pd->extent_pitch].u, height - 1, &rows) ||
+            __builtin_add_overflow(rows, width, &len))
+            return 0;
+        return len;
+    }
+    default: /* CR_EXTENT_FIRST; the generator refuses a device pointer without a rule */
+        return 1;
+    }
+}
+
+/* Device addresses a client passes must lie in its own memory: another tenant's are
+ * refused as if they did not exist. */
+static CUresult check_device_pointers(cr_session_t *s, const cr_fn_desc_t *d,
+                                      const cr_arg_t *a)
+{
+    for (int i = 0; i < d->param_count; i++) {
+        if (d->params[i].kind != CR_P_DPTR)
+            continue;
+        uint64_t len = dptr_extent(d, a, i);
+        if (!len || !cr_session_owns(s, a[i].u, len))
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+
+static void generic_exec(void *arg)
+{
+    generic_call_t *call = arg;
+    cr_request_t *req = call->req;
+    cr_session_t *s = req->session;
+    const cr_fn_desc_t *d = call->desc;
+    const cr_generic_hooks_t *hooks = call->hooks;
+    cr_arg_t a[CR_MAX_PARAMS];
+    uint64_t client_id[CR_MAX_PARAMS] = {0};
+    scratch_t scratch = {{0}, 0};
+    int r;
+    memset(a, 0, sizeof a);
+
+    if (req->argc != d->param_count) {
+        r = -1;
+    } else if ((r = unpack_values(req, d, a)) == CUDA_SUCCESS &&
+               (r = check_device_pointers(s, d, a)) == CUDA_SUCCESS &&
+               (r = unpack_pointers(req, d, a, &scratch, client_id)) == CUDA_SUCCESS &&
+               (!hooks || !hooks->before || (r = hooks->before(req, a)) == CUDA_SUCCESS)) {
+        r = call->call(&s->backend->d, a);
+        if (hooks && hooks->after)
+            r = hooks->after(req, a, (CUresult)r);
+    }
+    if (r < 0) {
+        CR_WARN("session %llu: malformed arguments for %s", (unsigned long long)s->id, d->name);
+        r = CUDA_ERROR_INVALID_VALUE;
+    }
+    if (r == CUDA_SUCCESS) { /* handles the call destroyed */
+        for (int i = 0; i < d->param_count; i++)
+            if (d->params[i].kind == CR_P_HANDLE && (d->params[i].flags & CR_PF_DESTROY))
+                cr_session_remove_handle(s, req->args[i].via.u64);
+    }
+    for (int i = 0; r == CUDA_SUCCESS && i < d->param_count; i++) {
+        if (!client_id[i]) /* handles created under the client's ids */
+            continue;
+        const cr_param_desc_t *pd = &d->params[i];
+        void *obj = *(void **)a[i].p;
+        if (cr_session_add_handle_as(s, pd->handle_type, obj, client_id[i]) != 0) {
+            cr_handle_destroy(&s->backend->d, pd->handle_type, obj);
+            r = CUDA_ERROR_INVALID_VALUE; /* an id in use: the client's fault */
+        }
+    }
+    if (!cr_request_waits(req)) {
+        if (r != CUDA_SUCCESS)
+            cr_session_defer_error(s, (CUresult)r);
+    } else {
+        uint32_t outputs = 0;
+        for (int i = 0; i < d->param_count; i++)
+            outputs += is_output(d->params[i].kind);
+        cr_reply_t reply;
+        if (cr_reply_begin(req, &reply, (CUresult)r, outputs) == 0) {
+            for (int i = 0; i < d->param_count; i++)
+                if (is_output(d->params[i].kind))
+                    pack_output(s, &reply.pk, d, a, i, (CUresult)r);
+            cr_reply_send(req, &reply, 0);
+        }
+    }
+    scratch_free(&scratch);
+    cr_request_free(req);
+    free(call);
+}
+
+/* Runs a described call, on a waiter thread when it may wait on the device. */
+void cr_generic(cr_request_t *req, const cr_fn_desc_t *desc, cr_call_fn fn,
+                const cr_generic_hooks_t *hooks)
+{
+    generic_call_t *call = malloc(sizeof *call);
+    if (!call) {
+        cr_request_finish(req, CUDA_ERROR_OUT_OF_MEMORY);
+        return;
+    }
+    *call = (generic_call_t){req, desc, fn, hooks};
+    if (desc->flags & CR_FN_WAITS)
+        cr_session_finish_on_waiter(req->session, generic_exec, call);
+    else
+        generic_exec(call);
+}
