@@ -1,7 +1,9 @@
 /* Stream capture: not remoted yet, so no stream is ever capturing. Frameworks ask on hot
  * paths (PyTorch before most allocations), so the answers are local; beginning a capture
- * returns CUDA_ERROR_NOT_SUPPORTED like every function not remoted. */
-#include "internal.h"
+ * returns CUDA_ERROR_NOT_SUPPORTED like every function not remoted.
+ *
+ * Threads: any; nothing here waits. */
+#include "client.h"
 
 CUresult cr_hand_cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus *status)
 {

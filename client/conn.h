@@ -8,7 +8,11 @@
  * A reader thread receives everything the server sends: replies (handed to the thread
  * waiting for them, bulk bytes read straight into the caller's destination), device-to-host
  * data of asynchronous copies (written into the registered destination), and host-function
- * requests (run in order on a callback thread, then acknowledged). */
+ * requests (run in order on a callback thread, then acknowledged).
+ *
+ * The connection is the stub's bottom layer: it knows frames and threads, nothing of CUDA
+ * calls. conn.c opens it and keeps its state, conn_send.c sends, conn_read.c receives,
+ * conn_callback.c runs host functions; conn_state.h is what they share. */
 #ifndef CR_CONN_H
 #define CR_CONN_H
 
@@ -100,6 +104,5 @@ int cr_conn_dead(cr_conn_t *c);
 /* The hello succeeded: from now on a connection that fails is reported as lost (before, a
  * server that refuses the hello closes it, and the refusal is the message). */
 void cr_conn_established(cr_conn_t *c);
-const char *cr_conn_address(cr_conn_t *c);
 
 #endif

@@ -4,13 +4,24 @@
  * objects: each thread's current-context stack, primary contexts with their retain counts,
  * contexts made with cuCtxCreate, and the context-local storage that cudart keeps in them
  * (export table c693336e). Work from any of a client's contexts goes to its one session;
- * resetting the primary context frees the session's memory, streams and events. */
+ * resetting the primary context, which frees the session's memory, streams and events, is
+ * lifecycle.c's.
+ *
+ * Threads: any application thread; the current-context stack is the calling thread's.
+ * Nothing here waits but for the contexts' lock, and cuCtxSynchronize for its reply.
+ * Context-local storage destructors run without the lock: they may call the driver. */
+#include "context.h"
+
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "client.h"
 #include "error.h"
-#include "internal.h"
+#include "idmap.h"
 #include "log.h"
+#include "request.h"
+#include "stream.h"
 
 #define CTX_STACK_MAX 64
 
@@ -188,38 +199,12 @@ void cr_ctx_run_cls_destructors(CUcontext ctx)
     }
 }
 
-CUresult cr_hand_cuDevicePrimaryCtxReset_v2(CUdevice dev)
+void cr_ctx_primary_reset_state(CUcontext ctx)
 {
-    CUresult r = check_device(dev);
-    if (r != CUDA_SUCCESS)
-        return r;
     pthread_mutex_lock(&ctx_lock);
-    struct CUctx_st *c = primary_of(dev);
+    ctx->retain_count = 0;
+    ctx->flags = 0;
     pthread_mutex_unlock(&ctx_lock);
-    cr_ctx_run_cls_destructors(c);
-
-    /* the server frees the session's memory, streams and events; libraries survive */
-    cr_msg_t m;
-    cr_pending_t p = {0};
-    msgpack_unpacked u;
-    int err = cr_msg_begin(cr_client()->conn, &m, CR_OP_cuDevicePrimaryCtxReset_v2);
-    if (err)
-        return cr_transport_error(err);
-    msgpack_pack_array(&m.pk, 1);
-    msgpack_pack_int(&m.pk, dev);
-    r = cr_call(&m, &p, &u);
-    cr_reply_done(&p, &u);
-    if (r == CUDA_SUCCESS) {
-        cr_memory_forget_device_allocations();
-        cr_client_reset_streams();
-        cr_handles_forget_type(CR_HT_CUstream); /* the server destroyed them */
-        cr_handles_forget_type(CR_HT_CUevent);
-        pthread_mutex_lock(&ctx_lock);
-        c->retain_count = 0;
-        c->flags = 0;
-        pthread_mutex_unlock(&ctx_lock);
-    }
-    return r;
 }
 
 /* --- created contexts and the current-context stack --------------------------------------- */

@@ -7,12 +7,20 @@
  * straight from the caller's buffer, and device-to-host bytes are read straight into the
  * caller's buffer. A copy CUDA makes asynchronous only for page-locked memory (device to
  * host) is asynchronous here only for page-locked memory too: into pageable memory it
- * returns once the bytes have landed, as CUDA's does. */
+ * returns once the bytes have landed, as CUDA's does.
+ *
+ * Threads: any application thread. A copy that waits waits for its replies (a staged
+ * one, for each chunk's). */
 #include <string.h>
 
+#include "client.h"
+#include "context.h"
 #include "error.h"
-#include "internal.h"
+#include "memory.h"
 #include "protocol.h"
+#include "request.h"
+#include "shm.h"
+#include "stream.h"
 
 static CUresult begin(cr_msg_t *m, uint16_t opcode)
 {

@@ -1,8 +1,10 @@
-/* Device queries, answered from what the server described at connect. */
+/* Device queries, answered from what the server described at connect.
+ *
+ * Threads: any; nothing here waits. */
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "client.h"
 
 static CUresult device(CUdevice dev, cr_device_t **out)
 {

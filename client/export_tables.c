@@ -9,17 +9,22 @@
  * once which table and slot it is (CUDA_REMOTE_LOG=info) and returns
  * CUDA_ERROR_NOT_SUPPORTED. Slot 0 of most tables holds the table's size in bytes. The
  * integrity check hashes the addresses of the runtime-interface table, of its own table
- * and of its check function, so those tables are static and their addresses stable. */
+ * and of its check function, so those tables are static and their addresses stable.
+ *
+ * Threads: any, from cudart and the libraries, also before cuInit. Nothing here waits but
+ * for the tables' locks, except slots that are driver calls and wait as those do. */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "client.h"
+#include "context.h"
 #include "export_tables.h"
 #include "idmap.h"
 #include "integrity.h"
-#include "internal.h"
 #include "log.h"
 
 #define SLOT(fn) ((void *)(fn))

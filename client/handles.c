@@ -1,7 +1,14 @@
 /* The handle ids the server gave this client, with their types. Asynchronous calls are
  * sent without waiting, so a stale or made-up handle must be caught here to fail at once,
- * as it does on a GPU, instead of at some unrelated later call. */
-#include "internal.h"
+ * as it does on a GPU, instead of at some unrelated later call.
+ *
+ * Threads: any; nothing here waits but for the table's lock. */
+#include "handles.h"
+
+#include <pthread.h>
+
+#include "cr_api_desc.h"
+#include "idmap.h"
 #include "protocol.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -13,13 +20,14 @@ uint64_t cr_handles_new_id(void)
     return __atomic_add_fetch(&next_client_id, 0x10, __ATOMIC_RELAXED);
 }
 
-void cr_handles_add(uint64_t id, unsigned type)
+int cr_handles_add(uint64_t id, unsigned type)
 {
     if (!id)
-        return;
+        return 0;
     pthread_mutex_lock(&lock);
-    cr_idmap_put(&live, id, type);
+    int err = cr_idmap_put(&live, id, type);
     pthread_mutex_unlock(&lock);
+    return err;
 }
 
 void cr_handles_remove(uint64_t id)

@@ -3,13 +3,21 @@
  * A launch is asynchronous: the parameter buffer is built here from the kernel's layout
  * (the bytes the kernel will see, each parameter at its offset) and coalesced with other
  * asynchronous requests. Arguments CUDA rejects on the spot are rejected here too, from the
- * cached device limits; the rest surfaces at the next call that waits. */
+ * cached device limits; the rest surfaces at the next call that waits.
+ *
+ * Threads: any application thread; launches wait for no reply, occupancy queries for
+ * theirs. Host functions run on the connection's callback thread (conn_callback.c). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "client.h"
+#include "context.h"
 #include "error.h"
-#include "internal.h"
+#include "handles.h"
+#include "module.h"
 #include "protocol.h"
+#include "request.h"
+#include "stream.h"
 
 typedef struct {
     unsigned grid[3], block[3], shared;

@@ -1,32 +1,37 @@
 /* Memory in the client: the map of device ranges the server handed out (so that unified
  * copies infer their direction and pointer attributes are answered locally), device
  * address windows reserved in this process so host memory never lands on a device
- * address, device allocation calls, and page-locked host memory, which is local. */
+ * address, device allocation calls, and page-locked host memory, which is local.
+ *
+ * Threads: any application thread; cr_memory_connected runs once in cuInit. Nothing here
+ * waits but for the map's lock and for the replies of the calls it makes. */
+#include "memory.h"
+
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "context.h"
 #include "error.h"
-#include "internal.h"
 #include "log.h"
 #include "protocol.h"
-
-#define MAX_WINDOWS 8
+#include "rangemap.h"
+#include "request.h"
+#include "shm.h"
 
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
 static cr_rangemap_t device_ranges = CR_RANGEMAP_INIT; /* value: buffer id */
 static cr_rangemap_t host_ranges = CR_RANGEMAP_INIT;   /* value: flags | kind << 32 */
-static struct {
-    uint64_t base, size;
-} windows[MAX_WINDOWS];
+static cr_device_window_t windows[CR_MAX_DEVICE_WINDOWS];
 static int window_count;
 static uint64_t next_buffer_id = 1;
 
-void cr_reserve_device_window(uint64_t base, uint64_t size)
+static void reserve_window(uint64_t base, uint64_t size)
 {
-    if (!size || window_count == MAX_WINDOWS)
+    if (!size || window_count == CR_MAX_DEVICE_WINDOWS)
         return;
     void *p = mmap((void *)(uintptr_t)base, size, PROT_NONE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
@@ -43,6 +48,12 @@ void cr_reserve_device_window(uint64_t base, uint64_t size)
     windows[window_count].size = size;
     window_count++;
     pthread_mutex_unlock(&map_lock);
+}
+
+void cr_memory_connected(const cr_client_t *cl)
+{
+    for (int i = 0; i < cl->window_count; i++)
+        reserve_window(cl->windows[i].base, cl->windows[i].size);
 }
 
 void cr_devmap_add(CUdeviceptr p, size_t size)

@@ -1,6 +1,9 @@
 /* Memsets: asynchronous (nothing to wait for), but like the driver they reject a range
- * outside every device allocation at once, from the client's map of device ranges. */
-#include "internal.h"
+ * outside every device allocation at once, from the client's map of device ranges.
+ *
+ * Threads: any application thread; nothing here waits. */
+#include "client.h"
+#include "memory.h"
 
 /* The bytes [p, p + (height - 1) * pitch + width * elem) must lie in one allocation. */
 static CUresult check_range(CUdeviceptr p, size_t pitch, size_t width, size_t height, size_t elem)

@@ -1,15 +1,28 @@
 /* Code in the client: libraries and modules are shipped to the server once, and parsed
  * here too, because kernelParams carries no sizes: each kernel's parameter layout comes
- * from the image's .nv.info sections or its PTX (common/fatbin.h). */
+ * from the image's .nv.info sections or its PTX (common/fatbin.h). A load the client
+ * cannot complete after the server loaded the code is unloaded there again.
+ *
+ * Threads: any application thread. Loads and lookups wait for the server's reply, never
+ * under the code table's lock. */
+#include "module.h"
+
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "client.h"
+#include "context.h"
 #include "error.h"
-#include "internal.h"
+#include "handles.h"
+#include "idmap.h"
 #include "log.h"
+#include "memory.h"
+#include "rangemap.h"
+#include "request.h"
 
 typedef struct {
     cr_image_t *image;     /* NULL when it could not be parsed: layouts are then unknown */
@@ -65,6 +78,17 @@ static void code_unref(code_t *c)
     code_free(c);
 }
 
+/* Unloads on the server what load_image loaded but could not record. */
+static void unload(uint16_t opcode, uint64_t h)
+{
+    CUresult r = opcode == CR_OP_cuLibraryLoadData
+                     ? cr_remote_cuLibraryUnload((CUlibrary)(uintptr_t)h)
+                     : cr_remote_cuModuleUnload((CUmodule)(uintptr_t)h);
+    cr_handles_remove(h);
+    if (r != CUDA_SUCCESS)
+        CR_WARN("cannot unload code the client failed to record: %s", cr_cuda_error_name(r));
+}
+
 /* Ships an image and records it under the handle the server returns. */
 static CUresult load_image(uint16_t opcode, uint64_t *handle, const void *code)
 {
@@ -113,27 +137,32 @@ static CUresult load_image(uint16_t opcode, uint64_t *handle, const void *code)
     msgpack_pack_array(&m.pk, 1);
     msgpack_pack_int(&m.pk, kind);
     cr_msg_bulk(&m, start, size);
+    uint64_t h = 0;
     r = cr_call(&m, &p, &u);
     if (r == CUDA_SUCCESS) {
         const msgpack_object_array *a = &u.data.via.array;
         if (a->size < 2 || a->ptr[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
             r = CUDA_ERROR_UNKNOWN;
         else
-            *handle = a->ptr[1].via.u64;
+            h = a->ptr[1].via.u64;
     }
     cr_reply_done(&p, &u);
     if (r != CUDA_SUCCESS) {
         code_free(c);
         return r;
     }
-    cr_handles_add(*handle, opcode == CR_OP_cuLibraryLoadData ? CR_HT_CUlib : CR_HT_CUmod);
-    pthread_mutex_lock(&code_lock);
-    err = cr_idmap_put(&code_by_handle, *handle, (uint64_t)(uintptr_t)c);
-    pthread_mutex_unlock(&code_lock);
-    if (err) {
+    err = cr_handles_add(h, opcode == CR_OP_cuLibraryLoadData ? CR_HT_CUlib : CR_HT_CUmod);
+    if (!err) {
+        pthread_mutex_lock(&code_lock);
+        err = cr_idmap_put(&code_by_handle, h, (uint64_t)(uintptr_t)c);
+        pthread_mutex_unlock(&code_lock);
+    }
+    if (err) { /* the server holds the code, the caller will not: unload it there */
+        unload(opcode, h);
         code_free(c);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    *handle = h;
     return CUDA_SUCCESS;
 }
 

@@ -1,9 +1,11 @@
 /* cuGetProcAddress: resolves (name, version, flags) exactly as the driver does, from the
  * generated table. cudart asks for ~440 symbols at start-up, each at the ABI version it was
- * built against; several names have different signatures at different versions. */
+ * built against; several names have different signatures at different versions.
+ *
+ * Threads: any; nothing here waits. */
 #include <string.h>
 
-#include "internal.h"
+#include "cr_client_hand.h"
 #include "procaddr.h"
 
 /* Index of the first entry named `name`, or cr_proc_table_size. */

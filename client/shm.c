@@ -8,17 +8,24 @@
  * address, CUDA_REMOTE_SHM=0, a server that declines, or memfds refused by the system.
  *
  * Each memfd is sealed against shrinking before it is offered: the server maps it, and a
- * region that shrank under it would crash the server on its next access. */
+ * region that shrank under it would crash the server on its next access.
+ *
+ * Threads: any application thread; cr_shm_connected runs once in cuInit. Attaching and
+ * detaching a region wait for the server's reply, never under the module's lock. */
 #define _GNU_SOURCE
+#include "shm.h"
+
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "error.h"
-#include "internal.h"
 #include "log.h"
+#include "rangemap.h"
+#include "request.h"
 
 #define STAGING_MAX 4 /* staging areas: concurrent staged copies; more use the socket */
 
@@ -116,11 +123,12 @@ static uint8_t *region_new(cr_conn_t *c, size_t size, uint64_t *id_out, CUresult
     return base;
 }
 
-void cr_shm_start(cr_conn_t *c, int is_unix)
+void cr_shm_connected(const cr_client_t *cl)
 {
     const char *env = getenv("CUDA_REMOTE_SHM");
-    if (!is_unix || (env && strcmp(env, "0") == 0))
+    if (!cl->is_unix || (env && strcmp(env, "0") == 0))
         return;
+    cr_conn_t *c = cl->conn;
     /* the first staging area doubles as the probe: does the server take shared memory? */
     CUresult why;
     uint64_t id;

@@ -7,12 +7,16 @@
  * the driver refuses without looking at the device (NULL arrays, a rank out of range, a
  * misaligned destination) is refused here, so such a call costs no round trip and no
  * arrays of unknown length are read. Everything else (alignment, strides, box sizes) is the
- * driver's to judge: its answer comes back with the descriptor. */
+ * driver's to judge: its answer comes back with the descriptor.
+ *
+ * Threads: any application thread; an encoding waits for its reply. */
 #include <stdint.h>
 #include <string.h>
 
-#include "internal.h"
+#include "client.h"
+#include "context.h"
 #include "protocol.h"
+#include "request.h"
 
 #define MAX_RANK 5 /* the driver's largest tensor rank */
 

@@ -11,6 +11,7 @@
 #include "dispatch.h"
 #include "log.h"
 #include "mpfield.h"
+#include "status_fields.h"
 #include "version.h"
 
 static struct timespec started;
@@ -123,11 +124,11 @@ static void kv_str(msgpack_packer *pk, const char *key, const char *value)
 #define USAGE_FIELDS 5 /* what pack_usage adds to a map */
 static void pack_usage(msgpack_packer *pk, const cr_usage_t *u)
 {
-    kv_u64(pk, "launches", u->launches);
-    kv_u64(pk, "bytes_h2d", u->bytes_h2d);
-    kv_u64(pk, "bytes_d2h", u->bytes_d2h);
-    kv_u64(pk, "errors", u->errors);
-    kv_u64(pk, "device_ns", u->device_ns);
+    kv_u64(pk, CR_STATUS_USAGE_LAUNCHES, u->launches);
+    kv_u64(pk, CR_STATUS_USAGE_BYTES_H2D, u->bytes_h2d);
+    kv_u64(pk, CR_STATUS_USAGE_BYTES_D2H, u->bytes_d2h);
+    kv_u64(pk, CR_STATUS_USAGE_ERRORS, u->errors);
+    kv_u64(pk, CR_STATUS_USAGE_DEVICE_NS, u->device_ns);
 }
 
 typedef struct {
@@ -179,56 +180,56 @@ void cr_srv_status(cr_request_t *req)
     }
     msgpack_packer *pk = &r.pk;
     msgpack_pack_map(pk, 4);
-    cr_mp_pack_str(pk, "server");
+    cr_mp_pack_str(pk, CR_STATUS_SERVER);
     msgpack_pack_map(pk, 8);
-    kv_str(pk, "version", "cuda-remoted " CR_VERSION);
-    kv_str(pk, "backend", b->kind);
-    kv_str(pk, "device", b->desc.name);
-    kv_u64(pk, "memory_total", total_mem ? total_mem : b->desc.total_mem);
-    kv_u64(pk, "memory_used", total_mem - free_mem);
-    cr_mp_pack_str(pk, "uptime_s");
+    kv_str(pk, CR_STATUS_SERVER_VERSION, "cuda-remoted " CR_VERSION);
+    kv_str(pk, CR_STATUS_SERVER_BACKEND, b->kind);
+    kv_str(pk, CR_STATUS_SERVER_DEVICE, b->desc.name);
+    kv_u64(pk, CR_STATUS_SERVER_MEMORY_TOTAL, total_mem ? total_mem : b->desc.total_mem);
+    kv_u64(pk, CR_STATUS_SERVER_MEMORY_USED, total_mem - free_mem);
+    cr_mp_pack_str(pk, CR_STATUS_SERVER_UPTIME_S);
     msgpack_pack_double(pk, cr_status_uptime());
-    kv_u64(pk, "restarts", (uint64_t)restarts);
-    kv_u64(pk, "tenants_file", (uint64_t)cr_tenants_from_file());
-    kv_u64(pk, "self", self->id);
-    cr_mp_pack_str(pk, "tenants");
+    kv_u64(pk, CR_STATUS_SERVER_RESTARTS, (uint64_t)restarts);
+    kv_u64(pk, CR_STATUS_SERVER_TENANTS_FILE, (uint64_t)cr_tenants_from_file());
+    kv_u64(pk, CR_STATUS_SELF, self->id);
+    cr_mp_pack_str(pk, CR_STATUS_TENANTS);
     msgpack_pack_array(pk, shown);
     for (size_t i = 0; i < tenant_count; i++) {
         const cr_tenant_info_t *t = &tenants[i];
         if (!all && t->tenant != viewer) continue;
         msgpack_pack_map(pk, 13 + USAGE_FIELDS);
-        kv_str(pk, "name", t->name);
-        kv_u64(pk, "quota", t->quota);
-        kv_u64(pk, "used", t->used);
-        cr_mp_pack_str(pk, "weight");
+        kv_str(pk, CR_STATUS_TENANT_NAME, t->name);
+        kv_u64(pk, CR_STATUS_TENANT_QUOTA, t->quota);
+        kv_u64(pk, CR_STATUS_TENANT_USED, t->used);
+        cr_mp_pack_str(pk, CR_STATUS_TENANT_WEIGHT);
         msgpack_pack_double(pk, t->weight);
-        cr_mp_pack_str(pk, "compute_limit");
+        cr_mp_pack_str(pk, CR_STATUS_TENANT_COMPUTE_LIMIT);
         msgpack_pack_double(pk, t->compute_limit);
-        kv_str(pk, "priority", cr_priority_name(t->priority));
-        kv_u64(pk, "admin", t->admin);
-        kv_u64(pk, "removed", t->removed);
-        kv_u64(pk, "sessions", t->sessions);
-        kv_u64(pk, "sessions_total", t->sessions_total);
-        kv_u64(pk, "queued", t->queued);
-        cr_mp_pack_str(pk, "share");
+        kv_str(pk, CR_STATUS_TENANT_PRIORITY, cr_priority_name(t->priority));
+        kv_u64(pk, CR_STATUS_TENANT_ADMIN, t->admin);
+        kv_u64(pk, CR_STATUS_TENANT_REMOVED, t->removed);
+        kv_u64(pk, CR_STATUS_TENANT_SESSIONS, t->sessions);
+        kv_u64(pk, CR_STATUS_TENANT_SESSIONS_TOTAL, t->sessions_total);
+        kv_u64(pk, CR_STATUS_TENANT_QUEUED, t->queued);
+        cr_mp_pack_str(pk, CR_STATUS_TENANT_SHARE);
         msgpack_pack_double(pk, t->share);
-        kv_u64(pk, "inflight", t->inflight);
+        kv_u64(pk, CR_STATUS_TENANT_INFLIGHT, t->inflight);
         pack_usage(pk, &t->usage);
     }
-    cr_mp_pack_str(pk, "sessions");
+    cr_mp_pack_str(pk, CR_STATUS_SESSIONS);
     msgpack_pack_array(pk, sessions.count);
     for (size_t i = 0; i < sessions.count; i++) {
         const cr_session_info_t *s = &sessions.list[i];
         msgpack_pack_map(pk, 9 + USAGE_FIELDS);
-        kv_u64(pk, "id", s->id);
-        kv_u64(pk, "ending", (uint64_t)s->ending);
-        kv_str(pk, "tenant", s->tenant ? s->tenant->name : "");
-        kv_str(pk, "who", s->who);
-        kv_str(pk, "peer", s->peer);
-        kv_u64(pk, "memory", s->memory);
-        kv_u64(pk, "requests", s->requests);
-        kv_u64(pk, "queued", s->queued);
-        kv_u64(pk, "connected_ns", s->connected_ns);
+        kv_u64(pk, CR_STATUS_SESSION_ID, s->id);
+        kv_u64(pk, CR_STATUS_SESSION_ENDING, (uint64_t)s->ending);
+        kv_str(pk, CR_STATUS_SESSION_TENANT, s->tenant ? s->tenant->name : "");
+        kv_str(pk, CR_STATUS_SESSION_WHO, s->who);
+        kv_str(pk, CR_STATUS_SESSION_PEER, s->peer);
+        kv_u64(pk, CR_STATUS_SESSION_MEMORY, s->memory);
+        kv_u64(pk, CR_STATUS_SESSION_REQUESTS, s->requests);
+        kv_u64(pk, CR_STATUS_SESSION_QUEUED, s->queued);
+        kv_u64(pk, CR_STATUS_SESSION_CONNECTED_NS, s->connected_ns);
         pack_usage(pk, &s->usage);
     }
     free(tenants);

@@ -7,7 +7,6 @@
  * does for processes: the server, the tenants the caller may see (its own; every one for an
  * admin tenant or a server without tenants), and their sessions. --json prints the reply as
  * JSON instead. Exit status 0, 1 when the server refuses or cannot be reached, 2 for usage. */
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <msgpack.h>
@@ -21,68 +20,35 @@
 #include "buf.h"
 #include "cr_opcodes.h"
 #include "error.h"
-#include "frame.h"
+#include "frame_io.h"
+#include "hello.h"
 #include "mpcheck.h"
 #include "mpfield.h"
+#include "status_fields.h"
 
 static const char *prog = "cuda-remote";
 
 /* ---- the wire: one request at a time ---- */
-
-static int write_all(int fd, const void *p, size_t n)
-{
-    for (const char *c = p; n;) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return -1;
-        c += w, n -= (size_t)w;
-    }
-    return 0;
-}
-
-static int read_all(int fd, void *p, size_t n)
-{
-    for (char *c = p; n;) {
-        ssize_t r = read(fd, c, n);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return -1;
-        c += r, n -= (size_t)r;
-    }
-    return 0;
-}
 
 /* Sends a request whose body is `body` and reads its reply's body into *reply (unpacked in
  * *u). 0, or -1 with the reason printed. */
 static int call(int fd, uint16_t opcode, uint64_t call_id, const cr_buf_t *body, cr_buf_t *reply,
                 msgpack_unpacked *u)
 {
-    uint8_t raw[CR_FRAME_HEADER_SIZE];
     cr_frame_header_t h = {CR_PROTOCOL_VERSION, opcode, 0, (uint32_t)body->len, call_id, 0};
-    cr_frame_encode(&h, raw);
-    if (write_all(fd, raw, sizeof raw) != 0 || write_all(fd, body->data, body->len) != 0) {
+    if (cr_frame_send(fd, &h, body->data) != 0) {
         fprintf(stderr, "%s: the server closed the connection\n", prog);
         return -1;
     }
-    for (;;) { /* skip anything that is not this call's reply */
-        if (read_all(fd, raw, sizeof raw) != 0 || cr_frame_decode(raw, &h) != 0) {
-            fprintf(stderr, "%s: the server closed the connection or spoke nonsense\n", prog);
+    do { /* skip anything that is not this call's reply */
+        int err = cr_frame_recv(fd, &h, reply);
+        if (err) {
+            fprintf(stderr, "%s: %s\n", prog,
+                    err == CR_ENOMEM ? "out of memory"
+                                     : "the server closed the connection or spoke nonsense");
             return -1;
         }
-        cr_buf_reset(reply);
-        if (h.body_len &&
-            (!cr_buf_grow(reply, h.body_len) || read_all(fd, reply->data, h.body_len) != 0)) {
-            fprintf(stderr, "%s: the connection broke\n", prog);
-            return -1;
-        }
-        for (uint64_t left = h.bulk_len; left;) { /* no bulk is expected: drop it */
-            char sink[4096];
-            size_t n = left < sizeof sink ? (size_t)left : sizeof sink;
-            if (read_all(fd, sink, n) != 0) return -1;
-            left -= n;
-        }
-        if ((h.flags & CR_FRAME_REPLY) && h.call_id == call_id && !(h.flags & CR_FRAME_PARTIAL))
-            break;
-    }
+    } while (!(h.flags & CR_FRAME_REPLY) || h.call_id != call_id || (h.flags & CR_FRAME_PARTIAL));
     size_t off = 0;
     if (cr_mpcheck(reply->data, reply->len) != 0 ||
         msgpack_unpack_next(u, (const char *)reply->data, reply->len, &off) !=
@@ -161,44 +127,51 @@ static const char *device_time(uint64_t ns, char *buf, size_t cap)
 
 static void print_tables(const msgpack_object *st)
 {
-    const msgpack_object *srv = cr_mp_field(st, "server");
-    const msgpack_object *tenants = cr_mp_field(st, "tenants");
-    const msgpack_object *sessions = cr_mp_field(st, "sessions");
-    uint64_t self = num(st, "self");
+    const msgpack_object *srv = cr_mp_field(st, CR_STATUS_SERVER);
+    const msgpack_object *tenants = cr_mp_field(st, CR_STATUS_TENANTS);
+    const msgpack_object *sessions = cr_mp_field(st, CR_STATUS_SESSIONS);
+    uint64_t self = num(st, CR_STATUS_SELF);
     char a[64], b[64], c[64], d[256], e[64];
 
-    printf("%s  backend %s  %s\n", str(srv, "version", d, sizeof d),
-           str(srv, "backend", a, sizeof a), str(srv, "device", c, sizeof c));
-    printf("device memory %s used of %s  up %s%s\n\n", bytes(num(srv, "memory_used"), a, sizeof a),
-           bytes(num(srv, "memory_total"), b, sizeof b),
-           duration(real(srv, "uptime_s"), e, sizeof e),
-           num(srv, "tenants_file") ? "" : "  (no tenants file: everyone is \"default\")");
+    printf("%s  backend %s  %s\n", str(srv, CR_STATUS_SERVER_VERSION, d, sizeof d),
+           str(srv, CR_STATUS_SERVER_BACKEND, a, sizeof a),
+           str(srv, CR_STATUS_SERVER_DEVICE, c, sizeof c));
+    printf("device memory %s used of %s  up %s%s\n\n",
+           bytes(num(srv, CR_STATUS_SERVER_MEMORY_USED), a, sizeof a),
+           bytes(num(srv, CR_STATUS_SERVER_MEMORY_TOTAL), b, sizeof b),
+           duration(real(srv, CR_STATUS_SERVER_UPTIME_S), e, sizeof e),
+           num(srv, CR_STATUS_SERVER_TENANTS_FILE)
+               ? ""
+               : "  (no tenants file: everyone is \"default\")");
 
-    printf("%-16s %-8s %6s %5s %21s %8s %9s %10s %6s %10s %10s %7s %6s\n", "TENANT",
-           "PRIORITY", "WEIGHT", "LIMIT", "MEMORY USED / QUOTA", "SESSIONS", "LAUNCHES",
-           "GPU TIME", "SHARE", "H2D", "D2H", "ERRORS", "QUEUED");
+    printf("%-16s %-8s %6s %5s %21s %8s %9s %10s %6s %10s %10s %7s %6s\n", "TENANT", "PRIORITY",
+           "WEIGHT", "LIMIT", "MEMORY USED / QUOTA", "SESSIONS", "LAUNCHES", "GPU TIME", "SHARE",
+           "H2D", "D2H", "ERRORS", "QUEUED");
     for (uint32_t i = 0;
          tenants && tenants->type == MSGPACK_OBJECT_ARRAY && i < tenants->via.array.size; i++) {
         const msgpack_object *t = &tenants->via.array.ptr[i];
         char name[64], prio[16], mem[48], h2d[24], d2h[24], gpu[24], share[16], limit[16];
-        uint64_t quota = num(t, "quota");
-        snprintf(mem, sizeof mem, "%s / %s", bytes(num(t, "used"), a, sizeof a),
+        uint64_t quota = num(t, CR_STATUS_TENANT_QUOTA);
+        snprintf(mem, sizeof mem, "%s / %s", bytes(num(t, CR_STATUS_TENANT_USED), a, sizeof a),
                  quota ? bytes(quota, b, sizeof b) : "-");
-        str(t, "name", name, sizeof name);
-        if (num(t, "removed")) strncat(name, " (gone)", sizeof name - strlen(name) - 1);
-        snprintf(share, sizeof share, "%.0f%%", 100 * real(t, "share"));
-        double cap = real(t, "compute_limit"); /* 0: none */
+        str(t, CR_STATUS_TENANT_NAME, name, sizeof name);
+        if (num(t, CR_STATUS_TENANT_REMOVED))
+            strncat(name, " (gone)", sizeof name - strlen(name) - 1);
+        snprintf(share, sizeof share, "%.0f%%", 100 * real(t, CR_STATUS_TENANT_SHARE));
+        double cap = real(t, CR_STATUS_TENANT_COMPUTE_LIMIT); /* 0: none */
         if (cap > 0)
             snprintf(limit, sizeof limit, "%.0f%%", 100 * cap);
         else
             snprintf(limit, sizeof limit, "-");
         printf("%-16s %-8s %6g %5s %21s %8" PRIu64 " %9" PRIu64 " %10s %6s %10s %10s %7" PRIu64
                " %6" PRIu64 "\n",
-               name, str(t, "priority", prio, sizeof prio), real(t, "weight"), limit, mem,
-               num(t, "sessions"), num(t, "launches"),
-               device_time(num(t, "device_ns"), gpu, sizeof gpu), share,
-               bytes(num(t, "bytes_h2d"), h2d, sizeof h2d),
-               bytes(num(t, "bytes_d2h"), d2h, sizeof d2h), num(t, "errors"), num(t, "queued"));
+               name, str(t, CR_STATUS_TENANT_PRIORITY, prio, sizeof prio),
+               real(t, CR_STATUS_TENANT_WEIGHT), limit, mem, num(t, CR_STATUS_TENANT_SESSIONS),
+               num(t, CR_STATUS_USAGE_LAUNCHES),
+               device_time(num(t, CR_STATUS_USAGE_DEVICE_NS), gpu, sizeof gpu), share,
+               bytes(num(t, CR_STATUS_USAGE_BYTES_H2D), h2d, sizeof h2d),
+               bytes(num(t, CR_STATUS_USAGE_BYTES_D2H), d2h, sizeof d2h),
+               num(t, CR_STATUS_USAGE_ERRORS), num(t, CR_STATUS_TENANT_QUEUED));
     }
 
     printf("\n%-7s %-12s %-40s %-22s %10s %9s %10s %9s %7s\n", "SESSION", "TENANT", "PROGRAM",
@@ -209,19 +182,25 @@ static void print_tables(const msgpack_object *st)
     for (uint32_t i = 0;
          sessions && sessions->type == MSGPACK_OBJECT_ARRAY && i < sessions->via.array.size; i++) {
         const msgpack_object *s = &sessions->via.array.ptr[i];
-        const msgpack_object *since = cr_mp_field(s, "connected_ns");
+        const msgpack_object *since = cr_mp_field(s, CR_STATUS_SESSION_CONNECTED_NS);
         int64_t t0 = since && (since->type == MSGPACK_OBJECT_POSITIVE_INTEGER ||
                                since->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
                          ? since->via.i64
                          : now_ns;
         char tenant[64], who[320], peer[128], id[32];
-        snprintf(id, sizeof id, "%" PRIu64 "%s", num(s, "id"),
-                 num(s, "id") == self ? "*" : num(s, "ending") ? "-" : "");
+        snprintf(id, sizeof id, "%" PRIu64 "%s", num(s, CR_STATUS_SESSION_ID),
+                 num(s, CR_STATUS_SESSION_ID) == self ? "*"
+                 : num(s, CR_STATUS_SESSION_ENDING)   ? "-"
+                                                      : "");
         printf("%-7s %-12s %-40s %-22s %10s %9" PRIu64 " %10s %9" PRIu64 " %7s\n", id,
-               str(s, "tenant", tenant, sizeof tenant), str(s, "who", who, sizeof who),
-               str(s, "peer", peer, sizeof peer), bytes(num(s, "memory"), a, sizeof a),
-               num(s, "launches"), device_time(num(s, "device_ns"), b, sizeof b),
-               num(s, "requests"), duration((double)(now_ns - t0) / 1e9, e, sizeof e));
+               str(s, CR_STATUS_SESSION_TENANT, tenant, sizeof tenant),
+               str(s, CR_STATUS_SESSION_WHO, who, sizeof who),
+               str(s, CR_STATUS_SESSION_PEER, peer, sizeof peer),
+               bytes(num(s, CR_STATUS_SESSION_MEMORY), a, sizeof a),
+               num(s, CR_STATUS_USAGE_LAUNCHES),
+               device_time(num(s, CR_STATUS_USAGE_DEVICE_NS), b, sizeof b),
+               num(s, CR_STATUS_SESSION_REQUESTS),
+               duration((double)(now_ns - t0) / 1e9, e, sizeof e));
     }
     printf("\n* this command's own session; - ended, its resources being released\n");
 }
@@ -295,41 +274,20 @@ static int status(const char *server, int json)
         fprintf(stderr, "%s: cannot reach cuda-remoted at %s: %s\n", prog, server, err);
         return 1;
     }
-    char host[256] = "";
-    gethostname(host, sizeof host - 1);
-    const char *token = getenv("CUDA_REMOTE_TOKEN");
     cr_buf_t body = CR_BUF_INIT, reply = CR_BUF_INIT;
     msgpack_packer pk;
     msgpack_packer_init(&pk, &body, cr_buf_msgpack_write);
-    msgpack_pack_map(&pk, 7);
-    cr_mp_pack_str(&pk, "protocol");
-    msgpack_pack_uint32(&pk, CR_PROTOCOL_VERSION);
-    cr_mp_pack_str(&pk, "cuda_version");
-    msgpack_pack_int(&pk, 0);
-    cr_mp_pack_str(&pk, "client");
-    cr_mp_pack_str(&pk, "cuda-remote status");
-    cr_mp_pack_str(&pk, "pid");
-    msgpack_pack_int(&pk, (int)getpid());
-    cr_mp_pack_str(&pk, "host");
-    cr_mp_pack_str(&pk, host);
-    cr_mp_pack_str(&pk, "program");
-    cr_mp_pack_str(&pk, "cuda-remote");
-    cr_mp_pack_str(&pk, "token");
-    if (token)
-        cr_mp_pack_str(&pk, token);
-    else
-        msgpack_pack_nil(&pk);
+    cr_hello_pack(&pk, 0, "cuda-remote status", "cuda-remote");
 
     int rc = 1;
     msgpack_unpacked u;
     msgpack_unpacked_init(&u);
     if (call(fd, CR_OP_HELLO, 1, &body, &reply, &u) != 0) goto out;
     if (u.data.via.array.ptr[0].via.u64 != 0) {
-        char why[256] = "refused";
-        const msgpack_object *o = u.data.via.array.size > 1 ? &u.data.via.array.ptr[1] : NULL;
-        if (o && o->type == MSGPACK_OBJECT_STR)
-            snprintf(why, sizeof why, "%.*s", (int)o->via.str.size, o->via.str.ptr);
-        fprintf(stderr, "%s: cuda-remoted at %s refused the connection: %s\n", prog, server, why);
+        char why[256];
+        cr_hello_refusal(&u.data, why, sizeof why);
+        fprintf(stderr, "%s: cuda-remoted at %s refused the connection: %s\n", prog, server,
+                why[0] ? why : "refused");
         goto out;
     }
     cr_buf_reset(&body);
@@ -379,7 +337,7 @@ int main(int argc, char **argv)
         usage(argc >= 2 && !strcmp(argv[1], "--help") ? stdout : stderr);
         return argc >= 2 && !strcmp(argv[1], "--help") ? 0 : 2;
     }
-    const char *server = getenv("CUDA_REMOTE_ADDR");
+    const char *server = cr_hello_address();
     int json = 0, c;
     optind = 2;
     while ((c = getopt_long(argc, argv, "s:jh", options, NULL)) != -1) {
@@ -402,5 +360,5 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: unexpected argument %s\n", prog, argv[optind]);
         return 2;
     }
-    return status(server && *server ? server : CR_DEFAULT_ADDR, json);
+    return status(server, json);
 }

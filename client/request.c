@@ -1,0 +1,79 @@
+/* Requests and their replies as CUresults (request.h).
+ *
+ * Threads: any application thread; a call waits for its reply in the connection
+ * (cr_pending_wait), nothing else. */
+#include "request.h"
+
+#include "client.h"
+#include "error.h"
+#include "log.h"
+#include "mpcheck.h"
+
+CUresult cr_transport_error(int err)
+{
+    cr_client_t *cl = cr_client();
+    switch (err) {
+    case 0:
+        return CUDA_SUCCESS;
+    case CR_ENOMEM:
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    case CR_EBROKEN: /* a kernel fault: every call now fails with what broke the context */
+        return cl ? (CUresult)cr_conn_context_error(cl->conn) : CUDA_ERROR_LAUNCH_FAILED;
+    default:
+        /* after a context error the server closes the connection: calls that were waiting
+         * then fail with that error too */
+        if (cl && cr_conn_context_error(cl->conn))
+            return (CUresult)cr_conn_context_error(cl->conn);
+        /* the server is gone: the device is as unreachable as a lost GPU */
+        return CUDA_ERROR_DEVICE_UNAVAILABLE;
+    }
+}
+
+/* The CUresult of a completed call whose transport result was err. */
+static CUresult reply_result(int err, cr_pending_t *p, msgpack_unpacked *u)
+{
+    if (err)
+        return cr_transport_error(err);
+    size_t off = 0;
+    if (cr_mpcheck(p->body.data, p->body.len) != 0 ||
+        msgpack_unpack_next(u, (const char *)p->body.data, p->body.len, &off) !=
+            MSGPACK_UNPACK_SUCCESS ||
+        u->data.type != MSGPACK_OBJECT_ARRAY || u->data.via.array.size < 1 ||
+        (u->data.via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER)) {
+        CR_ERROR("malformed reply from the server");
+        return CUDA_ERROR_UNKNOWN;
+    }
+    if (p->failed) /* the reply's bulk data did not fit where it was expected */
+        return CUDA_ERROR_UNKNOWN;
+    return (CUresult)u->data.via.array.ptr[0].via.u64;
+}
+
+CUresult cr_call(cr_msg_t *m, cr_pending_t *p, msgpack_unpacked *u)
+{
+    msgpack_unpacked_init(u);
+    return reply_result(cr_msg_call(m, p), p, u);
+}
+
+void cr_call_start(cr_msg_t *m, cr_pending_t *p)
+{
+    cr_msg_call_start(m, p);
+}
+
+CUresult cr_call_finish(cr_pending_t *p, msgpack_unpacked *u)
+{
+    msgpack_unpacked_init(u);
+    return reply_result(cr_pending_wait(p), p, u);
+}
+
+CUresult cr_call_fd(cr_msg_t *m, cr_pending_t *p, msgpack_unpacked *u, int fd)
+{
+    msgpack_unpacked_init(u);
+    return reply_result(cr_msg_call_fd(m, p, fd), p, u);
+}
+
+void cr_reply_done(cr_pending_t *p, msgpack_unpacked *u)
+{
+    msgpack_unpacked_destroy(u);
+    msgpack_unpacked_init(u);
+    cr_pending_release(p);
+}
