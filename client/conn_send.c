@@ -12,7 +12,9 @@
 #include <sys/uio.h>
 
 #include "error.h"
+#include "cr_opcodes.h"
 #include "frame_io.h"
+#include "log.h"
 
 #define FLUSH_THRESHOLD (64u << 10) /* coalesce asynchronous requests up to this many bytes */
 #define COPY_BULK_MAX (8u << 10)    /* smaller bulk payloads are copied into the buffer */
@@ -126,6 +128,14 @@ static int send_common(cr_msg_t *m, uint32_t flags, int flush, int pass_fd)
     if (c->out.failed) {
         cr_msg_cancel(m);
         return CR_ENOMEM;
+    }
+    /* the server would refuse the frame and end the connection: the same rule, here */
+    if (m->bulk_len > cr_opcode_rule(m->opcode)->bulk_limit) {
+        CR_WARN("%s: %llu bytes of payload, more than the %llu it may carry: not sent",
+                cr_opcode_name(m->opcode), (unsigned long long)m->bulk_len,
+                cr_opcode_rule(m->opcode)->bulk_limit);
+        cr_msg_cancel(m);
+        return CR_ETOOBIG;
     }
     finish_frame(m, flags);
     int err = 0;

@@ -17,6 +17,8 @@ CUresult cr_transport_error(int err)
         return CUDA_SUCCESS;
     case CR_ENOMEM:
         return CUDA_ERROR_OUT_OF_MEMORY;
+    case CR_ETOOBIG: /* refused before it was sent (cr_opcode_rule) */
+        return CUDA_ERROR_INVALID_VALUE;
     case CR_EBROKEN: /* a kernel fault: every call now fails with what broke the context */
         return cl ? (CUresult)cr_conn_context_error(cl->conn) : CUDA_ERROR_LAUNCH_FAILED;
     default:

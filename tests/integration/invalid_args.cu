@@ -3,8 +3,12 @@
 // is not sticky: the next synchronization succeeds and normal work goes on. Covers NULL
 // out-pointers, copies, memsets and frees on addresses that were never allocated, launches
 // with a zero or oversized grid/block (cudaErrorInvalidConfiguration), cudaFree(NULL) and
-// zero-byte copies (success), bad device ordinals, a bad copy direction and a NULL event.
+// zero-byte copies (success), bad device ordinals, a bad copy direction and a NULL event,
+// and a launch whose parameter buffer is larger than any request may carry (refused by the
+// stub before it is sent, with CUDA_ERROR_INVALID_VALUE; the connection lives on).
 #include "cr_test.h"
+
+#include <cuda.h>
 
 #include <cstdint>
 #include <vector>
@@ -74,6 +78,28 @@ int main()
     CHECK(dev == 0, "current device %d after cudaSetDevice(5)", dev);
     EXPECT_ERR(cudaMemcpy(good, host, 8, (cudaMemcpyKind)7), cudaErrorInvalidMemcpyDirection);
     EXPECT_ERR(cudaEventRecord(nullptr, 0), cudaErrorInvalidResourceHandle);
+
+    // cuLaunchKernel's `extra` buffer may be any size the caller says; past what a launch
+    // request may carry (CR_MAX_LAUNCH_PARAM_BYTES, 1 MiB) the server would drop the
+    // connection, so the stub refuses it first
+    {
+        typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                                      unsigned, unsigned, unsigned, CUstream, void **, void **);
+        void *fn = nullptr;
+        cudaDriverEntryPointQueryResult found;
+        CHECK_CUDA(cudaGetDriverEntryPointByVersion("cuLaunchKernel", &fn, 12000,
+                                                    cudaEnableDefault, &found));
+        CHECK(fn && found == cudaDriverEntryPointSuccess, "no cuLaunchKernel");
+        cudaFunction_t f;
+        CHECK_CUDA(cudaGetFuncBySymbol(&f, (const void *)tiny_kernel));
+        std::vector<unsigned char> big((size_t)2 << 20);
+        size_t size = big.size();
+        void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, big.data(), CU_LAUNCH_PARAM_BUFFER_SIZE,
+                         &size, CU_LAUNCH_PARAM_END};
+        CUresult r = ((launch_fn)fn)((CUfunction)f, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, extra);
+        CHECK(r == CUDA_ERROR_INVALID_VALUE, "a 2 MiB parameter buffer: %d", (int)r);
+        CHECK_CUDA(cudaDeviceSynchronize());
+    }
 
     // normal work still succeeds
     const int n = 1000;
