@@ -290,7 +290,8 @@ static void on_connection(uv_stream_t *listener, int status)
     http_parser_init(&c->parser, HTTP_REQUEST);
     c->parser.data = c;
     uv_timer_start(&c->timer, on_timeout, IDLE_MS, 0);
-    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+    if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+        conn_close(c);
 }
 
 int cr_metrics_listen(uv_loop_t *loop, const cr_backend_t *b, const cr_listener_t *l)

@@ -1,0 +1,216 @@
+/* Output to clients: replies and messages any thread queues for a session.
+ *
+ * A message is written straight from the sending thread when nothing is queued or being
+ * written before it (no hand-off to the loop on the way out); otherwise, or for what a
+ * direct write could not finish without blocking, it is queued and the loop writes it,
+ * woken by the server's one uv_async handle. Both paths keep the session's output in
+ * order. Every byte queued counts toward the session's unsent output until it is written
+ * or dropped (cr_session_output_done); a closing session's output is dropped.
+ *
+ * Threads: cr_server_send, cr_server_wake and cr_server_close_connection from any thread;
+ * the drain on the loop thread. */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "loop_private.h"
+
+static void release_msg(cr_outmsg_t *m)
+{
+    if (m->session)
+        cr_session_output_done(m->session, m->head.len + m->bulk_len);
+    if (m->release)
+        m->release(m->release_arg);
+    cr_buf_free(&m->head);
+    free(m);
+}
+
+/* Puts the session on the loop's list of sessions to look at. Caller holds s->lock. */
+static void enqueue_locked(cr_session_t *s, int *wake)
+{
+    if (!s->out_queued) {
+        s->out_queued = 1;
+        s->refs++; /* the server's list holds it */
+        *wake = 2;
+    } else if (!*wake) {
+        *wake = 1;
+    }
+}
+
+static void add_to_list(cr_session_t *s)
+{
+    cr_server_t *srv = s->server;
+    pthread_mutex_lock(&srv->lock);
+    s->next_with_output = srv->output;
+    srv->output = s;
+    pthread_mutex_unlock(&srv->lock);
+}
+
+/* Writes what it can of m without blocking; returns 1 when all of it went out. */
+static int write_direct(int fd, cr_outmsg_t *m)
+{
+    struct iovec iov[2];
+    int n = 0;
+    size_t total = m->head.len + m->bulk_len;
+    while (m->sent < total) {
+        n = 0;
+        if (m->sent < m->head.len)
+            iov[n++] = (struct iovec){m->head.data + m->sent, m->head.len - m->sent};
+        if (m->bulk_len) {
+            size_t off = m->sent > m->head.len ? m->sent - m->head.len : 0;
+            iov[n++] = (struct iovec){(char *)m->bulk + off, m->bulk_len - off};
+        }
+        struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+        ssize_t w = sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return 0; /* EAGAIN (the loop takes over) or an error (the loop will see it) */
+        }
+        m->sent += (size_t)w;
+    }
+    return 1;
+}
+
+void cr_server_send(cr_session_t *s, cr_outmsg_t *m)
+{
+    m->next = NULL;
+    m->session = s;
+    m->sent = 0;
+    int wake = 0;
+    pthread_mutex_lock(&s->lock);
+    s->out_bytes += m->head.len + m->bulk_len; /* until release_msg */
+    if (!s->stream && s->closing) { /* nobody to send it to */
+        pthread_mutex_unlock(&s->lock);
+        release_msg(m);
+        return;
+    }
+    if (m->head.len && s->fd >= 0 && !s->out_head && !s->writes_in_flight && !s->direct_busy) {
+        /* nothing before it: write it from this thread */
+        s->direct_busy = 1;
+        int fd = s->fd;
+        pthread_mutex_unlock(&s->lock);
+        int done = write_direct(fd, m);
+        pthread_mutex_lock(&s->lock);
+        s->direct_busy = 0;
+        pthread_cond_broadcast(&s->cond); /* a closing connection may wait for this */
+        if (done) {
+            if (s->out_head) /* others queued meanwhile: the loop writes them */
+                enqueue_locked(s, &wake);
+            pthread_mutex_unlock(&s->lock);
+            release_msg(m);
+            goto wake_loop;
+        }
+        m->next = s->out_head; /* the rest goes first, before what others queued */
+        s->out_head = m;
+        if (!s->out_tail)
+            s->out_tail = m;
+        enqueue_locked(s, &wake);
+        pthread_mutex_unlock(&s->lock);
+        goto wake_loop;
+    }
+    if (s->out_tail)
+        s->out_tail->next = m;
+    else
+        s->out_head = m;
+    s->out_tail = m;
+    enqueue_locked(s, &wake);
+    pthread_mutex_unlock(&s->lock);
+wake_loop:
+    if (wake == 2)
+        add_to_list(s);
+    if (wake)
+        uv_async_send(&s->server->wakeup);
+}
+
+void cr_server_wake(cr_session_t *s)
+{
+    cr_outmsg_t *none = calloc(1, sizeof *none); /* an empty message wakes the loop */
+    if (none)
+        cr_server_send(s, none);
+}
+
+void cr_server_close_connection(cr_session_t *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->close_requested = 1;
+    pthread_mutex_unlock(&s->lock);
+    cr_server_wake(s);
+}
+
+static void on_write(uv_write_t *w, int status)
+{
+    cr_outmsg_t *m = w->data;
+    cr_session_t *s = m->session;
+    pthread_mutex_lock(&s->lock);
+    s->writes_in_flight--;
+    pthread_mutex_unlock(&s->lock);
+    release_msg(m);
+}
+
+static void drain_session(cr_session_t *s)
+{
+    pthread_mutex_lock(&s->lock);
+    /* a direct write in progress goes first: its writer re-queues the session after it */
+    cr_outmsg_t *m = s->direct_busy ? NULL : s->out_head;
+    if (!s->direct_busy)
+        s->out_head = s->out_tail = NULL;
+    s->out_queued = 0;
+    for (cr_outmsg_t *q = m; q; q = q->next)
+        if (q->head.len)
+            s->writes_in_flight++;
+    uv_stream_t *stream = s->stream;
+    int close_now = s->close_requested;
+    s->close_requested = 0;
+    int resume = s->resume_reading && s->reading_paused;
+    if (resume)
+        s->reading_paused = s->resume_reading = 0;
+    pthread_mutex_unlock(&s->lock);
+    if (resume && stream)
+        cr_conn_resume_reading(stream->data);
+    while (m) {
+        cr_outmsg_t *next = m->next;
+        if (!stream || m->head.len == 0) {
+            if (m->head.len) {
+                pthread_mutex_lock(&s->lock);
+                s->writes_in_flight--;
+                pthread_mutex_unlock(&s->lock);
+            }
+            release_msg(m);
+        } else {
+            /* what a direct write already sent is skipped */
+            uv_buf_t bufs[2];
+            unsigned n = 0;
+            if (m->sent < m->head.len)
+                bufs[n++] = uv_buf_init((char *)m->head.data + m->sent,
+                                        (unsigned)(m->head.len - m->sent));
+            if (m->bulk_len) {
+                size_t off = m->sent > m->head.len ? m->sent - m->head.len : 0;
+                bufs[n++] = uv_buf_init((char *)m->bulk + off, (unsigned)(m->bulk_len - off));
+            }
+            m->write.data = m;
+            if (uv_write(&m->write, stream, bufs, n, on_write) != 0)
+                on_write(&m->write, -1);
+        }
+        m = next;
+    }
+    if (close_now && stream) {
+        cr_conn_shut(stream->data);
+    }
+}
+
+void cr_outbox_drain(uv_async_t *a)
+{
+    cr_server_t *srv = a->data;
+    pthread_mutex_lock(&srv->lock);
+    cr_session_t *s = srv->output;
+    srv->output = NULL;
+    pthread_mutex_unlock(&srv->lock);
+    while (s) {
+        cr_session_t *next = s->next_with_output;
+        drain_session(s);
+        cr_session_unref(s);
+        s = next;
+    }
+}
