@@ -45,7 +45,8 @@ unsigned cr__elf_arch(const uint8_t *p, size_t size);
 /* Adds the kernels and globals of one cubin. Returns 0, CR_ECORRUPT or CR_ENOMEM. */
 int cr__elf_collect(cr__builder_t *b, const uint8_t *p, size_t size);
 
-/* Adds the kernels and globals of one PTX text of `len` bytes (no NUL needed).
+/* Adds the kernels and globals of one PTX text of `len` bytes (no NUL needed). Each
+ * declaration is read by ptx_var.c, as the PTX interpreter reads it.
  * Returns 0, CR_ECORRUPT, CR_ETOOBIG or CR_ENOMEM. */
 int cr__ptx_collect(cr__builder_t *b, const char *text, size_t len);
 

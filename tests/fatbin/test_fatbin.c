@@ -495,6 +495,10 @@ static void test_ptx(void)
         ".version 8.0\n.global .b8 x[99999999999999999999999];",
         ".version 8.0\n.entry k(.param .align 3 .b8 a[4]) {}",
         ".version 8.0\n.entry k(.param a) {}",
+        /* an unsized array of empty rows: no initialiser fits (and nothing divides by 0) */
+        ".version 8.0\n.global .u32 x[][0] = {1};",
+        ".version 8.0\n.global .u32 x[][0] = 1;",
+        ".version 8.0\n.global .u32 x[][1099511627776][1099511627776] = {1};",
     };
 
     if (img) {

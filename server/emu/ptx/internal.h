@@ -1,7 +1,8 @@
 /* Internal header of the PTX interpreter: the parsed module (IR), the decoded programs and the
- * execution state shared by the lexer, parser, decoder and executor.
+ * execution state shared by the parser, decoder and executor.
  *
- * Pipeline: lex.c/parse.c turn PTX text into a cr__ir_t (functions, registers, variables,
+ * Pipeline: parse.c (with the tokenizer and declaration reader of common/ptx_lex.c and
+ * ptx_var.c) turns PTX text into a cr__ir_t (functions, registers, variables,
  * instructions with their opcode split into a base and modifiers); decode.c turns each kernel
  * with the functions it can call into a cr__prog_t (one flat array of fixed-size
  * instructions whose operands are register slots); exec.c runs a warp of a program;
@@ -65,34 +66,6 @@ int cr__grow(void **arr, uint32_t *cap, uint32_t need, size_t size);
     (cr__grow((void **)&(arr), &(cap), (count) + 1, sizeof *(arr)) == 0                            \
          ? ((arr)[(count)++] = (value), 0)                                                         \
          : CR_ENOMEM)
-
-/* ---- lexer (lex.c) ---- */
-
-typedef enum {
-    CR__TK_EOF = 0,
-    CR__TK_WORD,   /* identifiers, directives, opcodes, numbers: [A-Za-z0-9_$%.] and "::" */
-    CR__TK_PUNCT,  /* one character: , ; : { } [ ] ( ) + - @ ! < > = | */
-    CR__TK_STRING, /* "..." (s/len exclude the quotes) */
-} cr__tk_kind_t;
-
-typedef struct {
-    cr__tk_kind_t kind;
-    const char *s;
-    uint32_t len;
-    uint32_t line;
-    int glued; /* no blank before it */
-} cr__tok_t;
-
-typedef struct {
-    const char *p, *end;
-    uint32_t line;
-    cr__tok_t tok; /* current token */
-} cr__lex_t;
-
-void cr__lex_init(cr__lex_t *lx, const char *text, size_t len);
-void cr__lex_next(cr__lex_t *lx);
-int cr__tok_is(const cr__tok_t *t, const char *word);
-int cr__tok_punct(const cr__tok_t *t, char c);
 
 /* ---- types and modifiers ---- */
 

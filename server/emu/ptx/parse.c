@@ -7,9 +7,13 @@
  * outer ones), labels, and instructions with guards (@%p, @!%p), vector operands {a, b},
  * address operands [reg+off] / [sym+off], d|p destination pairs and call argument lists.
  * Names are resolved while parsing (registers and variables by scope); labels are left to the
- * decoder. Every error names its line. */
-#include <errno.h>
-#include <math.h>
+ * decoder. Every error names its line.
+ *
+ * The tokens, literals and declarations (parameter offsets, variable sizes, initialisers)
+ * come from the image parser's PTX reader in common/ (ptx_lex.c, ptx_var.c), so the kernel
+ * layouts the client packs and the ones the interpreter reads cannot differ. The text is
+ * untrusted: those readers check every bound, and this file adds the interpreter's own
+ * limits on what it allocates. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +21,9 @@
 
 #include "error.h"
 #include "internal.h"
+#include "ptx_var.h"
 
+/* Bound on one variable the interpreter allocates (the image parser allows larger). */
 #define MAX_ARRAY_BYTES ((uint64_t)1 << 32)
 
 /* A name visible in a scope: a register, a register range (%r<N>) or a variable. */
@@ -31,7 +37,7 @@ typedef struct {
 } name_t;
 
 typedef struct {
-    cr__lex_t lx;
+    cr__ptx_lex_t lx;
     cr__ir_t *ir;
     char *err;
     size_t err_len;
@@ -70,30 +76,30 @@ static int nomem(parser_t *ps)
 
 static void next(parser_t *ps)
 {
-    cr__lex_next(&ps->lx);
+    cr__ptx_next(&ps->lx);
 }
 
-static const cr__tok_t *tok(parser_t *ps)
+static const cr__ptx_tok_t *tok(parser_t *ps)
 {
     return &ps->lx.tok;
 }
 
 static int is(parser_t *ps, const char *w)
 {
-    return cr__tok_is(&ps->lx.tok, w);
+    return cr__ptx_is(&ps->lx.tok, w);
 }
 
 static int punct(parser_t *ps, char c)
 {
-    return cr__tok_punct(&ps->lx.tok, c);
+    return cr__ptx_punct(&ps->lx.tok, c);
 }
 
 static int expect(parser_t *ps, char c)
 {
     if (!punct(ps, c)) {
-        const cr__tok_t *t = tok(ps);
-        return fail(ps, "expected '%c', found '%.*s'", c, t->kind == CR__TK_EOF ? 3 : (int)t->len,
-                    t->kind == CR__TK_EOF ? "EOF" : t->s);
+        const cr__ptx_tok_t *t = tok(ps);
+        return fail(ps, "expected '%c', found '%.*s'", c, t->kind == CR__PTX_EOF ? 3 : (int)t->len,
+                    t->kind == CR__PTX_EOF ? "EOF" : t->s);
     }
     next(ps);
     return 0;
@@ -197,342 +203,193 @@ static int find_func_tok(parser_t *ps, const char *s, uint32_t len)
 
 /* ---- numbers ---- */
 
-/* Parses an integer or float literal word (after an optional '-' the caller consumed).
- * Returns 0 with *kind CR__O_IMM (value) or CR__O_FLT (bits, *fsize 4/8), or -1. */
-static int parse_number(const char *s, uint32_t len, int neg, int *kind, int64_t *value, int *fsize)
+/* A numeric literal (after an optional '-' the caller consumed) as an operand value:
+ * CR__O_IMM with the integer, or CR__O_FLT with the float's bits and *fsize 4 (0f) or 8 (0d
+ * and decimal). Returns 0 or -1. */
+static int literal(const cr__ptx_tok_t *t, int neg, int *kind, int64_t *value, int *fsize)
 {
-    char buf[80];
-    if (len == 0 || len >= sizeof buf) return -1;
-    memcpy(buf, s, len);
-    buf[len] = 0;
-    if (len > 2 && buf[0] == '0' &&
-        (buf[1] == 'f' || buf[1] == 'F' || buf[1] == 'd' || buf[1] == 'D')) {
-        int is_f = buf[1] == 'f' || buf[1] == 'F';
-        size_t want = is_f ? 8 : 16;
-        if (len - 2 != want) return -1;
-        uint64_t bits = 0;
-        for (size_t i = 2; i < len; i++) {
-            char c = buf[i];
-            int d = c >= '0' && c <= '9'   ? c - '0'
-                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                           : -1;
-            if (d < 0) return -1;
-            bits = bits << 4 | (uint64_t)d;
-        }
-        if (neg) bits ^= is_f ? 0x80000000ull : 0x8000000000000000ull;
-        *kind = CR__O_FLT;
-        *value = (int64_t)bits;
-        *fsize = is_f ? 4 : 8;
+    cr__ptx_num_t n;
+    if (cr__ptx_number(t, &n) != 0) return -1;
+    if (n.kind == CR__PTX_INT) {
+        *kind = CR__O_IMM;
+        *value = neg ? (int64_t)(0 - n.bits) : (int64_t)n.bits;
+        *fsize = 0;
         return 0;
     }
-    int is_float = 0;
-    int hex = len > 2 && buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X');
-    for (size_t i = 0; i < len && !hex; i++)
-        if (buf[i] == '.' || buf[i] == 'e' || buf[i] == 'E') is_float = 1;
-    if (is_float) {
-        char *end;
-        errno = 0;
-        double d = strtod(buf, &end);
-        if (*end) return -1;
-        if (neg) d = -d;
-        uint64_t bits;
-        memcpy(&bits, &d, 8);
-        *kind = CR__O_FLT;
-        *value = (int64_t)bits;
-        *fsize = 8;
-        return 0;
-    }
-    /* integers: decimal, 0x hex, 0b binary, leading-0 octal, optional U suffix */
-    if (buf[len - 1] == 'U' || buf[len - 1] == 'u') buf[--len] = 0;
-    if (len == 0) return -1;
-    uint64_t v = 0;
-    int base = 10;
-    size_t i = 0;
-    if (len > 2 && buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X')) {
-        base = 16;
-        i = 2;
-    } else if (len > 2 && buf[0] == '0' && (buf[1] == 'b' || buf[1] == 'B')) {
-        base = 2;
-        i = 2;
-    } else if (len > 1 && buf[0] == '0') {
-        base = 8;
-        i = 1;
-    }
-    for (; i < len; i++) {
-        char c = buf[i];
-        int d = c >= '0' && c <= '9'   ? c - '0'
-                : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                       : 99;
-        if (d >= base) return -1;
-        if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base) return -1;
-        v = v * (uint64_t)base + (uint64_t)d;
-    }
-    *kind = CR__O_IMM;
-    *value = neg ? (int64_t)(0 - v) : (int64_t)v;
+    *kind = CR__O_FLT;
+    *fsize = n.kind == CR__PTX_F32 ? 4 : 8;
+    if (neg) n.bits ^= *fsize == 4 ? 0x80000000ull : 0x8000000000000000ull;
+    *value = (int64_t)n.bits;
     return 0;
+}
+
+/* An integer literal (no float). Returns 0 or -1. */
+static int integer(const cr__ptx_tok_t *t, int64_t *value)
+{
+    uint64_t v;
+    if (cr__ptx_int(t, &v) != 0) return -1;
+    *value = (int64_t)v;
+    return 0;
+}
+
+/* The leading decimal digits of a token (.version 9.0, sm_90), read within the token. */
+static unsigned leading_decimal(const char *s, size_t len)
+{
+    unsigned v = 0;
+    for (size_t i = 0; i < len && i < 9 && s[i] >= '0' && s[i] <= '9'; i++)
+        v = v * 10 + (unsigned)(s[i] - '0');
+    return v;
 }
 
 /* ---- declarations ---- */
 
+/* Declarations are read by common/ptx_var.c, as the image parser reads them: the kernel
+ * parameter offsets here are those the client packs. What follows maps its results into the
+ * IR and adds the interpreter's own limits. */
+
+/* Fails after the shared reader failed with rc: its reason, else `what`. */
+static int fail_decl(parser_t *ps, int rc, const char *what)
+{
+    if (ps->rc) return ps->rc;
+    if (rc == CR_ENOMEM) return nomem(ps);
+    return fail(ps, "%s", ps->lx.error ? ps->lx.error : what);
+}
+
+/* What the interpreter refuses in a declaration the shared reader accepted, and the IR type
+ * of its type word. */
+static int check_decl(parser_t *ps, const cr__ptx_decl_t *d, cr__type_t *type)
+{
+    *type = CR__T_NONE;
+    if (d->unknown.kind != CR__PTX_EOF)
+        return fail(ps, "unexpected '%.*s' in a declaration", (int)d->unknown.len, d->unknown.s);
+    if (d->align > CR__PTX_MAX_ALIGN) return fail(ps, "bad .align value");
+    if (d->type.kind == CR__PTX_EOF) return 0; /* opaque */
+    *type = cr__type_from(d->type.s + 1, d->type.len - 1);
+    if (*type == CR__T_NONE)
+        return fail(ps, "unsupported type '%.*s'", (int)d->type.len, d->type.s);
+    return 0;
+}
+
+/* Size and alignment of a variable; an opaque one (.texref ...) is an 8-byte handle here. */
+static int var_layout(parser_t *ps, const cr__ptx_decl_t *d, uint64_t *size, uint32_t *align)
+{
+    cr__ptx_decl_t handle = *d;
+    if (d->opaque) {
+        handle.elem = 8;
+        handle.vec = 1;
+    }
+    if (cr__ptx_decl_bytes(&handle, size) != 0 || *size > MAX_ARRAY_BYTES)
+        return fail(ps, "array too large");
+    uint64_t a = cr__ptx_decl_align(&handle);
+    *align = a ? (uint32_t)a : 1;
+    return 0;
+}
+
+/* Records an address initialiser of variable `var` (a reloc_ctx_t) for the loader. */
 typedef struct {
-    cr__type_t type;
-    unsigned vec;
-    uint32_t align;
-    int opaque; /* .texref, .samplerref, .surfref */
-    int ptr_attr;
-} decl_type_t;
+    parser_t *ps;
+    uint32_t var;
+} reloc_ctx_t;
 
-/* Reads the words after a state space up to the declared name: .align N, .vN, the type,
- * .ptr attributes. */
-static int parse_decl_type(parser_t *ps, decl_type_t *d)
+static int add_reloc(void *user, const cr__ptx_addr_t *a)
 {
-    memset(d, 0, sizeof *d);
-    d->vec = 1;
-    while (tok(ps)->kind == CR__TK_WORD && tok(ps)->s[0] == '.') {
-        const cr__tok_t *t = tok(ps);
-        if (is(ps, ".align")) {
-            next(ps);
-            int kind, fs;
-            int64_t v;
-            if (tok(ps)->kind != CR__TK_WORD ||
-                parse_number(tok(ps)->s, tok(ps)->len, 0, &kind, &v, &fs) != 0 ||
-                kind != CR__O_IMM || v <= 0 || v > 4096 || (v & (v - 1)))
-                return fail(ps, "bad .align value");
-            if (!d->ptr_attr) d->align = (uint32_t)v;
-            next(ps);
-            continue;
-        }
-        if (is(ps, ".ptr")) {
-            d->ptr_attr = 1;
-        } else if (is(ps, ".v2")) {
-            d->vec = 2;
-        } else if (is(ps, ".v4")) {
-            d->vec = 4;
-        } else if (is(ps, ".v8")) {
-            d->vec = 8;
-        } else if (is(ps, ".texref") || is(ps, ".samplerref") || is(ps, ".surfref")) {
-            d->opaque = 1;
-        } else {
-            cr__type_t ty = cr__type_from(t->s + 1, t->len - 1);
-            if (ty != CR__T_NONE) {
-                d->type = ty;
-            } else if (!d->ptr_attr && !is(ps, ".global") && !is(ps, ".shared") &&
-                       !is(ps, ".local") && !is(ps, ".const") && !is(ps, ".param") &&
-                       !is(ps, ".attribute") && !is(ps, ".unified")) {
-                return fail(ps, "unexpected '%.*s' in a declaration", (int)t->len, t->s);
-            }
-        }
-        next(ps);
-    }
-    if (d->type == CR__T_NONE && !d->opaque) return fail(ps, "declaration without a type");
-    return 0;
-}
-
-static uint32_t decl_elem_size(const decl_type_t *d)
-{
-    return d->opaque ? 8 : cr__type_size(d->type) * d->vec;
-}
-
-/* Array dimensions after a name: [N][M]... or [] (unsized). */
-static int parse_dims(parser_t *ps, uint64_t *count, int *unsized)
-{
-    *count = 1;
-    *unsized = 0;
-    while (punct(ps, '[')) {
-        next(ps);
-        if (punct(ps, ']')) {
-            *unsized = 1;
-            next(ps);
-            continue;
-        }
-        int kind, fs;
-        int64_t v;
-        if (tok(ps)->kind != CR__TK_WORD ||
-            parse_number(tok(ps)->s, tok(ps)->len, 0, &kind, &v, &fs) != 0 || kind != CR__O_IMM ||
-            v < 0)
-            return fail(ps, "bad array size");
-        next(ps);
-        if (expect(ps, ']')) return ps->rc;
-        if ((uint64_t)v > MAX_ARRAY_BYTES || *count * (uint64_t)v > MAX_ARRAY_BYTES)
-            return fail(ps, "array too large");
-        *count *= (uint64_t)v;
-    }
-    return 0;
-}
-
-/* Stores one initialiser element at byte `off` of var. */
-static int init_elem(parser_t *ps, cr__ir_var_t *v, uint32_t esize, cr__type_t ety, uint64_t off,
-                     int kind, int64_t value, int fsize)
-{
-    if (off + esize > v->size) return fail(ps, "too many initialisers");
-    if (!v->init && !(v->init = calloc(1, v->size ? v->size : 1))) return nomem(ps);
-    uint64_t bits = (uint64_t)value;
-    if (cr__type_float(ety) && ety != CR__T_F16 && ety != CR__T_BF16) {
-        double d;
-        if (kind == CR__O_IMM) {
-            d = (double)value;
-        } else if (fsize == 4) {
-            float f;
-            uint32_t b = (uint32_t)bits;
-            memcpy(&f, &b, 4);
-            d = f;
-        } else {
-            memcpy(&d, &bits, 8);
-        }
-        if (esize == 4) {
-            float f = (float)d;
-            uint32_t b;
-            memcpy(&b, &f, 4);
-            bits = b;
-        } else {
-            memcpy(&bits, &d, 8);
-        }
-    } else if (kind == CR__O_FLT && fsize == 4 && esize == 8) {
-        bits = (uint32_t)bits;
-    }
-    memcpy(v->init + off, &bits, esize > 8 ? 8 : esize); /* little-endian */
-    return 0;
-}
-
-/* One initialiser element: a number, a symbol (address), generic(sym), sym+off. */
-static int parse_init_elem(parser_t *ps, uint32_t var, uint32_t esize, cr__type_t ety, uint64_t off)
-{
-    int neg = 0;
-    if (punct(ps, '-')) {
-        neg = 1;
-        next(ps);
-    }
-    const cr__tok_t *t = tok(ps);
-    if (t->kind != CR__TK_WORD) return fail(ps, "bad initialiser");
-    int kind, fs = 0;
-    int64_t value;
-    if (parse_number(t->s, t->len, neg, &kind, &value, &fs) == 0) {
-        next(ps);
-        return init_elem(ps, &ps->ir->vars[var], esize, ety, off, kind, value, fs);
-    }
-    /* an address: generic(sym) or sym, then an optional +N */
-    int generic = 0;
-    if (is(ps, "generic")) {
-        next(ps);
-        if (expect(ps, '(')) return ps->rc;
-        generic = 1;
-    }
-    t = tok(ps);
-    if (t->kind != CR__TK_WORD) return fail(ps, "bad address initialiser");
-    cr__ir_reloc_t r = {off, esize, add_str(ps->ir, t->s, t->len), 0, generic};
-    if (r.name == UINT32_MAX) return nomem(ps);
-    next(ps);
-    if (generic && expect(ps, ')')) return ps->rc;
-    if (punct(ps, '+') || punct(ps, '-')) {
-        int minus = punct(ps, '-');
-        next(ps);
-        if (tok(ps)->kind != CR__TK_WORD ||
-            parse_number(tok(ps)->s, tok(ps)->len, minus, &kind, &value, &fs) != 0 ||
-            kind != CR__O_IMM)
-            return fail(ps, "bad address offset in an initialiser");
-        r.addend = value;
-        next(ps);
-    }
-    if (esize != 4 && esize != 8) return fail(ps, "an address initialiser needs 4 or 8 bytes");
-    cr__ir_var_t *v = &ps->ir->vars[var];
-    if (off + esize > v->size) return fail(ps, "too many initialisers");
+    reloc_ctx_t *c = user;
+    parser_t *ps = c->ps;
+    if (a->size != 4 && a->size != 8)
+        return cr__ptx_fail(&ps->lx, CR_ECORRUPT, "an address initialiser needs 4 or 8 bytes");
+    cr__ir_reloc_t r = {a->offset, a->size, add_str(ps->ir, a->symbol.s, a->symbol.len), a->addend,
+                        a->generic};
+    if (r.name == UINT32_MAX) return CR_ENOMEM;
+    cr__ir_var_t *v = &ps->ir->vars[c->var];
     if (v->reloc_count == 0) v->reloc_first = ps->ir->nrelocs;
-    if (CR__PUSH(ps->ir->relocs, ps->ir->nrelocs, ps->ir->relocs_cap, r) != 0) return nomem(ps);
+    if (CR__PUSH(ps->ir->relocs, ps->ir->nrelocs, ps->ir->relocs_cap, r) != 0) return CR_ENOMEM;
     v->reloc_count++;
     return 0;
 }
 
-/* = value or = { ... } (nested braces flatten in order). */
-static int parse_initialiser(parser_t *ps, uint32_t var, uint32_t esize, cr__type_t ety)
+/* "= ..." of variable `id`: its bytes (and size, for an unsized array) and relocations. */
+static int parse_initialiser(parser_t *ps, uint32_t id, const cr__ptx_decl_t *d)
 {
-    uint64_t off = 0;
-    int depth = 0;
-    if (!punct(ps, '{')) return parse_init_elem(ps, var, esize, ety, 0);
-    for (;;) {
-        if (punct(ps, '{')) {
-            depth++;
-            next(ps);
-            continue;
-        }
-        if (punct(ps, '}')) {
-            next(ps);
-            if (--depth == 0) return 0;
-            if (punct(ps, ',')) next(ps);
-            continue;
-        }
-        if (parse_init_elem(ps, var, esize, ety, off)) return ps->rc;
-        off += esize;
-        if (punct(ps, ',')) {
-            next(ps);
-        } else if (!punct(ps, '}')) {
-            return fail(ps, "expected ',' or '}' in an initialiser");
-        }
+    reloc_ctx_t c = {ps, id};
+    uint64_t size = ps->ir->vars[id].size;
+    uint8_t *init;
+    int rc = cr__ptx_init(&ps->lx, d, &size, &init, add_reloc, &c);
+    if (rc) return fail_decl(ps, rc, "bad initialiser");
+    if (size > MAX_ARRAY_BYTES) {
+        free(init);
+        return fail(ps, "array too large");
     }
+    cr__ir_var_t *v = &ps->ir->vars[id];
+    v->init = init;
+    v->size = size;
+    v->is_unsized = 0; /* sized by its initialiser */
+    return 0;
 }
 
-/* A variable declaration after its state space word(s): type, names, sizes, initialisers.
- * Registers declare names in the current scope. */
+/* One declared variable (not a register) with its initialiser. */
+static int add_var(parser_t *ps, cr__space_t space, int is_extern, const cr__ptx_decl_t *d,
+                   cr__type_t type)
+{
+    cr__ir_var_t v = {0};
+    if (var_layout(ps, d, &v.size, &v.align)) return ps->rc;
+    v.name = add_str(ps->ir, d->name.s, d->name.len);
+    if (v.name == UINT32_MAX) return nomem(ps);
+    v.space = (uint8_t)space;
+    v.type = (uint8_t)type;
+    v.is_extern = (uint8_t)is_extern;
+    v.is_unsized = (uint8_t)d->unsized;
+    v.func = ps->func;
+    uint32_t id = ps->ir->nvars;
+    if (CR__PUSH(ps->ir->vars, ps->ir->nvars, ps->ir->vars_cap, v) != 0) return nomem(ps);
+    if (ps->func >= 0 && add_name(ps, d->name.s, d->name.len, 3, id, 0)) return ps->rc;
+    if (punct(ps, '=')) return parse_initialiser(ps, id, d);
+    return 0;
+}
+
+/* One register name with an optional <N> range. */
+static int add_regs(parser_t *ps, const cr__ptx_decl_t *d, cr__type_t type)
+{
+    const cr__ptx_tok_t *t = tok(ps);
+    if (t->kind != CR__PTX_WORD) return fail(ps, "expected a name");
+    const char *name = t->s;
+    uint32_t len = t->len, first = ps->ir->nregs, count = 1;
+    int range = 0;
+    next(ps);
+    if (punct(ps, '<')) {
+        next(ps);
+        int64_t v;
+        if (integer(tok(ps), &v) != 0 || v < 0 || v > 1000000)
+            return fail(ps, "bad register count");
+        next(ps);
+        if (expect(ps, '>')) return ps->rc;
+        count = (uint32_t)v;
+        range = 1;
+    }
+    uint32_t noff = add_str(ps->ir, name, len);
+    if (noff == UINT32_MAX) return nomem(ps);
+    for (uint32_t i = 0; i < count; i++) {
+        cr__ir_reg_t r = {noff, (uint8_t)type, (uint8_t)(d->vec > 1)};
+        if (CR__PUSH(ps->ir->regs, ps->ir->nregs, ps->ir->regs_cap, r) != 0) return nomem(ps);
+    }
+    return add_name(ps, name, len, range ? 2 : 1, first, count);
+}
+
+/* A declaration after its state space word(s): qualifiers, then names with their sizes and
+ * initialisers. Registers declare names in the current scope. */
 static int parse_var_decl(parser_t *ps, cr__space_t space, int is_extern)
 {
-    decl_type_t d;
-    if (parse_decl_type(ps, &d)) return ps->rc;
+    cr__ptx_decl_t d = {0};
+    cr__type_t type;
+    int rc = cr__ptx_decl_quals(&ps->lx, &d);
+    if (rc) return fail_decl(ps, rc, "bad declaration");
+    if (check_decl(ps, &d, &type)) return ps->rc;
     for (;;) {
-        const cr__tok_t *t = tok(ps);
-        if (t->kind != CR__TK_WORD) return fail(ps, "expected a name");
-        const char *name = t->s;
-        uint32_t len = t->len;
-        next(ps);
         if (space == CR__SP_REG) {
-            uint32_t first = ps->ir->nregs, count = 1;
-            int range = 0;
-            if (punct(ps, '<')) {
-                next(ps);
-                int kind, fs;
-                int64_t v;
-                if (tok(ps)->kind != CR__TK_WORD ||
-                    parse_number(tok(ps)->s, tok(ps)->len, 0, &kind, &v, &fs) != 0 ||
-                    kind != CR__O_IMM || v < 0 || v > 1000000)
-                    return fail(ps, "bad register count");
-                next(ps);
-                if (expect(ps, '>')) return ps->rc;
-                count = (uint32_t)v;
-                range = 1;
-            }
-            uint32_t noff = add_str(ps->ir, name, len);
-            if (noff == UINT32_MAX) return nomem(ps);
-            for (uint32_t i = 0; i < count; i++) {
-                cr__ir_reg_t r = {noff, (uint8_t)d.type, (uint8_t)(d.vec > 1)};
-                if (CR__PUSH(ps->ir->regs, ps->ir->nregs, ps->ir->regs_cap, r) != 0)
-                    return nomem(ps);
-            }
-            if (add_name(ps, name, len, range ? 2 : 1, first, count)) return ps->rc;
+            if (add_regs(ps, &d, type)) return ps->rc;
         } else {
-            uint64_t count;
-            int unsized;
-            if (parse_dims(ps, &count, &unsized)) return ps->rc;
-            cr__ir_var_t v = {0};
-            v.name = add_str(ps->ir, name, len);
-            if (v.name == UINT32_MAX) return nomem(ps);
-            v.space = (uint8_t)space;
-            v.type = (uint8_t)d.type;
-            v.is_extern = (uint8_t)is_extern;
-            v.is_unsized = (uint8_t)unsized;
-            uint32_t es = decl_elem_size(&d);
-            v.align = d.align ? d.align : es ? es : 1;
-            v.size = unsized ? 0 : count * es;
-            v.func = ps->func;
-            uint32_t id = ps->ir->nvars;
-            if (CR__PUSH(ps->ir->vars, ps->ir->nvars, ps->ir->vars_cap, v) != 0) return nomem(ps);
-            if (ps->func >= 0 && add_name(ps, name, len, 3, id, 0)) return ps->rc;
-            if (punct(ps, '=')) {
-                next(ps);
-                if (unsized) return fail(ps, "initialiser for an unsized array");
-                if (parse_initialiser(ps, id, cr__type_size(d.type) ? cr__type_size(d.type) : 1,
-                                      d.type))
-                    return ps->rc;
-            }
+            if ((rc = cr__ptx_decl_name(&ps->lx, &d)) != 0)
+                return fail_decl(ps, rc, "bad declaration");
+            if (add_var(ps, space, is_extern, &d, type)) return ps->rc;
         }
         if (!punct(ps, ',')) break;
         next(ps);
@@ -544,14 +401,14 @@ static int parse_var_decl(parser_t *ps, cr__space_t space, int is_extern)
 static void skip_line(parser_t *ps)
 {
     uint32_t line = tok(ps)->line;
-    while (tok(ps)->kind != CR__TK_EOF && tok(ps)->line == line)
+    while (tok(ps)->kind != CR__PTX_EOF && tok(ps)->line == line)
         next(ps);
 }
 
 /* Skips to the ';' that ends a statement (directives we ignore). */
 static int skip_statement(parser_t *ps)
 {
-    while (tok(ps)->kind != CR__TK_EOF && !punct(ps, ';'))
+    while (tok(ps)->kind != CR__PTX_EOF && !punct(ps, ';'))
         next(ps);
     return expect(ps, ';');
 }
@@ -593,7 +450,7 @@ static int push_opd(parser_t *ps, cr__opd_t o)
 }
 
 /* A name in an operand: register, special register, variable, function or label. */
-static int name_operand(parser_t *ps, const cr__tok_t *t, cr__opd_t *o)
+static int name_operand(parser_t *ps, const cr__ptx_tok_t *t, cr__opd_t *o)
 {
     uint32_t id;
     int kind = lookup(ps, t->s, t->len, &id);
@@ -644,8 +501,8 @@ static int scalar_operand(parser_t *ps, cr__opd_t *o)
         neg = 1;
         next(ps);
     }
-    const cr__tok_t *t = tok(ps);
-    if (t->kind != CR__TK_WORD) return fail(ps, "bad operand");
+    const cr__ptx_tok_t *t = tok(ps);
+    if (t->kind != CR__PTX_WORD && t->kind != CR__PTX_NUM) return fail(ps, "bad operand");
     if (t->len == 1 && t->s[0] == '_') {
         o->kind = CR__O_SINK;
         next(ps);
@@ -653,9 +510,8 @@ static int scalar_operand(parser_t *ps, cr__opd_t *o)
     }
     int kind, fs = 0;
     int64_t value;
-    char c = t->s[0];
-    if (c >= '0' && c <= '9') {
-        if (parse_number(t->s, t->len, neg, &kind, &value, &fs) != 0)
+    if (t->kind == CR__PTX_NUM) {
+        if (literal(t, neg, &kind, &value, &fs) != 0)
             return fail(ps, "bad number '%.*s'", (int)t->len, t->s);
         o->kind = (uint8_t)kind;
         o->value = value;
@@ -663,16 +519,14 @@ static int scalar_operand(parser_t *ps, cr__opd_t *o)
         next(ps);
         return 0;
     }
-    cr__tok_t copy = *t;
+    cr__ptx_tok_t copy = *t;
     if (name_operand(ps, &copy, o)) return ps->rc;
     if (neg) o->flags |= CR__OF_NEG;
     next(ps);
     /* sym+4 as a value (mov.u64 %rd1, arr+8) */
     if (o->kind == CR__O_VAR && (punct(ps, '+')) && tok(ps)->glued) {
         next(ps);
-        if (tok(ps)->kind != CR__TK_WORD ||
-            parse_number(tok(ps)->s, tok(ps)->len, 0, &kind, &value, &fs) != 0 || kind != CR__O_IMM)
-            return fail(ps, "bad offset");
+        if (integer(tok(ps), &value) != 0) return fail(ps, "bad offset");
         o->value = value;
         next(ps);
     }
@@ -685,9 +539,9 @@ static int address_operand(parser_t *ps)
     cr__opd_t a = {0}, base = {0};
     a.kind = CR__O_ADDR;
     next(ps); /* [ */
-    const cr__tok_t *t = tok(ps);
-    if (t->kind == CR__TK_WORD && !(t->s[0] >= '0' && t->s[0] <= '9')) {
-        cr__tok_t copy = *t;
+    const cr__ptx_tok_t *t = tok(ps);
+    if (t->kind == CR__PTX_WORD) {
+        cr__ptx_tok_t copy = *t;
         if (name_operand(ps, &copy, &base)) return ps->rc;
         if (base.kind != CR__O_REG && base.kind != CR__O_VAR && base.kind != CR__O_FUNC)
             return fail(ps, "bad address base '%.*s'", (int)copy.len, copy.s);
@@ -705,11 +559,8 @@ static int address_operand(parser_t *ps)
             sign = -sign;
             next(ps);
         }
-        int kind, fs;
         int64_t v;
-        if (tok(ps)->kind != CR__TK_WORD ||
-            parse_number(tok(ps)->s, tok(ps)->len, 0, &kind, &v, &fs) != 0 || kind != CR__O_IMM)
-            return fail(ps, "bad address offset");
+        if (integer(tok(ps), &v) != 0) return fail(ps, "bad address offset");
         a.value = sign * v;
         next(ps);
     }
@@ -758,13 +609,13 @@ static int parse_instruction(parser_t *ps)
             in.guard = 1;
         }
         uint32_t id;
-        if (tok(ps)->kind != CR__TK_WORD || lookup(ps, tok(ps)->s, tok(ps)->len, &id) != 1)
+        if (tok(ps)->kind != CR__PTX_WORD || lookup(ps, tok(ps)->s, tok(ps)->len, &id) != 1)
             return fail(ps, "bad guard predicate");
         in.guard_reg = id;
         next(ps);
     }
-    const cr__tok_t *t = tok(ps);
-    if (t->kind != CR__TK_WORD) return fail(ps, "expected an instruction");
+    const cr__ptx_tok_t *t = tok(ps);
+    if (t->kind != CR__PTX_WORD) return fail(ps, "expected an instruction");
     in.text = add_str(ps->ir, t->s, t->len);
     if (in.text == UINT32_MAX) return nomem(ps);
     /* base and modifiers */
@@ -784,7 +635,7 @@ static int parse_instruction(parser_t *ps)
     next(ps);
     in.opd = ps->ir->nopds;
     while (!punct(ps, ';')) {
-        if (tok(ps)->kind == CR__TK_EOF) return fail(ps, "unterminated instruction");
+        if (tok(ps)->kind == CR__PTX_EOF) return fail(ps, "unterminated instruction");
         if (punct(ps, '[')) {
             if (address_operand(ps)) return ps->rc;
         } else if (punct(ps, '{')) {
@@ -822,47 +673,47 @@ static int parse_instruction(parser_t *ps)
 
 /* ---- functions ---- */
 
-/* A parameter list: ( .param ..., .param ... ). Variables get consecutive ids. */
+/* A parameter list: ( .param ..., .param ... ), laid out by common/ptx_var.c. Variables get
+ * consecutive ids. */
+typedef struct {
+    parser_t *ps;
+    int is_ret;
+    uint32_t count;
+} params_ctx_t;
+
+static int add_param(void *user, const cr__ptx_decl_t *d, const cr_param_t *p)
+{
+    params_ctx_t *c = user;
+    parser_t *ps = c->ps;
+    cr__type_t type;
+    if (check_decl(ps, d, &type)) return ps->rc;
+    cr__ir_var_t v = {0};
+    v.name = add_str(ps->ir, d->name.s, d->name.len);
+    if (v.name == UINT32_MAX) return nomem(ps);
+    uint64_t align = cr__ptx_decl_align(d);
+    v.space = CR__SP_PARAM;
+    v.type = (uint8_t)type;
+    v.align = align ? (uint32_t)align : 1;
+    v.size = p->size;
+    v.func = ps->func;
+    v.is_param = 1;
+    v.is_ret = (uint8_t)c->is_ret;
+    v.param_offset = p->offset;
+    if (CR__PUSH(ps->ir->vars, ps->ir->nvars, ps->ir->vars_cap, v) != 0) return nomem(ps);
+    c->count++;
+    return 0;
+}
+
 static int parse_params(parser_t *ps, uint32_t *first, uint32_t *count, int is_ret, int kernel)
 {
-    uint64_t offset = 0;
+    params_ctx_t c = {ps, is_ret, 0};
+    uint32_t size;
     *first = ps->ir->nvars;
     *count = 0;
-    if (expect(ps, '(')) return ps->rc;
-    while (!punct(ps, ')')) {
-        if (!is(ps, ".param") && !is(ps, ".reg"))
-            return fail(ps, "expected .param in a parameter list");
-        if (is(ps, ".reg")) return fail(ps, ".reg parameters are not supported");
-        next(ps);
-        decl_type_t d;
-        if (parse_decl_type(ps, &d)) return ps->rc;
-        const cr__tok_t *t = tok(ps);
-        if (t->kind != CR__TK_WORD) return fail(ps, "expected a parameter name");
-        cr__ir_var_t v = {0};
-        v.name = add_str(ps->ir, t->s, t->len);
-        if (v.name == UINT32_MAX) return nomem(ps);
-        next(ps);
-        uint64_t n;
-        int unsized;
-        if (parse_dims(ps, &n, &unsized)) return ps->rc;
-        uint32_t es = decl_elem_size(&d);
-        v.space = CR__SP_PARAM;
-        v.type = (uint8_t)d.type;
-        v.align = d.align ? d.align : es ? es : 1;
-        v.size = n * es;
-        v.func = ps->func;
-        v.is_param = 1;
-        v.is_ret = (uint8_t)is_ret;
-        offset = (offset + v.align - 1) / v.align * v.align;
-        v.param_offset = (uint32_t)offset;
-        offset += v.size;
-        if (offset > UINT32_MAX) return fail(ps, "parameters too large");
-        if (CR__PUSH(ps->ir->vars, ps->ir->nvars, ps->ir->vars_cap, v) != 0) return nomem(ps);
-        (*count)++;
-        if (punct(ps, ',')) next(ps);
-    }
-    next(ps);
-    if (kernel) ps->ir->funcs[ps->func].param_size = (uint32_t)offset;
+    int rc = cr__ptx_params(&ps->lx, add_param, &c, &size);
+    if (rc) return fail_decl(ps, rc, "bad parameter list");
+    *count = c.count;
+    if (kernel) ps->ir->funcs[ps->func].param_size = size;
     return 0;
 }
 
@@ -878,22 +729,11 @@ static int name_params(parser_t *ps, uint32_t first, uint32_t count)
     return 0;
 }
 
+/* ".maxntid x, y, z" and the like, read as the image parser reads them. */
 static int parse_dims3(parser_t *ps, uint32_t out[3])
 {
-    next(ps);
-    out[0] = out[1] = out[2] = 1;
-    for (int i = 0; i < 3; i++) {
-        int kind, fs;
-        int64_t v;
-        if (tok(ps)->kind != CR__TK_WORD ||
-            parse_number(tok(ps)->s, tok(ps)->len, 0, &kind, &v, &fs) != 0 || kind != CR__O_IMM)
-            return fail(ps, "bad dimension");
-        out[i] = (uint32_t)v;
-        next(ps);
-        if (!punct(ps, ',')) break;
-        next(ps);
-    }
-    return 0;
+    int rc = cr__ptx_dims3(&ps->lx, out);
+    return rc ? fail_decl(ps, rc, "bad dimension") : 0;
 }
 
 /* The body of the current function: statements up to the matching '}'. */
@@ -907,8 +747,8 @@ static int parse_body(parser_t *ps)
     next(ps); /* { */
     if (push_scope(ps)) return ps->rc;
     while (depth > 0) {
-        const cr__tok_t *t = tok(ps);
-        if (t->kind == CR__TK_EOF) return fail(ps, "unterminated function body");
+        const cr__ptx_tok_t *t = tok(ps);
+        if (t->kind == CR__PTX_EOF) return fail(ps, "unterminated function body");
         if (punct(ps, '{')) {
             depth++;
             if (push_scope(ps)) return ps->rc;
@@ -925,7 +765,7 @@ static int parse_body(parser_t *ps)
             next(ps);
             continue;
         }
-        if (t->kind == CR__TK_WORD && t->s[0] == '.') {
+        if (t->kind == CR__PTX_WORD && t->s[0] == '.') {
             if (is(ps, ".reg")) {
                 next(ps);
                 if (parse_var_decl(ps, CR__SP_REG, 0)) return ps->rc;
@@ -954,9 +794,9 @@ static int parse_body(parser_t *ps)
             continue;
         }
         /* a label */
-        if (t->kind == CR__TK_WORD && !(t->s[0] == '%')) {
-            cr__lex_t save = ps->lx;
-            cr__tok_t word = *t;
+        if (t->kind == CR__PTX_WORD && !(t->s[0] == '%')) {
+            cr__ptx_lex_t save = ps->lx;
+            cr__ptx_tok_t word = *t;
             next(ps);
             if (punct(ps, ':')) {
                 cr__ir_label_t l = {add_str(ps->ir, word.s, word.len),
@@ -996,8 +836,8 @@ static int parse_function(parser_t *ps, int entry, int is_extern)
         f->ret_first = first;
         f->ret_count = count;
     }
-    const cr__tok_t *t = tok(ps);
-    if (t->kind != CR__TK_WORD) return fail(ps, "expected a function name");
+    const cr__ptx_tok_t *t = tok(ps);
+    if (t->kind != CR__PTX_WORD) return fail(ps, "expected a function name");
     f->name = add_str(ps->ir, t->s, t->len);
     if (f->name == UINT32_MAX) return nomem(ps);
     next(ps);
@@ -1055,10 +895,10 @@ static int parse_function(parser_t *ps, int entry, int is_extern)
 static int skip_section(parser_t *ps)
 {
     next(ps);
-    while (tok(ps)->kind != CR__TK_EOF && !punct(ps, '{'))
+    while (tok(ps)->kind != CR__PTX_EOF && !punct(ps, '{'))
         next(ps);
     int depth = 0;
-    while (tok(ps)->kind != CR__TK_EOF) {
+    while (tok(ps)->kind != CR__PTX_EOF) {
         if (punct(ps, '{')) depth++;
         if (punct(ps, '}') && --depth == 0) {
             next(ps);
@@ -1072,9 +912,9 @@ static int skip_section(parser_t *ps)
 static int parse_module(parser_t *ps)
 {
     int is_extern = 0;
-    while (tok(ps)->kind != CR__TK_EOF && !ps->rc) {
-        const cr__tok_t *t = tok(ps);
-        if (t->kind != CR__TK_WORD || t->s[0] != '.') {
+    while (tok(ps)->kind != CR__PTX_EOF && !ps->rc) {
+        const cr__ptx_tok_t *t = tok(ps);
+        if (t->kind != CR__PTX_WORD || t->s[0] != '.') {
             if (punct(ps, ';')) {
                 next(ps);
                 continue;
@@ -1083,16 +923,19 @@ static int parse_module(parser_t *ps)
         }
         if (is(ps, ".version")) {
             next(ps);
-            if (tok(ps)->kind == CR__TK_WORD) {
-                ps->ir->version_major = (unsigned)strtoul(tok(ps)->s, NULL, 10);
-                const char *d = memchr(tok(ps)->s, '.', tok(ps)->len);
-                if (d) ps->ir->version_minor = (unsigned)strtoul(d + 1, NULL, 10);
+            const cr__ptx_tok_t *t = tok(ps);
+            if (t->kind == CR__PTX_NUM) {
+                ps->ir->version_major = leading_decimal(t->s, t->len);
+                const char *d = memchr(t->s, '.', t->len);
+                if (d)
+                    ps->ir->version_minor = leading_decimal(d + 1, t->len - (size_t)(d + 1 - t->s));
             }
             skip_line(ps);
         } else if (is(ps, ".target")) {
             next(ps);
-            if (tok(ps)->kind == CR__TK_WORD && tok(ps)->len > 3 && !memcmp(tok(ps)->s, "sm_", 3))
-                ps->ir->target_sm = (unsigned)strtoul(tok(ps)->s + 3, NULL, 10);
+            const cr__ptx_tok_t *t = tok(ps);
+            if (t->kind == CR__PTX_WORD && t->len > 3 && !memcmp(t->s, "sm_", 3))
+                ps->ir->target_sm = leading_decimal(t->s + 3, t->len - 3);
             skip_line(ps);
         } else if (is(ps, ".address_size")) {
             next(ps);
@@ -1139,7 +982,7 @@ int cr__parse(const char *text, size_t len, cr__ir_t *ir, char *err, size_t err_
     ps.func = -1;
     if (err && err_len) err[0] = 0;
     if (add_str(ir, "", 0) == UINT32_MAX) return CR_ENOMEM; /* offset 0: the empty string */
-    cr__lex_init(&ps.lx, text, len);
+    cr__ptx_lex_init(&ps.lx, text, len);
     int rc = parse_module(&ps);
     free(ps.names);
     free(ps.scopes);
