@@ -2,7 +2,9 @@
  * quota before they are made) and the globals of its code. Every device address a client
  * passes is checked against these: a session may only reach its own memory. */
 #include "log.h"
+#include "session.h"
 #include "session_private.h"
+#include "tenants.h"
 
 CUresult cr_session_charge(cr_session_t *s, uint64_t bytes)
 {

@@ -7,9 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend.h"
+#include "cr_api_desc.h"
 #include "emu/emu_api.h"
 #include "error.h"
-#include "internal.h"
 #include "log.h"
 
 static const char *const driver_paths[] = {

@@ -6,9 +6,11 @@
  * read off the socket, and page-locked staging buffers (from the backend, so that device-
  * to-host copies into them are asynchronous) in power-of-two size classes. Each cache
  * keeps a bounded number of bytes; what goes beyond is freed. */
+#include <pthread.h>
 #include <stdlib.h>
 
-#include "internal.h"
+#include "backend.h"
+#include "buffers.h"
 #include "protocol.h"
 
 #define STAGING_MIN ((size_t)1 << 20)

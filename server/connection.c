@@ -11,6 +11,7 @@
  * Threads: the loop thread only. */
 #define _GNU_SOURCE /* struct ucred */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,9 +21,12 @@
 #include "clock.h"
 #include "dispatch.h"
 #include "error.h"
+#include "guard.h"
 #include "log.h"
+#include "loop.h"
 #include "loop_private.h"
 #include "protocol.h"
+#include "session.h"
 
 #define DIRECT_READ_MIN (16u << 10)
 

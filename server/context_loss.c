@@ -5,11 +5,15 @@
  * probed: if the shared context is gone too (always on a GPU), every session is told why
  * and closed, and the server process restarts (cr_server_restart). The probe calls the
  * driver, so it never runs on the driver's callback thread. */
+#include <pthread.h>
 #include <stddef.h>
 
-#include "request.h"
+#include "backend.h"
 #include "log.h"
+#include "loop.h"
 #include "mpfield.h"
+#include "request.h"
+#include "session.h"
 #include "session_private.h"
 
 int cr_is_context_error(CUresult r)

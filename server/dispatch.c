@@ -8,6 +8,7 @@
 #include "error.h"
 #include "log.h"
 #include "protocol.h"
+#include "session.h"
 
 int cr_request_admissible(const cr_frame_header_t *h, int admitted)
 {

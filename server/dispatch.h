@@ -7,6 +7,7 @@
 #define CR_SERVER_DISPATCH_H
 
 #include "request.h"
+#include "session.h"
 
 /* Whether a frame with this header may be read at all, before anything is allocated for
  * it: the opcode's rules (cr_opcode_rule) bound its bulk, and before its hello is admitted

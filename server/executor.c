@@ -7,12 +7,19 @@
  * never waits on the device: calls that wait finish on waiter threads. It runs nothing
  * more while the client leaves too much output unread, and when the connection closes it
  * waits for the session's tasks, then releases everything the session held. */
+#include "backend.h"
 #include "clock.h"
 #include "cpu.h"
 #include "dispatch.h"
 #include "error.h"
+#include "guard.h"
+#include "handlers.h"
 #include "log.h"
+#include "loop.h"
+#include "scheduler.h"
+#include "session.h"
 #include "session_private.h"
+#include "shm.h"
 
 /* How long an idle executor keeps looking for the next request before it sleeps. */
 static uint64_t executor_spin_ns = 20000;

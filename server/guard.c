@@ -17,8 +17,8 @@
 #include <sys/resource.h>
 
 #include "clock.h"
+#include "guard.h"
 #include "idmap.h"
-#include "internal.h"
 #include "log.h"
 
 static cr_guard_limits_t limits = {

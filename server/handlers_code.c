@@ -1,13 +1,16 @@
 /* Loading code: the image arrives as the request's bulk bytes. Before the backend sees it,
  * its own size fields must fit inside what was received, because the driver API reads an
  * image without being told its size. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cr_server_hand.h"
 #include "dispatch.h"
 #include "fatbin.h"
+#include "handlers.h"
 #include "log.h"
+#include "session.h"
 
 /* Images larger than this are not read for their globals (cuBLAS-sized fatbins would cost
  * seconds of decompression per load); their globals keep their values over a reset. */

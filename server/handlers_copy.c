@@ -10,11 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buffers.h"
 #include "cr_server_hand.h"
 #include "dispatch.h"
 #include "error.h"
 #include "log.h"
+#include "loop.h"
 #include "protocol.h"
+#include "session.h"
+#include "shm.h"
 
 /* A device-to-host copy staged for the socket. It is referenced by its owner (the code
  * that enqueues and then answers or pushes it) and by every frame still to be written

@@ -1,12 +1,17 @@
 /* Launches, host functions and occupancy (wire formats in common/protocol.h). */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cr_server_hand.h"
 #include "dispatch.h"
 #include "error.h"
+#include "handlers.h"
 #include "log.h"
+#include "loop.h"
 #include "protocol.h"
+#include "scheduler.h"
+#include "session.h"
 
 #define MAX_ATTRS 32
 

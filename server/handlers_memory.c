@@ -6,8 +6,10 @@
 
 #include "cr_server_hand.h"
 #include "dispatch.h"
-#include "protocol.h"
+#include "handlers.h"
 #include "log.h"
+#include "protocol.h"
+#include "session.h"
 
 /* --- allocations ----------------------------------------------------------------------------- */
 

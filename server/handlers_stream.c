@@ -2,6 +2,9 @@
  * (cr_tenant_stream_priority), so high tenants' work outranks everyone's on the device. */
 #include "cr_server_hand.h"
 #include "dispatch.h"
+#include "handlers.h"
+#include "session.h"
+#include "tenants.h"
 
 CUresult cr_session_create_stream(cr_session_t *s, CUstream *out, unsigned flags, int asked)
 {

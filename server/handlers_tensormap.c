@@ -19,6 +19,7 @@
 #include "dispatch.h"
 #include "error.h"
 #include "protocol.h"
+#include "session.h"
 
 #define MAX_RANK 5
 

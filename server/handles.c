@@ -4,13 +4,17 @@
  * keeps its id; a function, kernel or library module belongs to the code it came from and
  * is forgotten with it. Streams get the session's device-output routing. At the end,
  * cr_session_release_resources destroys what the session owns in dependency order. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "request.h"
+#include "backend.h"
 #include "error.h"
 #include "log.h"
+#include "loop.h"
 #include "protocol.h"
+#include "request.h"
+#include "session.h"
 #include "session_private.h"
 
 #define HANDLE_ID_STEP 0x10

@@ -4,17 +4,24 @@
  * log, finds its tenant by token and checks the tenant's session limit, then starts the
  * executor; a refusal is answered at once with its reason. cr_srv_hello (executor) creates
  * the session's own legacy stream and answers with the device as the tenant sees it. */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "backend.h"
 #include "cr_server_hand.h"
-#include "request.h"
 #include "error.h"
+#include "guard.h"
+#include "handlers.h"
 #include "log.h"
+#include "loop.h"
 #include "mpfield.h"
 #include "protocol.h"
-#include "version.h"
+#include "request.h"
+#include "session.h"
 #include "session_private.h"
+#include "tenants.h"
+#include "version.h"
 
 /* A field of the hello's map as text fit for the log (a number printed, control characters
  * replaced); "" when absent. */

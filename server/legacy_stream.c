@@ -4,9 +4,11 @@
  * legacy stream's rules itself: work on the session's legacy stream waits for all earlier
  * work of its blocking streams, and their later work waits for it. Events recorded on
  * every stream let a synchronization wait for all of the session's work, and only it. */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "log.h"
+#include "session.h"
 #include "session_private.h"
 
 /* Makes `waiter` wait for the work `h` has so far. */

@@ -6,8 +6,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "address.h"
 #include "error.h"
 #include "log.h"
+#include "loop.h"
 #include "loop_private.h"
 
 int cr_listen_bind(const char *text, int allow_unix, cr_listener_t *out)

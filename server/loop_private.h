@@ -6,7 +6,10 @@
 
 #include <stdlib.h>
 
+#include "backend.h"
+#include "loop.h"
 #include "request.h"
+#include "session.h"
 
 /* Every read lands in one buffer of the loop's first: nothing stays in it. */
 #define CR_READ_BUFFER (64u << 10)

@@ -2,6 +2,7 @@
  * with every count, length, handle and device address checked, calls the backend, and
  * packs the outputs. Calls that may wait on the device finish on a waiter thread. */
 #include "dispatch.h"
+#include "session.h"
 
 #include <stdlib.h>
 #include <string.h>

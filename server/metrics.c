@@ -9,9 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "error.h"
-#include "internal.h"
+#include "guard.h"
 #include "log.h"
+#include "loop.h"
+#include "status.h"
+#include "tenants.h"
 #include "version.h"
 
 #define REQUEST_MAX 8192 /* bytes of one request, headers included */

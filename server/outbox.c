@@ -10,11 +10,14 @@
  * Threads: cr_server_send, cr_server_wake and cr_server_close_connection from any thread;
  * the drain on the loop thread. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "loop.h"
 #include "loop_private.h"
+#include "session.h"
 
 static void release_msg(cr_outmsg_t *m)
 {

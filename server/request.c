@@ -12,10 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "buffers.h"
 #include "error.h"
 #include "log.h"
+#include "loop.h"
 #include "mpcheck.h"
 #include "protocol.h"
+#include "session.h"
 
 /* Bulk payloads up to this size share the request's allocation (launch parameters, small
  * copies); larger ones get their own, read straight into by the loop. */

@@ -8,7 +8,9 @@
 
 #include <msgpack.h>
 
-#include "internal.h"
+#include "loop.h"
+#include "session.h"
+
 
 struct cr_request_s {
     cr_request_t *next;

@@ -47,13 +47,17 @@
  *
  * A lone tenant runs at full speed: it is never made to drain, and only its own bound applies. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
 
+#include "backend.h"
 #include "clock.h"
 #include "error.h"
-#include "internal.h"
 #include "log.h"
+#include "scheduler.h"
+#include "session.h"
+#include "tenants.h"
 
 #define QUANTUM_NS 4e6         /* a holder's device time before a rival of its level goes */
 #define AHEAD_NS 50e6          /* estimated device time a tenant may have in flight */

@@ -5,12 +5,19 @@
  * Threads: the loop thread does the accepting, reading and closing of every connection,
  * and writes what other threads could not write straight away (outbox.c); executors,
  * waiters and the backend's threads only queue output and wake it. */
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "backend.h"
+#include "guard.h"
 #include "log.h"
+#include "loop.h"
 #include "loop_private.h"
+#include "session.h"
+#include "status.h"
+#include "tenants.h"
 
 #define RESTART_GRACE_MS 2000
 

@@ -10,9 +10,16 @@
  * context_loss.c (kernel faults).
  *
  * Threads: the loop creates and closes sessions; the executor and waiter threads use
- * them; s->lock guards what struct cr_session_s (internal.h) says it does. */
+ * them; s->lock guards what struct cr_session_s (session.h) says it does. */
+#include "backend.h"
+#include "guard.h"
+#include "scheduler.h"
+#include "session.h"
 #include "session_private.h"
+#include "tenants.h"
+#include "waiter.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,9 +1,10 @@
 /* What the files of the session module share and no other module uses: session.c,
  * executor.c, hello.c, handles.c, allocations.c, legacy_stream.c, context_loss.c. */
+
+#include "session.h"
 #ifndef CR_SERVER_SESSION_PRIVATE_H
 #define CR_SERVER_SESSION_PRIVATE_H
 
-#include "internal.h"
 
 /* The first handle id a session gives out: well above NULL, CU_STREAM_LEGACY and
  * CU_STREAM_PER_THREAD. */

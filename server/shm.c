@@ -9,17 +9,21 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "cr_opcodes.h"
 #include "cr_server_hand.h"
-#include "request.h"
 #include "error.h"
 #include "log.h"
+#include "request.h"
+#include "session.h"
+#include "shm.h"
 
 #define MAX_REGIONS 65536 /* per session */
 

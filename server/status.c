@@ -7,11 +7,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend.h"
 #include "cr_server_hand.h"
 #include "dispatch.h"
 #include "log.h"
 #include "mpfield.h"
+#include "scheduler.h"
+#include "session.h"
+#include "status.h"
 #include "status_fields.h"
+#include "tenants.h"
 #include "version.h"
 
 static struct timespec started;

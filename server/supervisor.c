@@ -23,8 +23,8 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "internal.h"
 #include "log.h"
+#include "loop.h"
 
 #define MAX_RESTARTS 5                            /* within RESTART_WINDOW_NS, then pause */
 #define RESTART_WINDOW_NS (60 * 1000000000LL)

@@ -19,14 +19,15 @@
  * Usage counters are atomics, updated from every server thread. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
-#include "internal.h"
 #include "log.h"
 #include "size.h"
+#include "tenants.h"
 
 #define FILE_MAX (1 << 20)
 

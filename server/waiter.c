@@ -1,11 +1,13 @@
 /* Waiter threads: calls that wait on the device (synchronizations, blocking copies) run
  * here, so that neither the loop nor any session's executor ever waits. Threads are made
  * on demand, one per concurrent wait, and leave after a while idle. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
 
+#include "backend.h"
 #include "error.h"
-#include "internal.h"
+#include "waiter.h"
 
 #define IDLE_SECONDS 30
 

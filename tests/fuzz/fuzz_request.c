@@ -45,12 +45,21 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "dispatch.h"
 #include "error.h"
 #include "fuzz_check.h"
+#include "guard.h"
+#include "handlers.h"
 #include "log.h"
+#include "loop.h"
 #include "mpcheck.h"
 #include "protocol.h"
+#include "scheduler.h"
+#include "session.h"
+#include "status.h"
+#include "tenants.h"
+#include "waiter.h"
 
 #define MAX_FRAMES 128
 #define MAX_CALLS (MAX_FRAMES + 2) /* the frames, a hello made here and the @status */

@@ -1,0 +1,25 @@
+/* What the hand-written handlers offer the rest of the server, beyond answering their
+ * requests (cr_server_hand.h): streams at a tenant's priority, code globals after a
+ * context reset, and host functions' gates. */
+#ifndef CR_SERVER_HANDLERS_H
+#define CR_SERVER_HANDLERS_H
+
+#include "session.h"
+
+/* Creates a stream for the session at the priority its tenant allows for `asked`
+ * (handlers_stream.c). */
+CUresult cr_session_create_stream(cr_session_t *s, CUstream *out, unsigned flags, int asked);
+
+/* Gives every global of the session's libraries and modules its initial contents again:
+ * a primary-context reset on a GPU reloads code into a fresh context. */
+void cr_code_reinit_globals(cr_session_t *s);
+
+/* Host functions (handlers_launch.c). The client answered call_id (loop thread): opens
+ * its stream's gate, or lets the host function that holds the driver's thread return. */
+void cr_host_func_done(cr_session_t *s, uint64_t call_id);
+/* The client is gone: opens every gate its streams wait on. */
+void cr_host_funcs_open_all(cr_session_t *s);
+/* Frees the gates, once the session's streams are done. */
+void cr_host_func_gates_free(cr_session_t *s);
+
+#endif

@@ -1,0 +1,241 @@
+/* Sessions, one per client connection, and what they hold: the session module's public
+ * interface (session.c, executor.c, hello.c, handles.c, allocations.c, legacy_stream.c,
+ * context_loss.c; outbox.c writes its output).
+ *
+ * Threads: the libuv loop thread accepts, reads and closes connections; each admitted
+ * session has an executor thread that runs its requests in order and never waits on the
+ * device; calls that wait run on waiter threads; the backend's own threads run host
+ * functions. Requests arrive in a session's inbox from the loop; replies are written by
+ * the thread that sends them when nothing is queued before them, else by the loop. */
+#ifndef CR_SERVER_SESSION_H
+#define CR_SERVER_SESSION_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "backend.h"
+#include "cr_api_desc.h"
+#include "frame.h"
+#include "idmap.h"
+#include "rangemap.h"
+#include "tenants.h"
+
+typedef struct cr_server_s cr_server_t;
+typedef struct cr_session_s cr_session_t;
+typedef struct cr_request_s cr_request_t;
+
+typedef struct {
+    uint64_t id;
+    uint8_t type;            /* cr_handle_type_t */
+    uint8_t owned;           /* created by the session: destroyed when it ends */
+    void *obj;               /* the backend's handle */
+    /* streams: legacy default-stream ordering (session.c) */
+    int blocking;
+    int dirty;               /* has work the legacy stream has not waited for */
+    uint64_t synced_gen;     /* legacy work generation this stream last waited for */
+    CUevent marker;
+    /* what another module keeps about the object (handlers_code.c: a library's or module's
+     * globals and their initial contents), released with extra_free when the handle goes */
+    void *extra;
+    void (*extra_free)(void *extra);
+    uint64_t charged;        /* device memory charged to the tenant for it (globals) */
+    struct cr_batch_s *batch; /* streams: the open batch of measured launches (sched.c) */
+    unsigned gate;           /* streams: 1 + index of its host-function gate, 0: none yet */
+    uint32_t gate_count;     /* streams: host functions gated so far (handlers_launch.c) */
+    /* functions, kernels, a library's modules: the id of the module, library or kernel they
+     * came from; they are forgotten with it (the driver frees them with it) */
+    uint64_t parent;
+    /* functions and kernels: their parameters' sizes as the backend reports them, asked at
+     * the first launch (executor only) */
+    int params_known;
+    uint32_t param_count;
+    struct cr_kernel_param_s *params;
+} cr_handle_t;
+
+/* One kernel parameter: where it lies in the parameter buffer, and its size. */
+typedef struct cr_kernel_param_s {
+    uint32_t offset, size;
+} cr_kernel_param_t;
+
+struct cr_session_s {
+    cr_server_t *server;
+    const cr_backend_t *backend;
+    uint64_t id;
+    char peer[128];          /* address of the connection */
+    char who[320];           /* "program (pid N) on host" after hello */
+    int hello_done;
+    cr_tenant_t *tenant;     /* set at hello */
+
+    /* loop side */
+    uv_stream_t *stream;     /* uv_tcp_t or uv_pipe_t, owned by server.c */
+
+    pthread_mutex_t lock;    /* everything below */
+    pthread_cond_t cond;
+    cr_request_t *inbox_head, *inbox_tail;
+    size_t inbox_bytes;      /* received, not yet run: the loop stops reading above a mark */
+    int reading_paused;      /* the loop stopped reading this connection */
+    int resume_reading;      /* the executor caught up: the loop may read again */
+    int closing;             /* the connection is gone: finish and clean up */
+    int refs;                /* executor, connection, queued output, tasks */
+    int tasks;               /* waiter tasks and host functions still using the backend */
+    cr_idmap_t handles;      /* id -> cr_handle_t * */
+    cr_idmap_t by_object;    /* backend handle -> id */
+    uint64_t next_handle;
+    cr_rangemap_t allocations; /* device memory the session holds (value: charged bytes) */
+    cr_rangemap_t code_ranges; /* globals of its code (value: the library/module id) */
+    cr_idmap_t host_func_acks; /* call ids acknowledged by the client */
+    cr_idmap_t gated;        /* call id -> host function whose stream waits for its answer */
+    struct cr_gates_s *gates; /* host-function gates (handlers_launch.c); executor only */
+    int gates_tried;
+    CUresult deferred_error; /* first failure of an asynchronous request, not yet reported */
+    CUresult context_error;  /* a kernel fault broke the client's context: every call fails */
+    int probe_wanted;        /* the executor should ask whether the device context is lost */
+    cr_idmap_t regions;      /* shared-memory regions: id -> shm.c's region */
+    int shm_announced;       /* logged that this session shares memory */
+
+    /* executor only */
+    pthread_t executor;
+    cr_handle_t legacy;      /* the session's own legacy default stream (id 0) */
+    uint64_t legacy_gen;
+    struct cr_batch_s *open_batches; /* launches measured, end not yet recorded (sched.c) */
+
+    /* output: written straight from the sending thread when nothing is queued before it
+     * (no hand-off to the loop on the way out), else queued for the loop */
+    int fd;                  /* the connection's socket, -1 once it closes */
+    int direct_busy;         /* a thread is writing straight to fd */
+    int writes_in_flight;    /* messages handed to libuv, not yet written */
+    struct cr_outmsg_s *out_head, *out_tail;
+    int out_queued;          /* on the server's list of sessions with output */
+    int close_requested;     /* close the connection once the output is written */
+    uint64_t out_bytes;      /* output queued or being written */
+    uint64_t staged_bytes;   /* device-to-host bytes staged for output still to come */
+    int output_waiting;      /* the executor waits for the client to read */
+    struct cr_session_s *next_with_output;
+    uint64_t stat_requests;  /* atomic */
+
+    /* accounting, for `cuda-remote status` and /metrics */
+    cr_usage_t usage;        /* atomic */
+    uint64_t memory;         /* device memory charged for this session (atomic) */
+    int64_t connected_ns;    /* CLOCK_REALTIME */
+    int listed;              /* said hello: shown (under lock) */
+    size_t inbox_count;      /* requests received, not yet run (under lock) */
+    struct cr_session_s *all_prev, *all_next; /* every session (session.c) */
+};
+
+/* Counts work for the session and its tenant. direction: CR_COPY_HTOD or CR_COPY_DTOH. */
+void cr_session_count_launch(cr_session_t *s);
+/* Counts a failed call (cr_session_note_result does for every result it sees). */
+void cr_session_count_error(cr_session_t *s);
+void cr_session_count_copy(cr_session_t *s, int direction, uint64_t bytes);
+
+/* A session as status shows it. */
+typedef struct {
+    uint64_t id;
+    char who[320];           /* "program (pid N) on host" */
+    char peer[128];
+    const cr_tenant_t *tenant;
+    uint64_t memory, requests, queued;
+    int64_t connected_ns;
+    int ending;              /* its client is gone; its resources are being released */
+    cr_usage_t usage;
+} cr_session_info_t;
+/* Calls fn for every session that said hello, oldest first, under the sessions' lock. */
+void cr_sessions_foreach(void (*fn)(const cr_session_info_t *info, void *arg), void *arg);
+
+/* How much received, unrun input a session may hold before its connection is paused
+ * (--max-queued); call before serving. */
+void cr_session_set_input_limit(size_t bytes);
+/* Creates a session for a new connection; it has no executor until it is admitted. */
+cr_session_t *cr_session_new(cr_server_t *server, const cr_backend_t *b, uint64_t id,
+                             const char *peer);
+/* Decides on a session's hello (loop thread): 0 when its token names a tenant that may
+ * have another session; then its executor runs, and the hello must be submitted to it,
+ * which answers it. Else the refusal (with its reason) is sent to the client, `why` says
+ * it for the log, and the connection should close. */
+int cr_session_admit(cr_session_t *s, cr_request_t *req, char *why, size_t why_len);
+/* Output bytes of the session's that have been written or dropped (any thread). */
+void cr_session_output_done(cr_session_t *s, uint64_t bytes);
+/* Device-to-host bytes about to be staged for the session's output, and their release
+ * once written: the executor runs nothing more while a session's unsent output passes
+ * its bound, so a client that does not read holds only its own work back. */
+void cr_session_output_stage(cr_session_t *s, uint64_t bytes);
+void cr_session_output_unstage(cr_session_t *s, uint64_t bytes);
+/* Hands a complete request to the session's executor (loop thread; executor.c). Returns 1 when the
+ * session holds so much unrun input that the loop should stop reading it for now; the
+ * executor asks for reading to resume (resume_reading) once it has caught up. */
+int cr_executor_submit(cr_session_t *s, cr_request_t *req);
+/* The connection closed or failed: the executor cleans up and drops its reference. */
+void cr_session_close(cr_session_t *s, const char *why);
+void cr_session_ref(cr_session_t *s);
+void cr_session_unref(cr_session_t *s);
+/* Work that uses the session's backend objects off the executor (a waiter task, a host
+ * function): the session's resources are released only after every task ended. */
+void cr_session_task_begin(cr_session_t *s);
+void cr_session_task_end(cr_session_t *s);
+/* The one way to finish a session's work where it may wait on the device: fn(arg) runs on
+ * a waiter thread as a task of the session. When no waiter thread can start, it runs on
+ * the calling thread, which then waits: work is never dropped or refused for want of a
+ * thread. The caller is a thread that may wait and call the driver (the executor or a
+ * waiter), never the driver's callback thread. */
+void cr_session_finish_on_waiter(cr_session_t *s, void (*fn)(void *), void *arg);
+
+/* Handles: ids on the wire, backend objects inside. Callers hold no lock. An object seen
+ * before keeps its id. */
+int cr_session_add_handle(cr_session_t *s, uint8_t type, void *obj, int owned, uint64_t *id);
+/* Registers an object the session owns under an id its client chose (CR_CLIENT_ID_BASE and
+ * up). 0, or CR_EEXISTS when the id or the object is taken. */
+int cr_session_add_handle_as(cr_session_t *s, uint8_t type, void *obj, uint64_t id);
+/* Like cr_session_add_handle for an object that belongs to another the session knows
+ * (a module's function, a library's kernel or module): removing `parent_obj`'s handle
+ * removes this one too, so a freed function can never be named again. */
+int cr_session_add_child_handle(cr_session_t *s, uint8_t type, void *obj, void *parent_obj,
+                                uint64_t *id);
+/* The object behind an id of the given type; `function` ids also accept kernel ids (cudart
+ * passes a CUkernel as a CUfunction). NULL for id 0 or a foreign/unknown id. */
+void *cr_session_handle(cr_session_t *s, uint8_t type, uint64_t id);
+/* Forgets a handle and, with it, the handles that belong to it. */
+void cr_session_remove_handle(cr_session_t *s, uint64_t id);
+/* The function behind a function or kernel id, with its parameters as the backend reports
+ * them (asked once; `*count` above CR_MAX_LAUNCH_PARAMS means more than a launch may name).
+ * CUDA_ERROR_INVALID_HANDLE for an unknown id; the backend's error when it cannot tell.
+ * `*params` stays valid until the handle is removed. Executor only. */
+CUresult cr_session_kernel_params(cr_session_t *s, uint64_t id, CUfunction *f,
+                                  const cr_kernel_param_t **params, uint32_t *count);
+/* The stream for a stream id (0 = the legacy stream), NULL if unknown. */
+cr_handle_t *cr_session_stream(cr_session_t *s, uint64_t id);
+/* Before enqueuing work on a stream: keep the legacy default-stream semantics among the
+ * session's streams (executor only). */
+void cr_session_stream_prepare(cr_session_t *s, cr_handle_t *stream);
+/* Records an event on every stream of the session; *events gets a malloc'd array the
+ * caller passes to cr_session_wait_events on a waiter thread (executor only). */
+CUresult cr_session_mark_streams(cr_session_t *s, CUevent **events, unsigned *count);
+/* Waits for and destroys events made by cr_session_mark_streams. */
+CUresult cr_session_wait_events(cr_session_t *s, CUevent *events, unsigned count);
+/* Frees every allocation, stream, event and pool of the session (waits for its work). */
+void cr_session_release_resources(cr_session_t *s, int keep_code);
+/* Records the first error of an asynchronous request. */
+void cr_session_defer_error(cr_session_t *s, CUresult r);
+/* A result on its way to the client: if it says the context is broken (a kernel fault),
+ * the session remembers it, tells the client once, and fails every later call with it. */
+void cr_session_note_result(cr_session_t *s, CUresult r);
+/* 1 for the errors after which a GPU context is unusable. */
+int cr_is_context_error(CUresult r);
+
+/* Device memory: charged to the session's tenant (CUDA_ERROR_OUT_OF_MEMORY past its quota)
+ * before it is allocated, uncharged once freed. */
+CUresult cr_session_charge(cr_session_t *s, uint64_t bytes);
+void cr_session_uncharge(cr_session_t *s, uint64_t bytes);
+/* The session's allocations: recorded with their charged size, which untrack returns (0
+ * when p does not start one of them). */
+void cr_session_track_alloc(cr_session_t *s, CUdeviceptr p, size_t size);
+uint64_t cr_session_untrack_alloc(cr_session_t *s, CUdeviceptr p);
+uint64_t cr_session_alloc_size(cr_session_t *s, CUdeviceptr p);
+/* A global of one of the session's libraries or modules (owner: its handle id), learnt
+ * when the client asks for its address. */
+void cr_session_track_code(cr_session_t *s, CUdeviceptr p, size_t size, uint64_t owner);
+/* 1 when [p, p + len) lies inside one allocation or global of the session: device
+ * addresses a client passes must be its own. */
+int cr_session_owns(cr_session_t *s, CUdeviceptr p, uint64_t len);
+
+#endif
