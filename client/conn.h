@@ -2,13 +2,19 @@
  *
  * One connection per process, shared by all threads. Requests are built straight into one
  * send buffer under a lock; asynchronous ones stay there (coalesced) until a request that
- * waits, a large payload or a full buffer flushes them. Bulk payloads larger than a few KiB
- * are not copied: the send buffer refers to them and the flush writes them with writev.
+ * waits, a payload too large to copy or a full buffer flushes them. Bulk payloads larger
+ * than a few KiB are not copied: the send buffer refers to them and the flush gathers them
+ * into one sendmsg.
  *
- * A reader thread receives everything the server sends: replies (handed to the thread
- * waiting for them, bulk bytes read straight into the caller's destination), device-to-host
- * data of asynchronous copies (written into the registered destination), and host-function
- * requests (run in order on a callback thread, then acknowledged).
+ * One thread at a time reads what the server sends, whole frames: a thread waiting for its
+ * reply reads the socket itself (polling it briefly before it sleeps, CUDA_REMOTE_SPIN_US)
+ * and hands the replies of other threads to them; while no thread waits, a background
+ * reader thread (started by cr_conn_open) reads, so that asynchronous data and host
+ * functions progress without a synchronizing call. Whichever thread reads puts the bulk
+ * bytes of a reply straight into the caller's destination, the data of an asynchronous
+ * device-to-host copy into its registered destination, device printf output on stdout, and
+ * queues host-function requests for a callback thread (started at the first), which runs
+ * them in order and acknowledges each.
  *
  * The connection is the stub's bottom layer: it knows frames and threads, nothing of CUDA
  * calls. conn.c opens it and keeps its state, conn_send.c sends, conn_read.c receives,
@@ -60,7 +66,7 @@ typedef struct {
     msgpack_packer pk;
 } cr_msg_t;
 
-/* Connects and starts the reader. 0, or CR_E* with a reason in err. */
+/* Connects and starts the background reader. 0, or CR_E* with a reason in err. */
 int cr_conn_open(const cr_address_t *addr, cr_conn_t **out, char *err, size_t err_len);
 
 /* Locks the send side and starts a frame. Pack the body with m->pk. Fails with CR_ECLOSED

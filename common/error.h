@@ -1,8 +1,13 @@
 /* Error codes of cuda-remote's own code paths.
  *
  * Functions return 0 on success and a negative CR_E* code on failure. CUDA results
- * (CUresult) are a separate space: they cross the wire as values and are mapped from
- * CR_E* codes in exactly one place on each side (cr_error_to_cuda). */
+ * (CUresult) are a separate space: they cross the wire as values, and no CR_E* code does.
+ * There is no one mapping between them. The stub turns a failure of its connection into the
+ * CUresult the call returns in cr_transport_error (client/request.c); the emulated device
+ * maps its internal codes in cr__error_to_cuda (server/emu/device.c). The server's handlers
+ * answer with the CUresult each failed check calls for, and a CR_E* code from reading a
+ * client (a malformed frame or request) closes that client's connection instead. A few
+ * callers choose the CUresult for one code themselves (client/memory.c: CR_EEXISTS). */
 #ifndef CR_ERROR_H
 #define CR_ERROR_H
 

@@ -61,8 +61,8 @@ static void on_closed(uv_handle_t *h)
     if (c->session)
         cr_session_unref(c->session);
     free(c);
-    if (--srv->connections == 0 && srv->restarting)
-        cr_server_exit_for_restart();
+    if (--srv->connections == 0 && srv->on_last_closed)
+        srv->on_last_closed(); /* a restart waits for it */
 }
 
 static void begin_close(conn_t *c, const char *why)
@@ -354,15 +354,30 @@ void cr_conn_check_hello_deadlines(uv_timer_t *t)
     }
 }
 
-void cr_conn_resume_reading(conn_t *c)
+static void resume_reading(conn_t *c)
 {
     if (!c->closing && uv_read_start(&c->h.stream, on_alloc, on_read) != 0)
         begin_close(c, "the server cannot read the connection");
 }
 
-void cr_conn_shut(conn_t *c)
+static void shut(conn_t *c)
 {
     c->shutdown.data = c;
     if (c->closing || uv_shutdown(&c->shutdown, &c->h.stream, on_shutdown) != 0)
         begin_close(c, "closed by the server");
+}
+
+void cr_conn_on_output(uv_async_t *wakeup)
+{
+    (void)wakeup;
+    for (cr_session_t *s = cr_outbox_take(), *next; s; s = next) {
+        next = s->next_with_output;
+        uv_stream_t *stream;
+        unsigned actions = cr_outbox_flush(s, &stream);
+        if (actions & CR_OUTBOX_RESUME)
+            resume_reading(stream->data);
+        if (actions & CR_OUTBOX_CLOSE)
+            shut(stream->data);
+        cr_session_unref(s);
+    }
 }

@@ -3,7 +3,8 @@
  * A result that says a context is broken (cr_is_context_error) breaks the session's: it
  * is told once with @context_error and every later call fails with it. Then the device is
  * probed: if the shared context is gone too (always on a GPU), every session is told why
- * and closed, and the server process restarts (cr_server_restart). The probe calls the
+ * and closed, and the server process restarts (the hook its loop set,
+ * cr_context_loss_on_lost). The probe calls the
  * driver, so it never runs on the driver's callback thread. */
 #include <pthread.h>
 #include <stddef.h>
@@ -55,6 +56,13 @@ static int context_lost;
 
 static CUresult context_fault; /* what a session saw, for the probe */
 
+static void (*on_lost)(void); /* restarts the server process */
+
+void cr_context_loss_on_lost(void (*fn)(void))
+{
+    on_lost = fn;
+}
+
 static const char lost_reason[] =
     "the device context that cuda-remoted shares among its clients was lost (a kernel "
     "faulted); this process's device memory, streams and modules are gone: every later "
@@ -89,7 +97,8 @@ static int context_is_lost(const cr_backend_t *b)
                  cr_cuda_error_name(r),
                  cr_cuda_error_name(__atomic_load_n(&context_fault, __ATOMIC_RELAXED)));
         cr_sessions_each(lose_session, &r); /* then the supervisor starts a fresh one */
-        cr_server_restart();
+        if (on_lost)
+            on_lost();
     }
     return 1;
 }

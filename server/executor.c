@@ -58,7 +58,7 @@ int cr_executor_submit(cr_session_t *s, cr_request_t *req)
     uint64_t tenant_queued = __atomic_add_fetch(&s->tenant->queued_bytes, cr_request_size(req),
                                                 __ATOMIC_RELAXED);
     int pause = (s->inbox_bytes > inbox_high || tenant_queued > tenant_queued_limit() ||
-                 cr_session_output_full_locked(s)) &&
+                 cr_unsent_full_locked(s)) &&
                 !s->reading_paused;
     if (pause) {
         s->reading_paused = 1;
@@ -126,7 +126,7 @@ static void *executor_main(void *arg)
             cr_sched_flush(s); /* what it launched is measured before it sleeps */
         pthread_mutex_lock(&s->lock);
         while (!s->closing && !s->probe_wanted &&
-               (!s->inbox_head || cr_session_output_full_locked(s))) {
+               (!s->inbox_head || cr_unsent_full_locked(s))) {
             if (!s->inbox_head) {
                 pthread_cond_wait(&s->cond, &s->lock);
                 continue;
@@ -137,7 +137,7 @@ static void *executor_main(void *arg)
             pthread_mutex_unlock(&s->lock);
             cr_sched_flush(s);
             pthread_mutex_lock(&s->lock);
-            while (!s->closing && !s->probe_wanted && cr_session_output_full_locked(s))
+            while (!s->closing && !s->probe_wanted && cr_unsent_full_locked(s))
                 pthread_cond_wait(&s->cond, &s->lock);
             s->output_waiting = 0;
         }
@@ -223,4 +223,21 @@ int cr_executor_start(cr_session_t *s)
     s->refs--;
     pthread_mutex_unlock(&s->lock);
     return CR_ENOMEM;
+}
+
+void cr_session_close(cr_session_t *s, const char *why)
+{
+    pthread_mutex_lock(&s->lock);
+    int first = !s->closing;
+    __atomic_store_n(&s->closing, 1, __ATOMIC_RELEASE); /* the executor peeks */
+    s->stream = NULL;
+    s->fd = -1; /* no direct writes any more: the loop closes the socket */
+    while (s->direct_busy) /* one in progress uses the old fd: it must not be reused yet */
+        pthread_cond_wait(&s->cond, &s->lock);
+    pthread_cond_broadcast(&s->cond); /* the executor and blocked host functions */
+    pthread_mutex_unlock(&s->lock);
+    cr_sched_wake(); /* its executor may wait to launch */
+    if (first)
+        CR_INFO("session %llu: %s from %s ended: %s", (unsigned long long)s->id,
+                s->who[0] ? s->who : "client", s->peer, why);
 }

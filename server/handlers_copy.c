@@ -42,7 +42,7 @@ static void dtoh_unref(void *arg)
     if (__atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
     cr_staging_put(t->session->backend, &t->staging);
-    cr_session_output_unstage(t->session, t->size);
+    cr_unsent_unstage(t->session, t->size);
     cr_session_unref(t->session);
     free(t->done);
     free(t);
@@ -204,7 +204,7 @@ static dtoh_t *dtoh_new(cr_session_t *s, size_t size, unsigned pieces, CUresult 
         free(t);
         return NULL;
     }
-    cr_session_output_stage(s, size); /* its bytes are output the client has yet to read */
+    cr_unsent_stage(s, size); /* its bytes are output the client has yet to read */
     cr_session_ref(s);
     return t;
 }

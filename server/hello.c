@@ -1,9 +1,7 @@
-/* The hello: admission on the loop thread, then the answer on the executor.
- *
- * cr_session_admit (loop) decodes a connection's first message, names the client for the
- * log, finds its tenant by token and checks the tenant's session limit, then starts the
- * executor; a refusal is answered at once with its reason. cr_srv_hello (executor) creates
- * the session's own legacy stream and answers with the device as the tenant sees it. */
+/* The hello's answer (executor): an admitted session gets its own legacy stream, then the
+ * device as its tenant sees it (its quota as the device's memory), the export tables its
+ * driver has, and the device windows. admission.c decided, on the loop thread, who the
+ * client is and whether it may have a session. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,8 +9,8 @@
 #include "backend.h"
 #include "cr_server_hand.h"
 #include "error.h"
-#include "guard.h"
 #include "handlers.h"
+#include "hello.h"
 #include "log.h"
 #include "loop.h"
 #include "mpfield.h"
@@ -25,7 +23,7 @@
 
 /* A field of the hello's map as text fit for the log (a number printed, control characters
  * replaced); "" when absent. */
-static void copy_field(char *dst, size_t cap, const msgpack_object *map, const char *key)
+void cr_hello_field(char *dst, size_t cap, const msgpack_object *map, const char *key)
 {
     const msgpack_object *v = cr_mp_field(map, key);
     cr_mp_copy_str(dst, cap, v);
@@ -37,90 +35,13 @@ static void copy_field(char *dst, size_t cap, const msgpack_object *map, const c
 }
 
 /* Answers a hello with a refusal and its reason. */
-static void refuse_hello(cr_request_t *req, CUresult r, const char *why)
+void cr_hello_refuse(cr_request_t *req, CUresult r, const char *why)
 {
     cr_reply_t reply;
     if (cr_reply_begin(req, &reply, r, 1) == 0) {
         cr_mp_pack_str(&reply.pk, why);
         cr_reply_send(req, &reply, 0);
     }
-}
-
-/* The tenant a hello names, if it may have one more session; else the error to answer
- * and its reason in `why`. */
-static cr_tenant_t *admit_tenant(cr_session_t *s, const msgpack_object *info, CUresult *r,
-                                 char *why, size_t why_len)
-{
-    char protocol[16];
-    copy_field(protocol, sizeof protocol, info, "protocol");
-    if (atoi(protocol) != CR_PROTOCOL_VERSION) {
-        snprintf(why, why_len, "protocol version %s is not %d", protocol, CR_PROTOCOL_VERSION);
-        *r = CUDA_ERROR_NOT_SUPPORTED;
-        return NULL;
-    }
-    const msgpack_object *token = cr_mp_field(info, "token");
-    int has_token = token && token->type == MSGPACK_OBJECT_STR;
-    const char *reason = NULL;
-    cr_tenant_t *tenant = cr_tenants_find(has_token ? token->via.str.ptr : NULL,
-                                          has_token ? token->via.str.size : 0, &reason);
-    if (!tenant) {
-        snprintf(why, why_len, "%s", reason ? reason : "no such tenant");
-        *r = CUDA_ERROR_NOT_PERMITTED;
-        return NULL;
-    }
-    unsigned limit = __atomic_load_n(&tenant->max_sessions, __ATOMIC_RELAXED);
-    if (!limit)
-        limit = cr_guard_limits()->tenant_sessions;
-    /* counted here, on the loop thread, which admits every session: no two can race */
-    uint64_t now = __atomic_load_n(&tenant->sessions, __ATOMIC_RELAXED);
-    if (limit && now >= limit) {
-        snprintf(why, why_len, "tenant %s has %llu sessions, as many as it may have",
-                 tenant->name, (unsigned long long)now);
-        *r = CUDA_ERROR_NOT_PERMITTED;
-        return NULL;
-    }
-    (void)s;
-    return tenant;
-}
-
-int cr_session_admit(cr_session_t *s, cr_request_t *req, char *why, size_t why_len)
-{
-    msgpack_zone zone;
-    msgpack_zone_init(&zone, 2048);
-    int err = cr_request_decode(req, &zone);
-    const msgpack_object *info =
-        !err && req->root.type == MSGPACK_OBJECT_MAP ? &req->root : NULL;
-    if (!info) {
-        snprintf(why, why_len, "a malformed hello");
-        msgpack_zone_destroy(&zone);
-        return CR_EPROTO;
-    }
-    char pid[16], host[64], program[200];
-    copy_field(pid, sizeof pid, info, "pid");
-    copy_field(host, sizeof host, info, "host");
-    copy_field(program, sizeof program, info, "program");
-    const char *base = strrchr(program, '/');
-    snprintf(s->who, sizeof s->who, "%s (pid %s) on %s", base ? base + 1 : program, pid, host);
-    CUresult r = CUDA_SUCCESS;
-    char reason[160];
-    cr_tenant_t *tenant = admit_tenant(s, info, &r, reason, sizeof reason);
-    if (tenant) {
-        s->tenant = tenant;
-        __atomic_add_fetch(&tenant->sessions, 1, __ATOMIC_RELAXED);
-        __atomic_add_fetch(&tenant->sessions_total, 1, __ATOMIC_RELAXED);
-        if (cr_executor_start(s) == 0) {
-            msgpack_zone_destroy(&zone);
-            return 0;
-        }
-        __atomic_sub_fetch(&tenant->sessions, 1, __ATOMIC_RELAXED);
-        s->tenant = NULL;
-        snprintf(reason, sizeof reason, "the server cannot start a thread for the session");
-        r = CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    refuse_hello(req, r, reason);
-    snprintf(why, why_len, "%s: %s", s->who, reason);
-    msgpack_zone_destroy(&zone);
-    return r == CUDA_ERROR_NOT_SUPPORTED ? CR_EVERSION : CR_EPERM;
 }
 
 /* Answers the hello of an admitted session (executor): its default stream, then the
@@ -131,14 +52,14 @@ static int answer_hello(cr_session_t *s, cr_request_t *req)
     char client[64];
     if (!info)
         return CR_EPROTO;
-    copy_field(client, sizeof client, info, "client");
+    cr_hello_field(client, sizeof client, info, "client");
     const cr_backend_t *b = s->backend;
     cr_tenant_t *tenant = s->tenant;
     CUresult created = cr_session_create_stream(s, (CUstream *)&s->legacy.obj,
                                                 CU_STREAM_NON_BLOCKING, 0);
     if (created != CUDA_SUCCESS) {
         s->legacy.obj = NULL;
-        refuse_hello(req, created, "the server cannot create a stream for the session");
+        cr_hello_refuse(req, created, "the server cannot create a stream for the session");
         CR_WARN("session %llu: refused %s from %s: no stream", (unsigned long long)s->id,
                 s->who, s->peer);
         return CR_ENOMEM;

@@ -8,9 +8,8 @@
 
 #include "address.h"
 #include "error.h"
+#include "listen.h"
 #include "log.h"
-#include "loop.h"
-#include "loop_private.h"
 
 int cr_listen_bind(const char *text, int allow_unix, cr_listener_t *out)
 {

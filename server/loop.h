@@ -1,10 +1,12 @@
-/* The server process and its loop: output to clients (outbox.c), listening sockets
- * (listen.c), the loop and restarts (server.c), and the supervisor that restarts a server
- * process (supervisor.c). */
+/* The server process's loop and its output: frames to clients (message.c), their queue
+ * and writing (outbox.c), and the loop with its restarts (server.c). */
 #ifndef CR_SERVER_LOOP_H
 #define CR_SERVER_LOOP_H
 
+#include <msgpack.h>
+
 #include "buf.h"
+#include "listen.h"
 #include "session.h"
 
 typedef struct cr_outmsg_s {
@@ -19,26 +21,39 @@ typedef struct cr_outmsg_s {
     cr_session_t *session;
 } cr_outmsg_t;
 
+/* Builds a frame for the client (message.c): pack its body with *pk, then finish it with its
+ * header (a reply carries CR_FRAME_REPLY). */
+cr_outmsg_t *cr_message_new(uint16_t opcode, uint64_t call_id, uint32_t flags,
+                            msgpack_packer *pk);
+void cr_message_finish(cr_outmsg_t *m, uint16_t opcode, uint64_t call_id, uint32_t flags);
+/* unsent.c: */
+/* Output bytes of the session's that have been written or dropped (any thread). */
+void cr_unsent_written(cr_session_t *s, uint64_t bytes);
+/* Device-to-host bytes about to be staged for the session's output, and their release
+ * once written: the executor runs nothing more while a session's unsent output passes
+ * its bound, so a client that does not read holds only its own work back. */
+void cr_unsent_stage(cr_session_t *s, uint64_t bytes);
+void cr_unsent_unstage(cr_session_t *s, uint64_t bytes);
+/* The session's unsent output has passed its bound (--max-unsent): its executor runs
+ * nothing more until the client reads. Caller holds s->lock. */
+int cr_unsent_full_locked(const cr_session_t *s);
+/* The loop's doorbell, rung when a session has output or a request for the loop (call
+ * once before any output). */
+void cr_outbox_init(uv_async_t *wakeup);
+/* The sessions that rang since the last take, chained by next_with_output; the loop
+ * flushes each and drops the reference the list held (loop thread). */
+cr_session_t *cr_outbox_take(void);
+enum { CR_OUTBOX_RESUME = 1, CR_OUTBOX_CLOSE = 2 };
+/* Writes the session's queued output to its connection (*stream: NULL once it closed) and
+ * returns what else the connection should do: read again (CR_OUTBOX_RESUME, its executor
+ * caught up) and close once written (CR_OUTBOX_CLOSE). Loop thread. */
+unsigned cr_outbox_flush(cr_session_t *s, uv_stream_t **stream);
 /* Queues a message for the client (any thread). Takes ownership of m. */
 void cr_server_send(cr_session_t *s, cr_outmsg_t *m);
 /* Wakes the loop to look at the session (output, close and resume requests). */
 void cr_server_wake(cr_session_t *s);
 /* Closes the session's connection once its queued output is written (any thread). */
 void cr_server_close_connection(cr_session_t *s);
-/* A listening socket, bound and listening before any server process starts, so that it
- * outlives a restart of the server process (supervisor.c). */
-typedef struct {
-    int fd;
-    int is_unix;
-    char bound[300]; /* the address really bound (the port for port 0) */
-} cr_listener_t;
-
-/* Exit status of a server process that lost the device context: the supervisor starts a
- * fresh one. */
-#define CR_EXIT_RESTART 75
-
-/* --listen addresses one server takes */
-#define CR_MAX_LISTEN 16
 
 /* Serves clients on the listeners (and /metrics on `metrics`, unless NULL) until
  * SIGINT/SIGTERM. Returns the exit status. */
@@ -48,15 +63,5 @@ int cr_server_run(const cr_backend_t *b, const cr_listener_t *listeners, int lis
  * closed, connections close after their queued output, and the process exits with
  * CR_EXIT_RESTART (at the latest after a short grace period). */
 void cr_server_restart(void);
-/* Binds and listens on text (host:port, or unix:/path when allow_unix). 0 or CR_E*
- * (logged). */
-int cr_listen_bind(const char *text, int allow_unix, cr_listener_t *out);
-/* In the first process: returns in each server process it starts (0 for the first, n for
- * the n-th restart); the supervisor itself exits with the last one's status. */
-int cr_supervise(void);
-/* Accepts connections on a bound listener with on_conn and data on the handle, or NULL
- * (logged). */
-uv_stream_t *cr_listen_adopt(uv_loop_t *loop, const cr_listener_t *l, uv_connection_cb on_conn,
-                             void *data);
 
 #endif

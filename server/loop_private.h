@@ -4,8 +4,6 @@
 #ifndef CR_SERVER_LOOP_PRIVATE_H
 #define CR_SERVER_LOOP_PRIVATE_H
 
-#include <stdlib.h>
-
 #include "backend.h"
 #include "loop.h"
 #include "request.h"
@@ -44,8 +42,6 @@ struct cr_server_s {
     const cr_backend_t *backend;
     uv_async_t wakeup;
     uv_signal_t sigint, sigterm, sighup;
-    pthread_mutex_t lock;
-    cr_session_t *output; /* sessions with queued output or a close request */
     uint64_t next_session;
     uv_stream_t *listener[CR_MAX_LISTEN];
     int listeners;
@@ -53,6 +49,7 @@ struct cr_server_s {
     uv_async_t restart;
     uv_timer_t restart_deadline;
     int restarting;
+    void (*on_last_closed)(void); /* set while restarting: the last connection closed */
     conn_t *waiting;       /* connections that have not been admitted, newest first */
     uv_timer_t hello_deadline;
     char rbuf[CR_READ_BUFFER]; /* every read lands here first: nothing stays in it */
@@ -63,24 +60,11 @@ struct cr_server_s {
 void cr_conn_accept(uv_stream_t *listener, int status);
 /* Drops the connections that have not said hello within the hello deadline (a timer). */
 void cr_conn_check_hello_deadlines(uv_timer_t *t);
-/* Reads the connection again after its session caught up with its input. */
-void cr_conn_resume_reading(conn_t *c);
-/* Closes the connection once what is queued for it is written. */
-void cr_conn_shut(conn_t *c);
+/* The doorbell (server->wakeup): writes what sessions queued for their clients, and acts
+ * on their requests to read again or to close. */
+void cr_conn_on_output(uv_async_t *wakeup);
 
-/* outbox.c */
-/* Writes what sessions queued for their clients, and acts on their close and resume
- * requests (the server's wakeup handle). */
-void cr_outbox_drain(uv_async_t *wakeup);
 
-/* server.c */
-/* A restarting server with no connection left exits for the supervisor to start anew. */
-void cr_server_exit_for_restart(void);
 
-/* A close callback for a handle that was malloc'd on its own. */
-static inline void cr_free_handle(uv_handle_t *h)
-{
-    free(h);
-}
 
 #endif

@@ -12,6 +12,7 @@
 #include "backend.h"
 #include "error.h"
 #include "guard.h"
+#include "listen.h"
 #include "log.h"
 #include "loop.h"
 #include "status.h"

@@ -5,7 +5,7 @@
  * direct write could not finish without blocking, it is queued and the loop writes it,
  * woken by the server's one uv_async handle. Both paths keep the session's output in
  * order. Every byte queued counts toward the session's unsent output until it is written
- * or dropped (cr_session_output_done); a closing session's output is dropped.
+ * or dropped (cr_unsent_written); a closing session's output is dropped.
  *
  * Threads: cr_server_send, cr_server_wake and cr_server_close_connection from any thread;
  * the drain on the loop thread. */
@@ -16,13 +16,22 @@
 #include <sys/uio.h>
 
 #include "loop.h"
-#include "loop_private.h"
 #include "session.h"
+
+/* Sessions with output or requests for the loop, and the loop's doorbell. */
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+static cr_session_t *pending;
+static uv_async_t *doorbell;
+
+void cr_outbox_init(uv_async_t *wakeup)
+{
+    doorbell = wakeup;
+}
 
 static void release_msg(cr_outmsg_t *m)
 {
     if (m->session)
-        cr_session_output_done(m->session, m->head.len + m->bulk_len);
+        cr_unsent_written(m->session, m->head.len + m->bulk_len);
     if (m->release)
         m->release(m->release_arg);
     cr_buf_free(&m->head);
@@ -43,11 +52,10 @@ static void enqueue_locked(cr_session_t *s, int *wake)
 
 static void add_to_list(cr_session_t *s)
 {
-    cr_server_t *srv = s->server;
-    pthread_mutex_lock(&srv->lock);
-    s->next_with_output = srv->output;
-    srv->output = s;
-    pthread_mutex_unlock(&srv->lock);
+    pthread_mutex_lock(&pending_lock);
+    s->next_with_output = pending;
+    pending = s;
+    pthread_mutex_unlock(&pending_lock);
 }
 
 /* Writes what it can of m without blocking; returns 1 when all of it went out. */
@@ -124,7 +132,7 @@ wake_loop:
     if (wake == 2)
         add_to_list(s);
     if (wake)
-        uv_async_send(&s->server->wakeup);
+        uv_async_send(doorbell);
 }
 
 void cr_server_wake(cr_session_t *s)
@@ -152,7 +160,7 @@ static void on_write(uv_write_t *w, int status)
     release_msg(m);
 }
 
-static void drain_session(cr_session_t *s)
+unsigned cr_outbox_flush(cr_session_t *s, uv_stream_t **stream_out)
 {
     pthread_mutex_lock(&s->lock);
     /* a direct write in progress goes first: its writer re-queues the session after it */
@@ -170,8 +178,6 @@ static void drain_session(cr_session_t *s)
     if (resume)
         s->reading_paused = s->resume_reading = 0;
     pthread_mutex_unlock(&s->lock);
-    if (resume && stream)
-        cr_conn_resume_reading(stream->data);
     while (m) {
         cr_outmsg_t *next = m->next;
         if (!stream || m->head.len == 0) {
@@ -198,22 +204,15 @@ static void drain_session(cr_session_t *s)
         }
         m = next;
     }
-    if (close_now && stream) {
-        cr_conn_shut(stream->data);
-    }
+    *stream_out = stream;
+    return (resume && stream ? CR_OUTBOX_RESUME : 0u) | (close_now && stream ? CR_OUTBOX_CLOSE : 0u);
 }
 
-void cr_outbox_drain(uv_async_t *a)
+cr_session_t *cr_outbox_take(void)
 {
-    cr_server_t *srv = a->data;
-    pthread_mutex_lock(&srv->lock);
-    cr_session_t *s = srv->output;
-    srv->output = NULL;
-    pthread_mutex_unlock(&srv->lock);
-    while (s) {
-        cr_session_t *next = s->next_with_output;
-        drain_session(s);
-        cr_session_unref(s);
-        s = next;
-    }
+    pthread_mutex_lock(&pending_lock);
+    cr_session_t *s = pending;
+    pending = NULL;
+    pthread_mutex_unlock(&pending_lock);
+    return s;
 }

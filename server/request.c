@@ -77,29 +77,6 @@ void cr_request_free(cr_request_t *req)
     free(req);
 }
 
-static void outmsg_header(cr_outmsg_t *m, uint16_t opcode, uint64_t call_id, uint32_t flags)
-{
-    cr_frame_header_t h = {CR_PROTOCOL_VERSION, opcode, flags,
-                           (uint32_t)(m->head.len - CR_FRAME_HEADER_SIZE), call_id, m->bulk_len};
-    cr_frame_encode(&h, m->head.data);
-}
-
-cr_outmsg_t *cr_message_new(uint16_t opcode, uint64_t call_id, uint32_t flags, msgpack_packer *pk)
-{
-    cr_outmsg_t *m = calloc(1, sizeof *m);
-    if (!m || !cr_buf_grow(&m->head, CR_FRAME_HEADER_SIZE)) {
-        free(m);
-        return NULL;
-    }
-    msgpack_packer_init(pk, &m->head, cr_buf_msgpack_write);
-    return m;
-}
-
-void cr_message_finish(cr_outmsg_t *m, uint16_t opcode, uint64_t call_id, uint32_t flags)
-{
-    outmsg_header(m, opcode, call_id, flags);
-}
-
 /* At --log debug, every call that failed, as the client will see it. */
 static void log_failure(const cr_request_t *req, CUresult result)
 {
@@ -131,7 +108,7 @@ void cr_reply_bulk(cr_reply_t *r, const void *bulk, size_t len, void (*release)(
 
 void cr_reply_send(cr_request_t *req, cr_reply_t *r, uint32_t flags)
 {
-    outmsg_header(r->msg, req->hdr.opcode, req->hdr.call_id, CR_FRAME_REPLY | flags);
+    cr_message_finish(r->msg, req->hdr.opcode, req->hdr.call_id, CR_FRAME_REPLY | flags);
     cr_server_send(req->session, r->msg);
     r->msg = NULL;
 }

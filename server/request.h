@@ -77,9 +77,4 @@ void cr_reply_bulk(cr_reply_t *r, const void *bulk, size_t len, void (*release)(
 /* Sends it (flags: CR_FRAME_PARTIAL for all but the last reply frame of a call). */
 void cr_reply_send(cr_request_t *req, cr_reply_t *r, uint32_t flags);
 
-/* Builds a frame to the client that is not a reply (@d2h_data, @host_func). */
-cr_outmsg_t *cr_message_new(uint16_t opcode, uint64_t call_id, uint32_t flags,
-                            msgpack_packer *pk);
-void cr_message_finish(cr_outmsg_t *m, uint16_t opcode, uint64_t call_id, uint32_t flags);
-
 #endif

@@ -12,18 +12,20 @@
 
 #include "backend.h"
 #include "guard.h"
+#include "listen.h"
 #include "log.h"
 #include "loop.h"
 #include "loop_private.h"
 #include "session.h"
 #include "status.h"
+#include "supervisor.h"
 #include "tenants.h"
 
 #define RESTART_GRACE_MS 2000
 
 static cr_server_t *the_server; /* for a restart asked for from any thread */
 
-void cr_server_exit_for_restart(void)
+static void exit_for_restart(void)
 {
     CR_INFO("the server process exits; a fresh one takes over the device");
     _exit(CR_EXIT_RESTART); /* no teardown: the broken context is the driver's to drop */
@@ -32,7 +34,7 @@ void cr_server_exit_for_restart(void)
 static void on_restart_deadline(uv_timer_t *t)
 {
     (void)t;
-    cr_server_exit_for_restart();
+    exit_for_restart();
 }
 
 static void on_restart(uv_async_t *a)
@@ -41,13 +43,14 @@ static void on_restart(uv_async_t *a)
     if (srv->restarting)
         return;
     srv->restarting = 1;
+    srv->on_last_closed = exit_for_restart;
     /* no new connections here: they wait in the listening sockets' backlog, which the
      * supervisor keeps open, for the next server process */
     for (int i = 0; i < srv->listeners; i++)
         uv_close((uv_handle_t *)srv->listener[i], cr_free_handle);
     srv->listeners = 0;
     if (srv->connections == 0)
-        cr_server_exit_for_restart();
+        exit_for_restart();
     /* sessions were told and asked to close once their output is written; a client that
      * does not read gets RESTART_GRACE_MS */
     uv_timer_init(srv->loop, &srv->restart_deadline);
@@ -78,12 +81,13 @@ int cr_server_run(const cr_backend_t *b, const cr_listener_t *listeners, int lis
     cr_backend_bind_thread(b); /* the loop releases staging buffers once they are written */
     srv.loop = uv_default_loop();
     srv.backend = b;
-    pthread_mutex_init(&srv.lock, NULL);
-    uv_async_init(srv.loop, &srv.wakeup, cr_outbox_drain);
+    uv_async_init(srv.loop, &srv.wakeup, cr_conn_on_output);
+    cr_outbox_init(&srv.wakeup);
     srv.wakeup.data = &srv;
     uv_async_init(srv.loop, &srv.restart, on_restart);
     srv.restart.data = &srv;
     the_server = &srv;
+    cr_context_loss_on_lost(cr_server_restart);
     uv_signal_init(srv.loop, &srv.sigint);
     uv_signal_init(srv.loop, &srv.sigterm);
     uv_signal_start(&srv.sigint, on_signal, SIGINT);

@@ -29,37 +29,6 @@
 #include "log.h"
 #include "protocol.h"
 
-/* The session's unsent output has passed its bound. Caller holds s->lock. */
-int cr_session_output_full_locked(const cr_session_t *s)
-{
-    uint64_t limit = cr_guard_limits()->unsent;
-    return limit && s->out_bytes + s->staged_bytes > limit;
-}
-
-static void output_change(cr_session_t *s, uint64_t *counter, int64_t delta)
-{
-    pthread_mutex_lock(&s->lock);
-    *counter += (uint64_t)delta;
-    if (s->output_waiting && !cr_session_output_full_locked(s))
-        pthread_cond_broadcast(&s->cond);
-    pthread_mutex_unlock(&s->lock);
-}
-
-void cr_session_output_done(cr_session_t *s, uint64_t bytes)
-{
-    output_change(s, &s->out_bytes, -(int64_t)bytes);
-}
-
-void cr_session_output_stage(cr_session_t *s, uint64_t bytes)
-{
-    output_change(s, &s->staged_bytes, (int64_t)bytes);
-}
-
-void cr_session_output_unstage(cr_session_t *s, uint64_t bytes)
-{
-    output_change(s, &s->staged_bytes, -(int64_t)bytes);
-}
-
 /* Every session, oldest first, for status and metrics. */
 static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -253,19 +222,3 @@ cr_session_t *cr_session_new(cr_server_t *server, const cr_backend_t *b, uint64_
     return s;
 }
 
-void cr_session_close(cr_session_t *s, const char *why)
-{
-    pthread_mutex_lock(&s->lock);
-    int first = !s->closing;
-    __atomic_store_n(&s->closing, 1, __ATOMIC_RELEASE); /* the executor peeks */
-    s->stream = NULL;
-    s->fd = -1; /* no direct writes any more: the loop closes the socket */
-    while (s->direct_busy) /* one in progress uses the old fd: it must not be reused yet */
-        pthread_cond_wait(&s->cond, &s->lock);
-    pthread_cond_broadcast(&s->cond); /* the executor and blocked host functions */
-    pthread_mutex_unlock(&s->lock);
-    cr_sched_wake(); /* its executor may wait to launch */
-    if (first)
-        CR_INFO("session %llu: %s from %s ended: %s", (unsigned long long)s->id,
-                s->who[0] ? s->who : "client", s->peer, why);
-}

@@ -154,13 +154,6 @@ cr_session_t *cr_session_new(cr_server_t *server, const cr_backend_t *b, uint64_
  * which answers it. Else the refusal (with its reason) is sent to the client, `why` says
  * it for the log, and the connection should close. */
 int cr_session_admit(cr_session_t *s, cr_request_t *req, char *why, size_t why_len);
-/* Output bytes of the session's that have been written or dropped (any thread). */
-void cr_session_output_done(cr_session_t *s, uint64_t bytes);
-/* Device-to-host bytes about to be staged for the session's output, and their release
- * once written: the executor runs nothing more while a session's unsent output passes
- * its bound, so a client that does not read holds only its own work back. */
-void cr_session_output_stage(cr_session_t *s, uint64_t bytes);
-void cr_session_output_unstage(cr_session_t *s, uint64_t bytes);
 /* Hands a complete request to the session's executor (loop thread; executor.c). Returns 1 when the
  * session holds so much unrun input that the loop should stop reading it for now; the
  * executor asks for reading to resume (resume_reading) once it has caught up. */
@@ -219,6 +212,9 @@ void cr_session_defer_error(cr_session_t *s, CUresult r);
 /* A result on its way to the client: if it says the context is broken (a kernel fault),
  * the session remembers it, tells the client once, and fails every later call with it. */
 void cr_session_note_result(cr_session_t *s, CUresult r);
+/* What to do once every session was told that the device context is lost: the loop
+ * restarts the server process (context_loss.c). */
+void cr_context_loss_on_lost(void (*fn)(void));
 /* 1 for the errors after which a GPU context is unusable. */
 int cr_is_context_error(CUresult r);
 

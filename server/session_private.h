@@ -10,8 +10,6 @@
  * CU_STREAM_PER_THREAD. */
 #define CR_FIRST_HANDLE_ID 0x10000
 
-/* The session's unsent output has passed its bound (--max-unsent). Caller holds s->lock. */
-int cr_session_output_full_locked(const cr_session_t *s);
 /* Calls fn for every session, admitted or not, under the sessions' lock. */
 void cr_sessions_each(void (*fn)(cr_session_t *s, void *arg), void *arg);
 /* Starts the admitted session's executor (executor.c). 0, or CR_ENOMEM with nothing

@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "log.h"
 #include "loop.h"
+#include "supervisor.h"
 
 #define MAX_RESTARTS 5                            /* within RESTART_WINDOW_NS, then pause */
 #define RESTART_WINDOW_NS (60 * 1000000000LL)

@@ -230,7 +230,7 @@ void cr_server_close_connection(cr_session_t *s)
     pthread_mutex_unlock(&conn.lock);
 }
 
-void cr_server_restart(void)
+static void on_context_lost(void)
 {
     /* only a lost device context restarts the server, and the emulated device here
      * confines a kernel fault to its session */
@@ -540,6 +540,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     cr_session_set_input_limit(128u << 10);
     cr_status_start();
     cr_waiter_init(&backend);
+    cr_context_loss_on_lost(on_context_lost);
     FUZZ_CHECK_EQ(cr_sched_start(&backend), 0);
     cr_backend_bind_thread(&backend); /* this thread plays the loop, which is bound too */
     size_t total;
