@@ -113,7 +113,7 @@ static int complete(conn_t *c)
         char why[256];
         if (cr_session_admit(c->session, req, why, sizeof why) != 0) {
             /* the refusal is on its way: the connection closes once it is written */
-            cr_guard_refuse(CR_GUARD_HELLO_REFUSED, c->session->peer, why);
+            cr_guard_refuse(CR_GUARD_HELLO_REFUSED, cr_session_peer(c->session), why);
             cr_request_free(req);
             c->refused = 1;
             forget_waiting(c); /* it closes once the refusal is written */
@@ -127,7 +127,7 @@ static int complete(conn_t *c)
     if (cr_opcode_rule(req->hdr.opcode)->flags & CR_OPR_PASSES_FD)
         req->fd = take_passed_fd(c);
     if (cr_executor_submit(c->session, req)) { /* the executor is behind: the client waits */
-        CR_DEBUG("session %llu: input paused", (unsigned long long)c->session->id);
+        CR_DEBUG("session %llu: input paused", (unsigned long long)cr_session_id(c->session));
         uv_read_stop(&c->h.stream);
     }
     return 0;
@@ -240,10 +240,10 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         else
             snprintf(why, sizeof why, "malformed frame (%s) before its hello", cr_strerror(err));
         char detail[192];
-        snprintf(detail, sizeof detail, "session %llu: %s", (unsigned long long)c->session->id,
+        snprintf(detail, sizeof detail, "session %llu: %s", (unsigned long long)cr_session_id(c->session),
                  why);
         cr_guard_refuse(c->admitted ? CR_GUARD_MALFORMED : CR_GUARD_BEFORE_HELLO,
-                        c->session->peer, detail);
+                        cr_session_peer(c->session), detail);
         begin_close(c, why);
     }
 }
@@ -324,10 +324,7 @@ void cr_conn_accept(uv_stream_t *listener, int status)
     }
     uv_os_fd_t fd = -1;
     uv_fileno(&c->h.handle, &fd);
-    pthread_mutex_lock(&c->session->lock);
-    c->session->stream = &c->h.stream;
-    c->session->fd = fd;
-    pthread_mutex_unlock(&c->session->lock);
+    cr_outbox_attach(c->session, &c->h.stream, fd);
     c->accepted_ns = cr_now_ns();
     c->next_waiting = srv->waiting;
     if (srv->waiting)
@@ -348,7 +345,7 @@ void cr_conn_check_hello_deadlines(uv_timer_t *t)
         next = c->next_waiting;
         if (c->accepted_ns <= deadline && !c->closing) {
             forget_waiting(c);
-            cr_guard_refuse(CR_GUARD_HELLO_TIMEOUT, c->session->peer, NULL);
+            cr_guard_refuse(CR_GUARD_HELLO_TIMEOUT, cr_session_peer(c->session), NULL);
             begin_close(c, "no hello in time");
         }
     }
@@ -371,7 +368,7 @@ void cr_conn_on_output(uv_async_t *wakeup)
 {
     (void)wakeup;
     for (cr_session_t *s = cr_outbox_take(), *next; s; s = next) {
-        next = s->next_with_output;
+        next = cr_outbox_next(s);
         uv_stream_t *stream;
         unsigned actions = cr_outbox_flush(s, &stream);
         if (actions & CR_OUTBOX_RESUME)

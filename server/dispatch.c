@@ -32,7 +32,7 @@ void cr_dispatch(cr_request_t *req)
     unsigned op = req->hdr.opcode;
     const cr_dispatch_entry_t *e = op < CR_OP_COUNT ? &cr_dispatch_table[op] : NULL;
     if (!e || (!e->hand && !e->desc)) {
-        CR_WARN("session %llu: %s (opcode %u) is not served here", (unsigned long long)s->id,
+        CR_WARN("session %llu: %s (opcode %u) is not served here", (unsigned long long)cr_session_id(s),
                 cr_opcode_name(op), op);
         cr_request_finish(req, CUDA_ERROR_NOT_SUPPORTED);
         return;
@@ -46,26 +46,13 @@ void cr_dispatch(cr_request_t *req)
         e->hand(req);
         return;
     }
-    pthread_mutex_lock(&s->lock);
-    CUresult broken = s->context_error;
-    pthread_mutex_unlock(&s->lock);
-    if (broken != CUDA_SUCCESS) { /* as on a GPU: nothing runs any more */
+    CUresult stop = cr_session_call_error(s, cr_request_waits(req));
+    if (stop != CUDA_SUCCESS) { /* a broken context runs nothing; or an earlier failure */
         if (cr_request_waits(req))
-            cr_request_finish(req, broken);
+            cr_request_finish(req, stop);
         else
             cr_request_free(req);
         return;
-    }
-    if (cr_request_waits(req)) {
-        /* an earlier asynchronous request failed: this waiting call reports it instead */
-        pthread_mutex_lock(&s->lock);
-        CUresult deferred = s->deferred_error;
-        s->deferred_error = CUDA_SUCCESS;
-        pthread_mutex_unlock(&s->lock);
-        if (deferred != CUDA_SUCCESS) {
-            cr_request_finish(req, deferred);
-            return;
-        }
     }
     if (e->hand)
         e->hand(req);

@@ -69,36 +69,30 @@ static struct cr_code_globals_s *read_globals(const void *image, size_t size)
     return g;
 }
 
+/* Gives the globals of one library or module their initial contents again. */
+static void reinit_globals(cr_session_t *s, cr_handle_t *h, void *arg)
+{
+    const cr_driver_t *d = &cr_session_backend(s)->d;
+    void *stream = cr_session_stream(s, 0)->obj; /* the session's own: never behind others */
+    const struct cr_code_globals_s *g = h->extra_free == globals_free ? h->extra : NULL;
+    for (uint32_t i = 0; g && i < g->count; i++) {
+        const global_t *gl = &g->globals[i];
+        CUdeviceptr addr = 0;
+        size_t size = 0;
+        CUresult r = h->type == CR_HT_CUlib ? d->cuLibraryGetGlobal(&addr, &size, h->obj, gl->name)
+                                            : d->cuModuleGetGlobal_v2(&addr, &size, h->obj, gl->name);
+        if (r == CUDA_SUCCESS && size == gl->size)
+            r = gl->init ? d->cuMemcpyHtoDAsync_v2(addr, gl->init, size, stream)
+                         : d->cuMemsetD8Async(addr, 0, size, stream);
+        if (r != CUDA_SUCCESS)
+            CR_DEBUG("session %llu: cannot reset global %s: %s",
+                     (unsigned long long)cr_session_id(s), gl->name, cr_cuda_error_name(r));
+    }
+}
+
 void cr_code_reinit_globals(cr_session_t *s)
 {
-    /* executor only: no other thread adds or removes code handles meanwhile */
-    const cr_driver_t *d = &s->backend->d;
-    size_t pos = 0;
-    uint64_t id, v;
-    for (;;) {
-        pthread_mutex_lock(&s->lock);
-        int more = cr_idmap_next(&s->handles, &pos, &id, &v);
-        pthread_mutex_unlock(&s->lock);
-        if (!more)
-            break;
-        cr_handle_t *h = (cr_handle_t *)(uintptr_t)v;
-        const struct cr_code_globals_s *g = h->extra_free == globals_free ? h->extra : NULL;
-        for (uint32_t i = 0; g && i < g->count; i++) {
-            const global_t *gl = &g->globals[i];
-            CUdeviceptr addr = 0;
-            size_t size = 0;
-            CUresult r = h->type == CR_HT_CUlib
-                             ? d->cuLibraryGetGlobal(&addr, &size, h->obj, gl->name)
-                             : d->cuModuleGetGlobal_v2(&addr, &size, h->obj, gl->name);
-            /* on the session's own stream: never behind other tenants' work */
-            if (r == CUDA_SUCCESS && size == gl->size)
-                r = gl->init ? d->cuMemcpyHtoDAsync_v2(addr, gl->init, size, s->legacy.obj)
-                             : d->cuMemsetD8Async(addr, 0, size, s->legacy.obj);
-            if (r != CUDA_SUCCESS)
-                CR_DEBUG("session %llu: cannot reset global %s: %s", (unsigned long long)s->id,
-                         gl->name, cr_cuda_error_name(r));
-        }
-    }
+    cr_session_handles_each(s, reinit_globals, NULL);
 }
 
 /* 1 when the image's self-declared extent lies within the n received bytes. */
@@ -111,7 +105,7 @@ static int image_fits(const uint8_t *p, size_t n)
 static void load(cr_request_t *req, int library)
 {
     cr_session_t *s = req->session;
-    const cr_driver_t *d = &s->backend->d;
+    const cr_driver_t *d = &cr_session_backend(s)->d;
     if (req->argc != 1 || !req->bulk || !image_fits(req->bulk, req->hdr.bulk_len)) {
         cr_request_finish(req, CUDA_ERROR_INVALID_IMAGE);
         return;
@@ -150,19 +144,11 @@ static void load(cr_request_t *req, int library)
         cr_request_finish(req, r);
         return;
     }
-    pthread_mutex_lock(&s->lock);
-    uint64_t v;
-    if (cr_idmap_get(&s->handles, id, &v)) { /* a new handle: nothing else holds it yet */
-        cr_handle_t *h = (cr_handle_t *)(uintptr_t)v;
-        h->charged = bytes; /* uncharged when the handle goes */
-        bytes = 0;
-        h->extra = globals;
-        h->extra_free = globals_free;
-        globals = NULL;
+    /* uncharged, and the globals freed, when the handle goes */
+    if (cr_session_handle_attach(s, id, bytes, globals, globals_free) != 0) {
+        cr_session_uncharge(s, bytes); /* the handle went meanwhile (cannot happen) */
+        globals_free(globals);
     }
-    pthread_mutex_unlock(&s->lock);
-    cr_session_uncharge(s, bytes); /* the handle went meanwhile (cannot happen) */
-    globals_free(globals);
     cr_reply_t reply;
     if (cr_reply_begin(req, &reply, r, 1) == 0) {
         msgpack_pack_uint64(&reply.pk, id);

@@ -41,7 +41,7 @@ static void dtoh_unref(void *arg)
     dtoh_t *t = arg;
     if (__atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
-    cr_staging_put(t->session->backend, &t->staging);
+    cr_staging_put(cr_session_backend(t->session), &t->staging);
     cr_unsent_unstage(t->session, t->size);
     cr_session_unref(t->session);
     free(t->done);
@@ -103,7 +103,7 @@ static void reply_when_done(void *arg)
 {
     dtoh_t *t = arg;
     cr_session_t *s = t->session;
-    const cr_driver_t *d = &s->backend->d;
+    const cr_driver_t *d = &cr_session_backend(s)->d;
     cr_request_t *req = t->req;
     CUresult r = CUDA_SUCCESS;
     size_t sent = 0;
@@ -154,7 +154,7 @@ static void push_when_done(void *arg)
 static void release_when_idle(void *arg)
 {
     dtoh_t *t = arg;
-    t->session->backend->d.cuCtxSynchronize();
+    cr_session_backend(t->session)->d.cuCtxSynchronize();
     dtoh_unref(t);
 }
 
@@ -199,7 +199,7 @@ static dtoh_t *dtoh_new(cr_session_t *s, size_t size, unsigned pieces, CUresult 
     t->size = size;
     t->refs = 1;
     t->done = done;
-    if ((*r = cr_staging_get(s->backend, size ? size : 1, &t->staging)) != CUDA_SUCCESS) {
+    if ((*r = cr_staging_get(cr_session_backend(s), size ? size : 1, &t->staging)) != CUDA_SUCCESS) {
         free(done);
         free(t);
         return NULL;
@@ -212,7 +212,7 @@ static dtoh_t *dtoh_new(cr_session_t *s, size_t size, unsigned pieces, CUresult 
 /* Records the event that says piece t->pieces is staged. */
 static CUresult record_piece(dtoh_t *t, cr_handle_t *stream)
 {
-    const cr_driver_t *d = &t->session->backend->d;
+    const cr_driver_t *d = &cr_session_backend(t->session)->d;
     CUevent e;
     CUresult r = d->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING);
     if (r == CUDA_SUCCESS && (r = d->cuEventRecord(e, stream->obj)) != CUDA_SUCCESS)
@@ -230,7 +230,7 @@ static void finish_dtoh(cr_request_t *req, cr_handle_t *stream, dtoh_t *t, CUres
                         int uncovered)
 {
     cr_session_t *s = req->session;
-    const cr_driver_t *d = &s->backend->d;
+    const cr_driver_t *d = &cr_session_backend(s)->d;
     if (!cr_request_waits(req)) {
         if (r == CUDA_SUCCESS) {
             t->call_id = req->hdr.call_id;
@@ -293,7 +293,7 @@ static void finish_when_done(void *arg)
 {
     stream_wait_t *w = arg;
     cr_session_t *s = w->req->session;
-    const cr_driver_t *d = &s->backend->d;
+    const cr_driver_t *d = &cr_session_backend(s)->d;
     CUresult r = d->cuEventSynchronize(w->done);
     d->cuEventDestroy_v2(w->done);
     cr_request_finish(w->req, r);
@@ -306,7 +306,7 @@ static void finish_when_done(void *arg)
 static void finish_after_stream(cr_request_t *req, cr_handle_t *stream, CUresult r)
 {
     cr_session_t *s = req->session;
-    const cr_driver_t *d = &s->backend->d;
+    const cr_driver_t *d = &cr_session_backend(s)->d;
     stream_wait_t *w = NULL;
     if (r == CUDA_SUCCESS && cr_request_waits(req)) {
         if (!(w = malloc(sizeof *w)))
@@ -336,7 +336,7 @@ static void htod(cr_request_t *req)
         cr_request_finish(req, r);
         return;
     }
-    const cr_driver_t *d = &req->session->backend->d;
+    const cr_driver_t *d = &cr_session_backend(req->session)->d;
     cr_session_stream_prepare(req->session, stream);
     cr_session_count_copy(req->session, CR_COPY_HTOD, bytes);
     if (host) { /* page-locked shared memory: read when the stream gets there */
@@ -371,7 +371,7 @@ static void dtoh(cr_request_t *req)
     if (r == CUDA_SUCCESS && host) { /* into shared memory: nothing to send */
         cr_session_stream_prepare(s, stream);
         finish_after_stream(req, stream,
-                            s->backend->d.cuMemcpyDtoHAsync_v2(host, src, bytes, stream->obj));
+                            cr_session_backend(s)->d.cuMemcpyDtoHAsync_v2(host, src, bytes, stream->obj));
         return;
     }
     int shared = req->argc == 5; /* a failed shared copy: the client expects no data */
@@ -391,7 +391,7 @@ static void dtoh(cr_request_t *req)
         size_t off = (size_t)k * CR_COPY_CHUNK;
         size_t len = pieces == 1 ? bytes : bytes - off < CR_COPY_CHUNK ? bytes - off
                                                                         : CR_COPY_CHUNK;
-        r = s->backend->d.cuMemcpyDtoHAsync_v2((uint8_t *)t->staging.ptr + off, src + off,
+        r = cr_session_backend(s)->d.cuMemcpyDtoHAsync_v2((uint8_t *)t->staging.ptr + off, src + off,
                                                len, stream->obj);
         if (r == CUDA_SUCCESS) {
             uncovered = 1;
@@ -451,7 +451,7 @@ static int side_owned(cr_session_t *s, CUdeviceptr base, const size_t v[5], uint
 static void copy_3d(cr_request_t *req)
 {
     cr_session_t *s = req->session;
-    const cr_driver_t *d = &s->backend->d;
+    const cr_driver_t *d = &cr_session_backend(s)->d;
     int64_t direction = 0;
     uint64_t sid, width, height, depth;
     if (req->argc != 7 || cr_arg_i64(req, 0, &direction) || cr_arg_u64(req, 1, &sid) ||

@@ -100,7 +100,7 @@ invalid:
 static void launch(cr_request_t *req, int cooperative)
 {
     launch_t l;
-    const cr_driver_t *d = &req->session->backend->d;
+    const cr_driver_t *d = &cr_session_backend(req->session)->d;
     CUresult r = parse_launch(req, &l);
     if (r == CUDA_SUCCESS) {
         cr_session_stream_prepare(req->session, l.stream);
@@ -167,7 +167,7 @@ static CUresult parse_attrs(cr_session_t *s, const msgpack_object_array *list,
 void cr_srv_cuLaunchKernelEx(cr_request_t *req)
 {
     cr_session_t *s = req->session;
-    const cr_driver_t *d = &s->backend->d;
+    const cr_driver_t *d = &cr_session_backend(s)->d;
     launch_t l;
     CUlaunchAttribute attrs[MAX_ATTRS];
     const msgpack_object_array *list = NULL;
@@ -245,12 +245,12 @@ static void cluster_query(cr_request_t *req,
 
 void cr_srv_cuOccupancyMaxActiveClusters(cr_request_t *req)
 {
-    cluster_query(req, req->session->backend->d.cuOccupancyMaxActiveClusters);
+    cluster_query(req, cr_session_backend(req->session)->d.cuOccupancyMaxActiveClusters);
 }
 
 void cr_srv_cuOccupancyMaxPotentialClusterSize(cr_request_t *req)
 {
-    cluster_query(req, req->session->backend->d.cuOccupancyMaxPotentialClusterSize);
+    cluster_query(req, cr_session_backend(req->session)->d.cuOccupancyMaxPotentialClusterSize);
 }
 
 /* --- host functions: run in the client, in stream order ------------------------------------
@@ -272,8 +272,33 @@ struct cr_gates_s {
     unsigned used;
 };
 
+/* A session's host functions (its slot): made by its executor at the first, read by the
+ * driver's callback thread and the loop, freed once its streams are done. */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int closed;              /* the client is gone: no answer will come */
+    cr_idmap_t gated;        /* call id -> host_func_t whose stream waits on its gate */
+    cr_idmap_t acks;         /* answered calls whose host function holds the driver's thread */
+    struct cr_gates_s *gates;
+    int gates_tried;
+} host_funcs_t;
+
+static host_funcs_t *host_funcs(cr_session_t *s, int make)
+{
+    host_funcs_t **slot = (host_funcs_t **)cr_session_slot(s, CR_SLOT_HOST_FUNCS);
+    host_funcs_t *hf = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!hf && make && (hf = calloc(1, sizeof *hf)) != NULL) {
+        pthread_mutex_init(&hf->lock, NULL);
+        pthread_cond_init(&hf->cond, NULL);
+        __atomic_store_n(slot, hf, __ATOMIC_RELEASE);
+    }
+    return hf;
+}
+
 typedef struct {
     cr_session_t *session;
+    host_funcs_t *funcs;
     uint64_t call_id;
     uint32_t *gate; /* NULL: the driver's thread waits for the client */
     uint32_t count; /* the gate opens at this count */
@@ -320,22 +345,23 @@ static void host_func_ask(void *arg)
 static void host_func_hold(void *arg)
 {
     host_func_t *h = arg;
-    cr_session_t *s = h->session;
+    host_funcs_t *hf = h->funcs;
     ask_client(h);
-    pthread_mutex_lock(&s->lock);
-    while (!s->closing && !cr_idmap_remove(&s->host_func_acks, h->call_id, NULL))
-        pthread_cond_wait(&s->cond, &s->lock);
-    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_lock(&hf->lock);
+    while (!hf->closed && !cr_idmap_remove(&hf->acks, h->call_id, NULL))
+        pthread_cond_wait(&hf->cond, &hf->lock);
+    pthread_mutex_unlock(&hf->lock);
     host_func_unref(h);
 }
 
 /* The stream's gate and its device address, or NULL (executor only). The first call finds
  * out whether the device can wait on mapped host memory at all. */
-static uint32_t *stream_gate(cr_session_t *s, cr_handle_t *stream, CUdeviceptr *dev)
+static uint32_t *stream_gate(cr_session_t *s, host_funcs_t *hf, cr_handle_t *stream,
+                             CUdeviceptr *dev)
 {
-    const cr_driver_t *d = &s->backend->d;
-    if (!s->gates_tried) {
-        s->gates_tried = 1;
+    const cr_driver_t *d = &cr_session_backend(s)->d;
+    if (!hf->gates_tried) {
+        hf->gates_tried = 1;
         struct cr_gates_s *g = calloc(1, sizeof *g);
         void *p = NULL;
         if (g && d->cuMemHostAlloc && d->cuMemHostGetDevicePointer_v2 &&
@@ -346,21 +372,21 @@ static uint32_t *stream_gate(cr_session_t *s, cr_handle_t *stream, CUdeviceptr *
             memset(p, 0, GATES * sizeof *g->words);
             /* a wait that is already satisfied tells whether the device can wait here */
             if (d->cuMemHostGetDevicePointer_v2(&g->base, p, 0) == CUDA_SUCCESS &&
-                d->cuStreamWaitValue32_v2(s->legacy.obj, g->base, 0,
+                d->cuStreamWaitValue32_v2(cr_session_stream(s, 0)->obj, g->base, 0,
                                           CU_STREAM_WAIT_VALUE_GEQ) == CUDA_SUCCESS) {
                 g->words = p;
-                s->gates = g;
+                hf->gates = g;
             }
         }
-        if (!s->gates) {
+        if (!hf->gates) {
             CR_DEBUG("session %llu: host functions hold the driver's callback thread (the "
-                     "device cannot wait on host memory here)", (unsigned long long)s->id);
+                     "device cannot wait on host memory here)", (unsigned long long)cr_session_id(s));
             if (p)
                 d->cuMemFreeHost(p);
             free(g);
         }
     }
-    struct cr_gates_s *g = s->gates;
+    struct cr_gates_s *g = hf->gates;
     if (!g)
         return NULL;
     if (!stream->gate) {
@@ -375,25 +401,27 @@ static uint32_t *stream_gate(cr_session_t *s, cr_handle_t *stream, CUdeviceptr *
 void cr_srv_cuLaunchHostFunc(cr_request_t *req)
 {
     cr_session_t *s = req->session;
-    const cr_driver_t *d = &s->backend->d;
+    const cr_driver_t *d = &cr_session_backend(s)->d;
     uint64_t sid;
     if (req->argc != 1 || cr_arg_u64(req, 0, &sid)) {
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;
     }
     cr_handle_t *stream = cr_session_stream(s, sid);
-    host_func_t *h = stream ? calloc(1, sizeof *h) : NULL;
+    host_funcs_t *hf = stream ? host_funcs(s, 1) : NULL;
+    host_func_t *h = hf ? calloc(1, sizeof *h) : NULL;
     if (!h) {
         cr_request_finish(req, stream ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_HANDLE);
         return;
     }
     h->session = s;
+    h->funcs = hf;
     h->call_id = req->hdr.call_id;
     h->refs = 1;
     cr_session_ref(s);
     cr_session_stream_prepare(s, stream);
     CUdeviceptr gate_dev;
-    h->gate = stream_gate(s, stream, &gate_dev);
+    h->gate = stream_gate(s, hf, stream, &gate_dev);
     CUresult r;
     if (!h->gate) {
         r = d->cuLaunchHostFunc(stream->obj, host_func_hold, h);
@@ -406,14 +434,15 @@ void cr_srv_cuLaunchHostFunc(cr_request_t *req)
     uint32_t *gate = h->gate, count = h->count = ++stream->gate_count;
     h->refs = 2; /* the driver's call, and the answer */
     /* listed before the driver may run it: the answer can come back at once */
-    pthread_mutex_lock(&s->lock);
-    int open_now = s->closing || cr_idmap_put(&s->gated, h->call_id, (uint64_t)(uintptr_t)h);
-    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_lock(&hf->lock);
+    int open_now = hf->closed || cr_session_closing(s) ||
+                   cr_idmap_put(&hf->gated, h->call_id, (uint64_t)(uintptr_t)h);
+    pthread_mutex_unlock(&hf->lock);
     r = d->cuLaunchHostFunc(stream->obj, host_func_ask, h);
     if (r != CUDA_SUCCESS) {
-        pthread_mutex_lock(&s->lock);
-        int listed = !open_now && cr_idmap_remove(&s->gated, h->call_id, NULL);
-        pthread_mutex_unlock(&s->lock);
+        pthread_mutex_lock(&hf->lock);
+        int listed = !open_now && cr_idmap_remove(&hf->gated, h->call_id, NULL);
+        pthread_mutex_unlock(&hf->lock);
         if (listed || open_now) /* no answer will come (else the client's end took it) */
             host_func_unref(h);
         host_func_unref(h); /* nor the driver's call */
@@ -429,20 +458,23 @@ void cr_srv_cuLaunchHostFunc(cr_request_t *req)
     if ((r = d->cuStreamWaitValue32_v2(stream->obj, gate_dev, count,
                                        CU_STREAM_WAIT_VALUE_GEQ)) != CUDA_SUCCESS)
         CR_WARN("session %llu: a host function's stream cannot wait for it: %s",
-                (unsigned long long)s->id, cr_cuda_error_name(r));
+                (unsigned long long)cr_session_id(s), cr_cuda_error_name(r));
     cr_request_finish(req, r);
 }
 
 void cr_host_func_done(cr_session_t *s, uint64_t call_id)
 {
     uint64_t v;
-    pthread_mutex_lock(&s->lock);
-    int gated = cr_idmap_remove(&s->gated, call_id, &v);
+    host_funcs_t *hf = host_funcs(s, 0);
+    if (!hf) /* it ran none: nothing to answer */
+        return;
+    pthread_mutex_lock(&hf->lock);
+    int gated = cr_idmap_remove(&hf->gated, call_id, &v);
     if (!gated) { /* the host function holds the driver's thread: it waits for this */
-        cr_idmap_put(&s->host_func_acks, call_id, 1);
-        pthread_cond_broadcast(&s->cond);
+        cr_idmap_put(&hf->acks, call_id, 1);
+        pthread_cond_broadcast(&hf->cond);
     }
-    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&hf->lock);
     if (!gated)
         return;
     host_func_t *h = (host_func_t *)(uintptr_t)v;
@@ -458,14 +490,21 @@ void cr_srv_host_func_done(cr_request_t *req)
 
 void cr_host_funcs_open_all(cr_session_t *s)
 {
+    host_funcs_t *hf = host_funcs(s, 0);
+    if (!hf)
+        return;
+    pthread_mutex_lock(&hf->lock);
+    hf->closed = 1; /* what holds the driver's thread returns */
+    pthread_cond_broadcast(&hf->cond);
+    pthread_mutex_unlock(&hf->lock);
     for (;;) {
         size_t pos = 0;
         uint64_t id, v;
-        pthread_mutex_lock(&s->lock);
-        int found = cr_idmap_next(&s->gated, &pos, &id, &v);
+        pthread_mutex_lock(&hf->lock);
+        int found = cr_idmap_next(&hf->gated, &pos, &id, &v);
         if (found)
-            cr_idmap_remove(&s->gated, id, NULL);
-        pthread_mutex_unlock(&s->lock);
+            cr_idmap_remove(&hf->gated, id, NULL);
+        pthread_mutex_unlock(&hf->lock);
         if (!found)
             return;
         host_func_t *h = (host_func_t *)(uintptr_t)v;
@@ -476,12 +515,20 @@ void cr_host_funcs_open_all(cr_session_t *s)
 
 void cr_host_func_gates_free(cr_session_t *s)
 {
-    if (s->gates) {
-        s->backend->d.cuMemFreeHost(s->gates->words);
-        free(s->gates);
-        s->gates = NULL;
+    host_funcs_t *hf = host_funcs(s, 0);
+    if (!hf)
+        return;
+    __atomic_store_n((host_funcs_t **)cr_session_slot(s, CR_SLOT_HOST_FUNCS), NULL,
+                     __ATOMIC_RELEASE);
+    if (hf->gates) {
+        cr_session_backend(s)->d.cuMemFreeHost(hf->gates->words);
+        free(hf->gates);
     }
-    cr_idmap_free(&s->gated);
+    cr_idmap_free(&hf->gated);
+    cr_idmap_free(&hf->acks);
+    pthread_mutex_destroy(&hf->lock);
+    pthread_cond_destroy(&hf->cond);
+    free(hf);
 }
 
 /* --- occupancy ------------------------------------------------------------------------------ */
@@ -499,7 +546,7 @@ static size_t smem_for_block(int block_size)
 void cr_srv_cuOccupancyMaxPotentialBlockSizeWithFlags(cr_request_t *req)
 {
     cr_session_t *s = req->session;
-    const cr_driver_t *d = &s->backend->d;
+    const cr_driver_t *d = &cr_session_backend(s)->d;
     uint64_t fid, table[32], flags;
     int64_t limit;
     const msgpack_object_array *smem;

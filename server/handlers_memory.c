@@ -57,7 +57,7 @@ static CUresult after_alloc_pitch(cr_request_t *req, cr_arg_t *a, CUresult r)
     CUdeviceptr p = *(CUdeviceptr *)a[0].p;
     uint64_t size = (uint64_t)*(size_t *)a[1].p * a[3].u;
     if ((r = cr_session_charge(req->session, size)) != CUDA_SUCCESS) {
-        req->session->backend->d.cuMemFree_v2(p);
+        cr_session_backend(req->session)->d.cuMemFree_v2(p);
         return r;
     }
     cr_session_track_alloc(req->session, p, size);
@@ -108,7 +108,7 @@ static void free_when_idle(void *arg)
     free_task_t *t = arg;
     cr_session_t *s = t->req->session;
     cr_session_wait_events(s, t->events, t->count);
-    CUresult r = s->backend->d.cuMemFree_v2(t->ptr);
+    CUresult r = cr_session_backend(s)->d.cuMemFree_v2(t->ptr);
     if (r == CUDA_SUCCESS)
         cr_session_uncharge(s, t->size);
     else /* still there: still the session's */
@@ -150,10 +150,10 @@ void cr_srv_cuMemGetInfo_v2(cr_request_t *req)
 {
     cr_session_t *s = req->session;
     size_t free_bytes = 0, total = 0;
-    CUresult r = s->backend->d.cuMemGetInfo_v2(&free_bytes, &total);
-    if (r == CUDA_SUCCESS && s->tenant) {
-        uint64_t quota = __atomic_load_n(&s->tenant->quota, __ATOMIC_RELAXED);
-        uint64_t used = __atomic_load_n(&s->tenant->used, __ATOMIC_RELAXED);
+    CUresult r = cr_session_backend(s)->d.cuMemGetInfo_v2(&free_bytes, &total);
+    if (r == CUDA_SUCCESS && cr_session_tenant(s)) {
+        uint64_t quota = __atomic_load_n(&cr_session_tenant(s)->quota, __ATOMIC_RELAXED);
+        uint64_t used = __atomic_load_n(&cr_session_tenant(s)->used, __ATOMIC_RELAXED);
         if (quota && quota < total)
             total = quota;
         if (quota) {
@@ -181,7 +181,7 @@ void cr_srv_cuMemGetInfo_v2(cr_request_t *req)
 static void pool_attribute(cr_request_t *req, int set)
 {
     cr_session_t *s = req->session;
-    const cr_driver_t *d = &s->backend->d;
+    const cr_driver_t *d = &cr_session_backend(s)->d;
     uint64_t id, value = 0;
     int64_t attr;
     if (req->argc != (uint32_t)(set ? 3 : 2) || cr_arg_u64(req, 0, &id) ||
@@ -263,8 +263,7 @@ void cr_srv_cuDevicePrimaryCtxReset_v2(cr_request_t *req)
     cr_session_t *s = req->session;
     cr_session_release_resources(s, 1);
     cr_code_reinit_globals(s);
-    s->legacy_gen = 0;
-    s->legacy.dirty = 0;
-    CR_DEBUG("session %llu: primary context reset", (unsigned long long)s->id);
+    cr_session_legacy_forget(s);
+    CR_DEBUG("session %llu: primary context reset", (unsigned long long)cr_session_id(s));
     cr_request_finish(req, CUDA_SUCCESS);
 }

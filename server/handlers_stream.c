@@ -8,13 +8,13 @@
 
 CUresult cr_session_create_stream(cr_session_t *s, CUstream *out, unsigned flags, int asked)
 {
-    const cr_driver_t *d = &s->backend->d;
+    const cr_driver_t *d = &cr_session_backend(s)->d;
     int least = 0, greatest = 0;
     if (!d->cuStreamCreateWithPriority || !d->cuCtxGetStreamPriorityRange ||
         d->cuCtxGetStreamPriorityRange(&least, &greatest) != CUDA_SUCCESS)
         return d->cuStreamCreate(out, flags);
     return d->cuStreamCreateWithPriority(
-        out, flags, cr_tenant_stream_priority(s->tenant, asked, least, greatest));
+        out, flags, cr_tenant_stream_priority(cr_session_tenant(s), asked, least, greatest));
 }
 
 /* (phStream, flags): created by the hook, at the tenant's priority for the default one */

@@ -150,7 +150,7 @@ static void reply_map(cr_request_t *req, CUresult r, const CUtensorMap *map)
 
 void cr_srv_cuTensorMapEncodeTiled(cr_request_t *req)
 {
-    const cr_driver_t *d = &req->session->backend->d;
+    const cr_driver_t *d = &cr_session_backend(req->session)->d;
     tensor_args_t t;
     cuuint32_t box[MAX_RANK];
     CUtensorMap map; /* CUtensorMap's own alignment is what the driver requires */
@@ -173,7 +173,7 @@ void cr_srv_cuTensorMapEncodeTiled(cr_request_t *req)
 
 void cr_srv_cuTensorMapEncodeIm2col(cr_request_t *req)
 {
-    const cr_driver_t *d = &req->session->backend->d;
+    const cr_driver_t *d = &cr_session_backend(req->session)->d;
     tensor_args_t t;
     int lower[MAX_RANK - 2], upper[MAX_RANK - 2];
     uint32_t channels, pixels;

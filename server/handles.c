@@ -367,3 +367,32 @@ void cr_session_forget_handles_locked(cr_session_t *s)
     cr_idmap_free(&s->handles);
     cr_idmap_free(&s->by_object);
 }
+
+void cr_session_handles_each(cr_session_t *s, void (*fn)(cr_session_t *s, cr_handle_t *h, void *arg),
+                             void *arg)
+{
+    size_t pos = 0;
+    uint64_t id, v;
+    for (;;) { /* the lock only while finding the next: fn may call the driver */
+        pthread_mutex_lock(&s->lock);
+        int more = cr_idmap_next(&s->handles, &pos, &id, &v);
+        pthread_mutex_unlock(&s->lock);
+        if (!more)
+            return;
+        fn(s, (cr_handle_t *)(uintptr_t)v, arg);
+    }
+}
+
+int cr_session_handle_attach(cr_session_t *s, uint64_t id, uint64_t charged, void *extra,
+                             void (*extra_free)(void *extra))
+{
+    pthread_mutex_lock(&s->lock);
+    cr_handle_t *h = lookup(s, id);
+    if (h) {
+        h->charged += charged;
+        h->extra = extra;
+        h->extra_free = extra_free;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return h ? 0 : CR_ENOTFOUND;
+}

@@ -114,3 +114,9 @@ CUresult cr_session_wait_events(cr_session_t *s, CUevent *events, unsigned count
     free(events);
     return first;
 }
+
+void cr_session_legacy_forget(cr_session_t *s)
+{
+    s->legacy_gen = 0;
+    s->legacy.dirty = 0;
+}

@@ -37,13 +37,22 @@ void cr_unsent_unstage(cr_session_t *s, uint64_t bytes);
 /* The session's unsent output has passed its bound (--max-unsent): its executor runs
  * nothing more until the client reads. Caller holds s->lock. */
 int cr_unsent_full_locked(const cr_session_t *s);
+/* Whether the session's executor asked for its paused connection to be read again; the
+ * request is taken (cr_outbox_flush takes it too). The _locked one with s->lock held. */
+int cr_unsent_take_resume(cr_session_t *s);
+int cr_unsent_take_resume_locked(cr_session_t *s);
 /* The loop's doorbell, rung when a session has output or a request for the loop (call
  * once before any output). */
 void cr_outbox_init(uv_async_t *wakeup);
-/* The sessions that rang since the last take, chained by next_with_output; the loop
- * flushes each and drops the reference the list held (loop thread). */
+/* Where the session's output goes: its connection's stream, written by the loop, and its
+ * socket, written straight from a sending thread when nothing is queued before (loop). */
+void cr_outbox_attach(cr_session_t *s, uv_stream_t *stream, int fd);
+/* The sessions that rang since the last take, one after another (cr_outbox_next); the
+ * loop flushes each and drops the reference the list held (loop thread). */
 cr_session_t *cr_outbox_take(void);
+cr_session_t *cr_outbox_next(const cr_session_t *s);
 enum { CR_OUTBOX_RESUME = 1, CR_OUTBOX_CLOSE = 2 };
+
 /* Writes the session's queued output to its connection (*stream: NULL once it closed) and
  * returns what else the connection should do: read again (CR_OUTBOX_RESUME, its executor
  * caught up) and close once written (CR_OUTBOX_CLOSE). Loop thread. */

@@ -349,12 +349,12 @@ static void generic_exec(void *arg)
                (r = check_device_pointers(s, d, a)) == CUDA_SUCCESS &&
                (r = unpack_pointers(req, d, a, &scratch, client_id)) == CUDA_SUCCESS &&
                (!hooks || !hooks->before || (r = hooks->before(req, a)) == CUDA_SUCCESS)) {
-        r = call->call(&s->backend->d, a);
+        r = call->call(&cr_session_backend(s)->d, a);
         if (hooks && hooks->after)
             r = hooks->after(req, a, (CUresult)r);
     }
     if (r < 0) {
-        CR_WARN("session %llu: malformed arguments for %s", (unsigned long long)s->id, d->name);
+        CR_WARN("session %llu: malformed arguments for %s", (unsigned long long)cr_session_id(s), d->name);
         r = CUDA_ERROR_INVALID_VALUE;
     }
     if (r == CUDA_SUCCESS) { /* handles the call destroyed */
@@ -368,7 +368,7 @@ static void generic_exec(void *arg)
         const cr_param_desc_t *pd = &d->params[i];
         void *obj = *(void **)a[i].p;
         if (cr_session_add_handle_as(s, pd->handle_type, obj, client_id[i]) != 0) {
-            cr_handle_destroy(&s->backend->d, pd->handle_type, obj);
+            cr_handle_destroy(&cr_session_backend(s)->d, pd->handle_type, obj);
             r = CUDA_ERROR_INVALID_VALUE; /* an id in use: the client's fault */
         }
     }

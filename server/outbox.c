@@ -16,6 +16,7 @@
 #include <sys/uio.h>
 
 #include "loop.h"
+#include "session_private.h"
 #include "session.h"
 
 /* Sessions with output or requests for the loop, and the loop's doorbell. */
@@ -174,9 +175,7 @@ unsigned cr_outbox_flush(cr_session_t *s, uv_stream_t **stream_out)
     uv_stream_t *stream = s->stream;
     int close_now = s->close_requested;
     s->close_requested = 0;
-    int resume = s->resume_reading && s->reading_paused;
-    if (resume)
-        s->reading_paused = s->resume_reading = 0;
+    int resume = cr_unsent_take_resume_locked(s);
     pthread_mutex_unlock(&s->lock);
     while (m) {
         cr_outmsg_t *next = m->next;
@@ -215,4 +214,17 @@ cr_session_t *cr_outbox_take(void)
     pending = NULL;
     pthread_mutex_unlock(&pending_lock);
     return s;
+}
+
+void cr_outbox_attach(cr_session_t *s, uv_stream_t *stream, int fd)
+{
+    pthread_mutex_lock(&s->lock);
+    s->stream = stream;
+    s->fd = fd;
+    pthread_mutex_unlock(&s->lock);
+}
+
+cr_session_t *cr_outbox_next(const cr_session_t *s)
+{
+    return s->next_with_output;
 }

@@ -81,7 +81,7 @@ void cr_request_free(cr_request_t *req)
 static void log_failure(const cr_request_t *req, CUresult result)
 {
     if (result != CUDA_SUCCESS && result != CUDA_ERROR_NOT_READY)
-        CR_DEBUG("session %llu: %s: %s", (unsigned long long)req->session->id,
+        CR_DEBUG("session %llu: %s: %s", (unsigned long long)cr_session_id(req->session),
                  cr_opcode_name(req->hdr.opcode), cr_cuda_error_name(result));
 }
 

@@ -300,8 +300,7 @@ static void charge(batch_t *b, double ns, int64_t now)
         st->launch_ns = st->launch_ns > 0 ? 0.7 * st->launch_ns + 0.3 * one : one;
         st->recent_ns = recent(t, now) + ns;
         st->recent_at = now;
-        __atomic_add_fetch(&t->usage.device_ns, (uint64_t)ns, __ATOMIC_RELAXED);
-        __atomic_add_fetch(&b->session->usage.device_ns, (uint64_t)ns, __ATOMIC_RELAXED);
+        cr_session_count_device_time(b->session, (uint64_t)ns); /* and its tenant's */
     }
     advance_vclock();
 }
@@ -344,6 +343,12 @@ static void batch_free(batch_t *b)
     free(b);
 }
 
+/* The session's open batches (executor only). */
+static batch_t **open_batches(cr_session_t *s)
+{
+    return (batch_t **)cr_session_slot(s, CR_SLOT_SCHED);
+}
+
 /* ---- the executor's side ---- */
 
 /* The session's open batch on the stream, opened if there is none (after admission). */
@@ -354,7 +359,7 @@ static CUresult open_batch(cr_session_t *s, cr_handle_t *stream, double estimate
     if (!b) return CUDA_ERROR_OUT_OF_MEMORY;
     b->session = s;
     cr_session_ref(s);
-    b->tenant = s->tenant;
+    b->tenant = cr_session_tenant(s);
     b->stream = stream;
     double n = BATCH_NS / estimate;
     b->limit = n < 1 ? 1 : n > BATCH_LAUNCHES ? BATCH_LAUNCHES : (uint32_t)n;
@@ -363,14 +368,14 @@ static CUresult open_batch(cr_session_t *s, cr_handle_t *stream, double estimate
     b->timed =
         b->start && b->end && backend->d.cuEventRecord(b->start, stream->obj) == CUDA_SUCCESS;
     stream->batch = b;
-    b->next = s->open_batches;
-    s->open_batches = b;
+    b->next = *open_batches(s);
+    *open_batches(s) = b;
     return CUDA_SUCCESS;
 }
 
 static void close_batch(cr_session_t *s, batch_t *b)
 {
-    for (batch_t **p = &s->open_batches; *p; p = &(*p)->next)
+    for (batch_t **p = open_batches(s); *p; p = &(*p)->next)
         if (*p == b) {
             *p = b->next;
             break;
@@ -402,13 +407,13 @@ static void close_batch(cr_session_t *s, batch_t *b)
 
 void cr_sched_flush(cr_session_t *s)
 {
-    while (s->open_batches)
-        close_batch(s, s->open_batches);
+    while (*open_batches(s))
+        close_batch(s, *open_batches(s));
 }
 
 CUresult cr_sched_launch_begin(cr_session_t *s, cr_handle_t *stream)
 {
-    cr_tenant_t *t = s->tenant;
+    cr_tenant_t *t = cr_session_tenant(s);
     cr_sched_tenant_t *st = &t->sched;
     pthread_mutex_lock(&lock);
     if (!st->known) {
@@ -437,11 +442,11 @@ CUresult cr_sched_launch_begin(cr_session_t *s, cr_handle_t *stream)
         if (holder == t && waiting_all == st->waiting && own_room(t)) break;
         update_holder(cr_now_ns());
         if (may_admit(t)) break;
-        if (__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE)) {
+        if (cr_session_closing(s)) {
             r = CUDA_ERROR_DEINITIALIZED; /* nobody reads the answer */
             break;
         }
-        if (s->open_batches) { /* what it already launched must be able to finish */
+        if (*open_batches(s)) { /* what it already launched must be able to finish */
             pthread_mutex_unlock(&lock);
             cr_sched_flush(s);
             pthread_mutex_lock(&lock);
@@ -482,7 +487,7 @@ void cr_sched_launch_end(cr_session_t *s, cr_handle_t *stream, CUresult r)
         return;
     }
     pthread_mutex_lock(&lock); /* it never reached the device */
-    leave_flight(s->tenant, 1, cr_now_ns());
+    leave_flight(cr_session_tenant(s), 1, cr_now_ns());
     pthread_mutex_unlock(&lock);
 }
 

@@ -112,6 +112,16 @@ void cr_session_count_error(cr_session_t *s)
     count(s, offsetof(cr_usage_t, errors), 1);
 }
 
+void cr_session_count_device_time(cr_session_t *s, uint64_t ns)
+{
+    count(s, offsetof(cr_usage_t, device_ns), ns);
+}
+
+void **cr_session_slot(cr_session_t *s, cr_session_slot_t slot)
+{
+    return &s->slots[slot];
+}
+
 void cr_session_count_launch(cr_session_t *s)
 {
     count(s, offsetof(cr_usage_t, launches), 1);
@@ -136,7 +146,6 @@ static void session_free(cr_session_t *s)
 {
     list_remove(s);
     cr_session_forget_handles_locked(s); /* no other reference: no lock needed */
-    cr_idmap_free(&s->host_func_acks);
     for (size_t i = 0; i < s->allocations.count; i++) /* normally released before */
         cr_session_uncharge(s, s->allocations.ranges[i].value);
     cr_rangemap_free(&s->allocations);
@@ -222,3 +231,32 @@ cr_session_t *cr_session_new(cr_server_t *server, const cr_backend_t *b, uint64_
     return s;
 }
 
+const cr_backend_t *cr_session_backend(const cr_session_t *s)
+{
+    return s->backend;
+}
+
+uint64_t cr_session_id(const cr_session_t *s)
+{
+    return s->id;
+}
+
+cr_tenant_t *cr_session_tenant(const cr_session_t *s)
+{
+    return s->tenant;
+}
+
+const char *cr_session_peer(const cr_session_t *s)
+{
+    return s->peer;
+}
+
+const char *cr_session_name(const cr_session_t *s)
+{
+    return s->who[0] ? s->who : s->peer;
+}
+
+int cr_session_closing(const cr_session_t *s)
+{
+    return __atomic_load_n(&s->closing, __ATOMIC_ACQUIRE);
+}

@@ -21,6 +21,15 @@
 #include "rangemap.h"
 #include "tenants.h"
 
+/* What other modules keep per session, one slot each: only that module reads or writes its
+ * slot, with the discipline it states, and empties it before the session ends. */
+typedef enum {
+    CR_SLOT_SCHED,      /* sched.c: the open batches of measured launches (executor only) */
+    CR_SLOT_SHM,        /* shm.c: the shared-memory regions */
+    CR_SLOT_HOST_FUNCS, /* handlers_launch.c: host functions and their gates */
+    CR_SLOT_COUNT
+} cr_session_slot_t;
+
 typedef struct cr_server_s cr_server_t;
 typedef struct cr_session_s cr_session_t;
 typedef struct cr_request_s cr_request_t;
@@ -58,73 +67,24 @@ typedef struct cr_kernel_param_s {
     uint32_t offset, size;
 } cr_kernel_param_t;
 
-struct cr_session_s {
-    cr_server_t *server;
-    const cr_backend_t *backend;
-    uint64_t id;
-    char peer[128];          /* address of the connection */
-    char who[320];           /* "program (pid N) on host" after hello */
-    int hello_done;
-    cr_tenant_t *tenant;     /* set at hello */
 
-    /* loop side */
-    uv_stream_t *stream;     /* uv_tcp_t or uv_pipe_t, owned by server.c */
+/* What a session is. The backend and id never change; the tenant and name are set at its
+ * hello, before any request runs. */
+const cr_backend_t *cr_session_backend(const cr_session_t *s);
+uint64_t cr_session_id(const cr_session_t *s);
+cr_tenant_t *cr_session_tenant(const cr_session_t *s);
+const char *cr_session_peer(const cr_session_t *s);
+/* "program (pid N) on host" once it said hello, else its address. */
+const char *cr_session_name(const cr_session_t *s);
+/* 1 once its connection is gone (any thread). */
+int cr_session_closing(const cr_session_t *s);
 
-    pthread_mutex_t lock;    /* everything below */
-    pthread_cond_t cond;
-    cr_request_t *inbox_head, *inbox_tail;
-    size_t inbox_bytes;      /* received, not yet run: the loop stops reading above a mark */
-    int reading_paused;      /* the loop stopped reading this connection */
-    int resume_reading;      /* the executor caught up: the loop may read again */
-    int closing;             /* the connection is gone: finish and clean up */
-    int refs;                /* executor, connection, queued output, tasks */
-    int tasks;               /* waiter tasks and host functions still using the backend */
-    cr_idmap_t handles;      /* id -> cr_handle_t * */
-    cr_idmap_t by_object;    /* backend handle -> id */
-    uint64_t next_handle;
-    cr_rangemap_t allocations; /* device memory the session holds (value: charged bytes) */
-    cr_rangemap_t code_ranges; /* globals of its code (value: the library/module id) */
-    cr_idmap_t host_func_acks; /* call ids acknowledged by the client */
-    cr_idmap_t gated;        /* call id -> host function whose stream waits for its answer */
-    struct cr_gates_s *gates; /* host-function gates (handlers_launch.c); executor only */
-    int gates_tried;
-    CUresult deferred_error; /* first failure of an asynchronous request, not yet reported */
-    CUresult context_error;  /* a kernel fault broke the client's context: every call fails */
-    int probe_wanted;        /* the executor should ask whether the device context is lost */
-    cr_idmap_t regions;      /* shared-memory regions: id -> shm.c's region */
-    int shm_announced;       /* logged that this session shares memory */
-
-    /* executor only */
-    pthread_t executor;
-    cr_handle_t legacy;      /* the session's own legacy default stream (id 0) */
-    uint64_t legacy_gen;
-    struct cr_batch_s *open_batches; /* launches measured, end not yet recorded (sched.c) */
-
-    /* output: written straight from the sending thread when nothing is queued before it
-     * (no hand-off to the loop on the way out), else queued for the loop */
-    int fd;                  /* the connection's socket, -1 once it closes */
-    int direct_busy;         /* a thread is writing straight to fd */
-    int writes_in_flight;    /* messages handed to libuv, not yet written */
-    struct cr_outmsg_s *out_head, *out_tail;
-    int out_queued;          /* on the server's list of sessions with output */
-    int close_requested;     /* close the connection once the output is written */
-    uint64_t out_bytes;      /* output queued or being written */
-    uint64_t staged_bytes;   /* device-to-host bytes staged for output still to come */
-    int output_waiting;      /* the executor waits for the client to read */
-    struct cr_session_s *next_with_output;
-    uint64_t stat_requests;  /* atomic */
-
-    /* accounting, for `cuda-remote status` and /metrics */
-    cr_usage_t usage;        /* atomic */
-    uint64_t memory;         /* device memory charged for this session (atomic) */
-    int64_t connected_ns;    /* CLOCK_REALTIME */
-    int listed;              /* said hello: shown (under lock) */
-    size_t inbox_count;      /* requests received, not yet run (under lock) */
-    struct cr_session_s *all_prev, *all_next; /* every session (session.c) */
-};
-
+/* The slot a module keeps its per-session state in. */
+void **cr_session_slot(cr_session_t *s, cr_session_slot_t slot);
 /* Counts work for the session and its tenant. direction: CR_COPY_HTOD or CR_COPY_DTOH. */
 void cr_session_count_launch(cr_session_t *s);
+/* Device time of the session's kernels (sched.c measures it). */
+void cr_session_count_device_time(cr_session_t *s, uint64_t ns);
 /* Counts a failed call (cr_session_note_result does for every result it sees). */
 void cr_session_count_error(cr_session_t *s);
 void cr_session_count_copy(cr_session_t *s, int direction, uint64_t bytes);
@@ -184,6 +144,10 @@ int cr_session_add_handle_as(cr_session_t *s, uint8_t type, void *obj, uint64_t 
  * removes this one too, so a freed function can never be named again. */
 int cr_session_add_child_handle(cr_session_t *s, uint8_t type, void *obj, void *parent_obj,
                                 uint64_t *id);
+/* Gives a handle what another module keeps about its object: device memory charged for it
+ * (uncharged when it goes) and `extra`, freed then with extra_free. 0, or CR_ENOTFOUND. */
+int cr_session_handle_attach(cr_session_t *s, uint64_t id, uint64_t charged, void *extra,
+                             void (*extra_free)(void *extra));
 /* The object behind an id of the given type; `function` ids also accept kernel ids (cudart
  * passes a CUkernel as a CUfunction). NULL for id 0 or a foreign/unknown id. */
 void *cr_session_handle(cr_session_t *s, uint8_t type, uint64_t id);
@@ -195,11 +159,17 @@ void cr_session_remove_handle(cr_session_t *s, uint64_t id);
  * `*params` stays valid until the handle is removed. Executor only. */
 CUresult cr_session_kernel_params(cr_session_t *s, uint64_t id, CUfunction *f,
                                   const cr_kernel_param_t **params, uint32_t *count);
+/* Calls fn for each of the session's handles (executor only: no other thread adds or
+ * removes handles meanwhile). */
+void cr_session_handles_each(cr_session_t *s, void (*fn)(cr_session_t *s, cr_handle_t *h, void *arg),
+                             void *arg);
 /* The stream for a stream id (0 = the legacy stream), NULL if unknown. */
 cr_handle_t *cr_session_stream(cr_session_t *s, uint64_t id);
 /* Before enqueuing work on a stream: keep the legacy default-stream semantics among the
  * session's streams (executor only). */
 void cr_session_stream_prepare(cr_session_t *s, cr_handle_t *stream);
+/* After a context reset: the legacy stream has no earlier work to order (executor). */
+void cr_session_legacy_forget(cr_session_t *s);
 /* Records an event on every stream of the session; *events gets a malloc'd array the
  * caller passes to cr_session_wait_events on a waiter thread (executor only). */
 CUresult cr_session_mark_streams(cr_session_t *s, CUevent **events, unsigned *count);
@@ -207,6 +177,10 @@ CUresult cr_session_mark_streams(cr_session_t *s, CUevent **events, unsigned *co
 CUresult cr_session_wait_events(cr_session_t *s, CUevent *events, unsigned count);
 /* Frees every allocation, stream, event and pool of the session (waits for its work). */
 void cr_session_release_resources(cr_session_t *s, int keep_code);
+/* What a driver call must answer with instead of running (CUDA_SUCCESS: run it): the
+ * error that broke the session's context, or for a call that waits, the first failure of
+ * an earlier asynchronous one, which it then takes. */
+CUresult cr_session_call_error(cr_session_t *s, int waits);
 /* Records the first error of an asynchronous request. */
 void cr_session_defer_error(cr_session_t *s, CUresult r);
 /* A result on its way to the client: if it says the context is broken (a kernel fault),

@@ -84,6 +84,25 @@ static region_t *region_map(const cr_backend_t *b, int fd, uint64_t size, const 
     return r;
 }
 
+/* A session's regions (its slot; the executor's, but also read by its waiter tasks). */
+typedef struct {
+    pthread_mutex_t lock;
+    cr_idmap_t regions; /* id -> region_t * */
+    int announced;      /* logged that the session shares memory */
+} regions_t;
+
+/* The session's regions, made at its first attach (executor); NULL before. */
+static regions_t *regions_of(cr_session_t *s, int make)
+{
+    regions_t **slot = (regions_t **)cr_session_slot(s, CR_SLOT_SHM);
+    regions_t *rs = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!rs && make && (rs = calloc(1, sizeof *rs)) != NULL) {
+        pthread_mutex_init(&rs->lock, NULL);
+        __atomic_store_n(slot, rs, __ATOMIC_RELEASE);
+    }
+    return rs;
+}
+
 void cr_srv_shm_attach(cr_request_t *req)
 {
     cr_session_t *s = req->session;
@@ -98,31 +117,38 @@ void cr_srv_shm_attach(cr_request_t *req)
     } else if (req->argc == 2 && !cr_arg_u64(req, 0, &id) && !cr_arg_u64(req, 1, &size) &&
                id != 0 && id != UINT64_MAX) {
         uint64_t unused;
-        pthread_mutex_lock(&s->lock);
-        int taken = cr_idmap_get(&s->regions, id, &unused);
-        size_t count = s->regions.count;
-        pthread_mutex_unlock(&s->lock);
+        regions_t *rs = regions_of(s, 1);
+        int taken = 0;
+        size_t count = 0;
+        if (rs) {
+            pthread_mutex_lock(&rs->lock);
+            taken = cr_idmap_get(&rs->regions, id, &unused);
+            count = rs->regions.count;
+            pthread_mutex_unlock(&rs->lock);
+        }
         region_t *r = NULL;
-        if (taken)
+        if (!rs)
+            why = "out of memory", result = CUDA_ERROR_OUT_OF_MEMORY;
+        else if (taken)
             why = "region id in use";
         else if (count >= MAX_REGIONS)
             why = "too many regions", result = CUDA_ERROR_OUT_OF_MEMORY;
-        else if ((r = region_map(s->backend, fd, size, &why)) != NULL) {
-            pthread_mutex_lock(&s->lock);
-            int err = cr_idmap_put(&s->regions, id, (uint64_t)(uintptr_t)r);
-            pthread_mutex_unlock(&s->lock);
+        else if ((r = region_map(cr_session_backend(s), fd, size, &why)) != NULL) {
+            pthread_mutex_lock(&rs->lock);
+            int err = cr_idmap_put(&rs->regions, id, (uint64_t)(uintptr_t)r);
+            pthread_mutex_unlock(&rs->lock);
             if (err) {
-                region_free(s->backend, r);
+                region_free(cr_session_backend(s), r);
                 why = "out of memory", result = CUDA_ERROR_OUT_OF_MEMORY;
             } else {
                 result = CUDA_SUCCESS;
                 CR_DEBUG("session %llu: shared region %llu attached (%llu bytes%s)",
-                         (unsigned long long)s->id, (unsigned long long)id,
+                         (unsigned long long)cr_session_id(s), (unsigned long long)id,
                          (unsigned long long)size, r->registered ? ", page-locked" : "");
-                if (!s->shm_announced) {
-                    s->shm_announced = 1;
-                    CR_INFO("session %llu: shared memory with %s", (unsigned long long)s->id,
-                            s->who[0] ? s->who : s->peer);
+                if (!rs->announced) {
+                    rs->announced = 1;
+                    CR_INFO("session %llu: shared memory with %s", (unsigned long long)cr_session_id(s),
+                            cr_session_name(s));
                 }
             }
         }
@@ -130,7 +156,7 @@ void cr_srv_shm_attach(cr_request_t *req)
     if (fd >= 0)
         close(fd); /* the mapping keeps the memory */
     if (result != CUDA_SUCCESS)
-        CR_DEBUG("session %llu: shared memory declined: %s", (unsigned long long)s->id, why);
+        CR_DEBUG("session %llu: shared memory declined: %s", (unsigned long long)cr_session_id(s), why);
     cr_request_finish(req, result);
 }
 
@@ -147,7 +173,7 @@ static void detach_when_idle(void *arg)
     detach_t *t = arg;
     cr_session_t *s = t->req->session;
     CUresult r = cr_session_wait_events(s, t->events, t->count);
-    region_free(s->backend, t->region);
+    region_free(cr_session_backend(s), t->region);
     cr_request_finish(t->req, r == CUDA_SUCCESS || cr_is_context_error(r) ? CUDA_SUCCESS : r);
     free(t);
 }
@@ -160,9 +186,13 @@ void cr_srv_shm_detach(cr_request_t *req)
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;
     }
-    pthread_mutex_lock(&s->lock);
-    int found = cr_idmap_remove(&s->regions, id, &v);
-    pthread_mutex_unlock(&s->lock);
+    regions_t *rs = regions_of(s, 0);
+    int found = 0;
+    if (rs) {
+        pthread_mutex_lock(&rs->lock);
+        found = cr_idmap_remove(&rs->regions, id, &v);
+        pthread_mutex_unlock(&rs->lock);
+    }
     if (!found) {
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;
@@ -171,9 +201,9 @@ void cr_srv_shm_detach(cr_request_t *req)
     detach_t *t = calloc(1, sizeof *t);
     if (!t || cr_session_mark_streams(s, &t->events, &t->count) != CUDA_SUCCESS) {
         free(t);
-        const cr_driver_t *d = &s->backend->d;
+        const cr_driver_t *d = &cr_session_backend(s)->d;
         d->cuCtxSynchronize();
-        region_free(s->backend, (region_t *)(uintptr_t)v);
+        region_free(cr_session_backend(s), (region_t *)(uintptr_t)v);
         cr_request_finish(req, CUDA_SUCCESS);
         return;
     }
@@ -185,9 +215,12 @@ void cr_srv_shm_detach(cr_request_t *req)
 void *cr_shm_host_ptr(cr_session_t *s, uint64_t id, uint64_t offset, uint64_t bytes)
 {
     uint64_t v;
-    pthread_mutex_lock(&s->lock);
-    int found = cr_idmap_get(&s->regions, id, &v) == 1;
-    pthread_mutex_unlock(&s->lock);
+    regions_t *rs = regions_of(s, 0);
+    if (!rs)
+        return NULL;
+    pthread_mutex_lock(&rs->lock);
+    int found = cr_idmap_get(&rs->regions, id, &v) == 1;
+    pthread_mutex_unlock(&rs->lock);
     region_t *r = found ? (region_t *)(uintptr_t)v : NULL;
     if (!r || offset > r->size || bytes > r->size - offset)
         return NULL;
@@ -196,13 +229,15 @@ void *cr_shm_host_ptr(cr_session_t *s, uint64_t id, uint64_t offset, uint64_t by
 
 void cr_shm_release_all(cr_session_t *s)
 {
-    pthread_mutex_lock(&s->lock);
-    cr_idmap_t regions = s->regions;
-    s->regions = (cr_idmap_t)CR_IDMAP_INIT;
-    pthread_mutex_unlock(&s->lock);
+    regions_t *rs = regions_of(s, 0);
+    if (!rs)
+        return;
+    *cr_session_slot(s, CR_SLOT_SHM) = NULL;
     size_t pos = 0;
     uint64_t id, v;
-    while (cr_idmap_next(&regions, &pos, &id, &v))
-        region_free(s->backend, (region_t *)(uintptr_t)v);
-    cr_idmap_free(&regions);
+    while (cr_idmap_next(&rs->regions, &pos, &id, &v))
+        region_free(cr_session_backend(s), (region_t *)(uintptr_t)v);
+    cr_idmap_free(&rs->regions);
+    pthread_mutex_destroy(&rs->lock);
+    free(rs);
 }

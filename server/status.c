@@ -157,8 +157,8 @@ static void add_session(const cr_session_info_t *s, void *arg)
 void cr_srv_status(cr_request_t *req)
 {
     cr_session_t *self = req->session;
-    const cr_backend_t *b = self->backend;
-    const cr_tenant_t *viewer = self->tenant;
+    const cr_backend_t *b = cr_session_backend(self);
+    const cr_tenant_t *viewer = cr_session_tenant(self);
     int all = viewer && __atomic_load_n(&viewer->admin, __ATOMIC_RELAXED); /* reloads */
     size_t tenant_count = 0;
     cr_tenant_info_t *tenants = cr_status_tenants(&tenant_count);
@@ -196,7 +196,7 @@ void cr_srv_status(cr_request_t *req)
     msgpack_pack_double(pk, cr_status_uptime());
     kv_u64(pk, CR_STATUS_SERVER_RESTARTS, (uint64_t)restarts);
     kv_u64(pk, CR_STATUS_SERVER_TENANTS_FILE, (uint64_t)cr_tenants_from_file());
-    kv_u64(pk, CR_STATUS_SELF, self->id);
+    kv_u64(pk, CR_STATUS_SELF, cr_session_id(self));
     cr_mp_pack_str(pk, CR_STATUS_TENANTS);
     msgpack_pack_array(pk, shown);
     for (size_t i = 0; i < tenant_count; i++) {

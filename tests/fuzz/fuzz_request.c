@@ -278,11 +278,7 @@ static int wait_for_resume(cr_session_t *s)
     pthread_mutex_lock(&conn.lock);
     for (;;) {
         answer_host_functions();
-        pthread_mutex_lock(&s->lock);
-        int resume = s->resume_reading && s->reading_paused;
-        if (resume) /* as server.c's drain_session */
-            s->reading_paused = s->resume_reading = 0;
-        pthread_mutex_unlock(&s->lock);
+        int resume = cr_unsent_take_resume(s); /* as the loop's flush does */
         if (resume || conn.close_requested ||
             pthread_cond_timedwait(&conn.cond, &conn.lock, &until) != 0) {
             pthread_mutex_unlock(&conn.lock);
@@ -396,7 +392,7 @@ static uint32_t le(const uint8_t *p, int n)
 static void close_connection(cr_session_t *s, int admitted)
 {
     cr_session_close(s, "end of the fuzz input");
-    while (admitted && __atomic_load_n(&s->tenant->sessions, __ATOMIC_ACQUIRE) != 0) {
+    while (admitted && __atomic_load_n(&cr_session_tenant(s)->sessions, __ATOMIC_ACQUIRE) != 0) {
         struct timespec pause = {0, 20000};
         nanosleep(&pause, NULL);
     }
