@@ -200,6 +200,9 @@ static void *executor_main(void *arg)
         if (s->legacy.marker)
             d->cuEventDestroy_v2(s->legacy.marker);
     }
+    pthread_mutex_lock(&s->lock);
+    cr_session_forget_handles_locked(s); /* what release left, or all when it did not run */
+    pthread_mutex_unlock(&s->lock);
     cr_host_func_gates_free(s); /* its streams are done */
     cr_shm_release_all(s); /* after the work that may still have used the regions */
     if (s->tenant)

@@ -145,7 +145,8 @@ void cr_session_ref(cr_session_t *s)
 static void session_free(cr_session_t *s)
 {
     list_remove(s);
-    cr_session_forget_handles_locked(s); /* no other reference: no lock needed */
+    cr_idmap_free(&s->handles); /* emptied by its executor, or never filled */
+    cr_idmap_free(&s->by_object);
     for (size_t i = 0; i < s->allocations.count; i++) /* normally released before */
         cr_session_uncharge(s, s->allocations.ranges[i].value);
     cr_rangemap_free(&s->allocations);
