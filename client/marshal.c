@@ -1,5 +1,6 @@
 /* The generic marshaller (marshal.h): packs a call from its descriptor (common/api.h),
  * sends it, and for calls that wait, writes the reply's outputs where the caller asked.
+ * Packing and unpacking touch no connection, only the handle table (handles.c).
  *
  * Threads: any application thread; a call that waits waits for its reply (request.c). */
 #include "marshal.h"
@@ -126,6 +127,13 @@ static int is_int(const msgpack_object *o)
     return o->type == MSGPACK_OBJECT_POSITIVE_INTEGER || o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER;
 }
 
+/* Copies bytes msgpack decoded, whose pointer is NULL when there are none. */
+static void copy_wire(void *dst, const void *src, size_t n)
+{
+    if (n)
+        memcpy(dst, src, n);
+}
+
 /* Writes one output of the reply to where the caller's pointer says. */
 static int unpack_output(const cr_fn_desc_t *d, cr_arg_t *a, int i, const msgpack_object *o)
 {
@@ -168,14 +176,14 @@ static int unpack_output(const cr_fn_desc_t *d, cr_arg_t *a, int i, const msgpac
         uint64_t cap = count_of(d, a, pd->count_param) * pd->size;
         if (o->type != MSGPACK_OBJECT_BIN || o->via.bin.size > cap)
             return CR_EPROTO;
-        memcpy(dst, o->via.bin.ptr, o->via.bin.size);
+        copy_wire(dst, o->via.bin.ptr, o->via.bin.size);
         return 0;
     }
     case CR_P_OUT_STR: {
         uint64_t cap = count_of(d, a, pd->count_param);
         if (o->type != MSGPACK_OBJECT_STR || cap == 0 || o->via.str.size >= cap)
             return CR_EPROTO;
-        memcpy(dst, o->via.str.ptr, o->via.str.size);
+        copy_wire(dst, o->via.str.ptr, o->via.str.size);
         ((char *)dst)[o->via.str.size] = '\0';
         return 0;
     }
@@ -187,6 +195,32 @@ static int is_output(uint8_t kind)
 {
     return kind == CR_P_OUT || kind == CR_P_OUT_HANDLE || kind == CR_P_INOUT ||
            kind == CR_P_OUT_ARRAY || kind == CR_P_OUT_STR;
+}
+
+CUresult cr_marshal_pack_args(msgpack_packer *pk, const cr_fn_desc_t *d, cr_arg_t *a,
+                              const uint64_t *stream_ids)
+{
+    msgpack_pack_array(pk, d->param_count);
+    for (int i = 0; i < d->param_count; i++) {
+        CUresult r = pack_param(pk, d, a, i, stream_ids);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    return CUDA_SUCCESS;
+}
+
+int cr_marshal_unpack_reply(const cr_fn_desc_t *d, cr_arg_t *a,
+                            const msgpack_object_array *reply)
+{
+    uint32_t next = 1; /* after the CUresult */
+    for (int i = 0; i < d->param_count; i++) {
+        if (!is_output(d->params[i].kind))
+            continue;
+        if (next >= reply->size || unpack_output(d, a, i, &reply->ptr[next]) != 0)
+            return CR_EPROTO;
+        next++;
+    }
+    return 0;
 }
 
 CUresult cr_marshal_call(const cr_fn_desc_t *d, cr_arg_t *a, const uint64_t *stream_ids)
@@ -206,16 +240,13 @@ CUresult cr_marshal_call(const cr_fn_desc_t *d, cr_arg_t *a, const uint64_t *str
     int err = cr_msg_begin(cl->conn, &m, d->opcode);
     if (err)
         return cr_transport_error(err);
-    msgpack_pack_array(&m.pk, d->param_count);
-    for (int i = 0; i < d->param_count; i++) {
-        CUresult r = pack_param(&m.pk, d, a, i, stream_ids);
-        if (r != CUDA_SUCCESS) {
-            cr_msg_cancel(&m);
-            return r;
-        }
+    CUresult r = cr_marshal_pack_args(&m.pk, d, a, stream_ids);
+    if (r != CUDA_SUCCESS) {
+        cr_msg_cancel(&m);
+        return r;
     }
     if (d->flags & CR_FN_ASYNC) {
-        CUresult r = cr_transport_error(cr_msg_send(&m));
+        r = cr_transport_error(cr_msg_send(&m));
         for (int i = 0; i < d->param_count && r == CUDA_SUCCESS; i++)
             if (d->params[i].kind == CR_P_OUT_HANDLE) /* the id we chose */
                 cr_handles_add((uint64_t)(uintptr_t)*(void **)a[i].p, d->params[i].handle_type);
@@ -224,22 +255,14 @@ CUresult cr_marshal_call(const cr_fn_desc_t *d, cr_arg_t *a, const uint64_t *str
 
     cr_pending_t p = {0};
     msgpack_unpacked u;
-    CUresult r = cr_call(&m, &p, &u);
+    r = cr_call(&m, &p, &u);
     if (r == CUDA_SUCCESS) {
         for (int i = 0; i < d->param_count; i++) /* handles the call destroyed */
             if (d->params[i].kind == CR_P_HANDLE && (d->params[i].flags & CR_PF_DESTROY))
                 cr_handles_remove(a[i].u);
-        const msgpack_object_array *reply = &u.data.via.array;
-        uint32_t next = 1;
-        for (int i = 0; i < d->param_count; i++) {
-            if (!is_output(d->params[i].kind))
-                continue;
-            if (next >= reply->size || unpack_output(d, a, i, &reply->ptr[next]) != 0) {
-                CR_ERROR("malformed reply to %s", d->name);
-                r = CUDA_ERROR_UNKNOWN;
-                break;
-            }
-            next++;
+        if (cr_marshal_unpack_reply(d, a, &u.data.via.array) != 0) {
+            CR_ERROR("malformed reply to %s", d->name);
+            r = CUDA_ERROR_UNKNOWN;
         }
     }
     cr_reply_done(&p, &u);

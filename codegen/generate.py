@@ -293,7 +293,7 @@ def classify_other(fn, p, handle_types, spec, names, kind):
         flags = ['CR_PF_SIGNED'] if p.get('signed') or kind == 'enum' else []
         return ('CR_P_VAL', flags, None, -1, p['size'])
     if kind == 'float':
-        return ('CR_P_FLOAT', ['CR_PF_DOUBLE'] if p['size'] == 8 else [], None, -1, p['size'])
+        return ('CR_P_FLOAT', [], None, -1, p['size'])  # float or double by its size
     if kind == 'handle':
         ht = handle_type_name(p['canonical'])
         if ht == 'CUstream_st':

@@ -2,7 +2,7 @@
  *
  * codegen/generate.py turns the manifest and codegen/annotations.txt into one descriptor
  * per remoted function (cr_api_desc.c in the build tree). The client's generic marshaller
- * (client/call.c) and the server's (server/dispatch.c) both interpret them, so the wire
+ * (client/marshal.c) and the server's (server/marshal.c) both interpret them, so the wire
  * format of a call is written down exactly once.
  *
  * A call body is a msgpack array with one element per parameter, in order:

@@ -1,6 +1,9 @@
 /* The server's generic marshaller: unpacks a call from its descriptor (common/api.h),
  * with every count, length, handle and device address checked, calls the backend, and
- * packs the outputs. Calls that may wait on the device finish on a waiter thread. */
+ * packs the outputs. Calls that may wait on the device finish on a waiter thread.
+ * Unpacking and packing (marshal.h) ask the session only through cr_generic_session_t, so
+ * that they run without one; cr_generic gives them the request's session. */
+#include "marshal.h"
 #include "dispatch.h"
 #include "session.h"
 
@@ -12,26 +15,22 @@
 #include "mpcheck.h"
 #include "protocol.h"
 
-/* Scratch memory for one call's pointer arguments, freed together. */
-typedef struct {
-    void *blocks[CR_MAX_PARAMS];
-    int count;
-} scratch_t;
-
-static void *scratch_alloc(scratch_t *s, size_t n)
+/* Memory for one call's pointer arguments, freed together (cr_generic_args_free). */
+static void *scratch_alloc(cr_generic_args_t *u, size_t n)
 {
-    if (s->count == CR_MAX_PARAMS)
+    if (u->block_count == CR_MAX_PARAMS)
         return NULL;
     void *p = calloc(1, n ? n : 1);
     if (p)
-        s->blocks[s->count++] = p;
+        u->blocks[u->block_count++] = p;
     return p;
 }
 
-static void scratch_free(scratch_t *s)
+void cr_generic_args_free(cr_generic_args_t *u)
 {
-    for (int i = 0; i < s->count; i++)
-        free(s->blocks[i]);
+    for (int i = 0; i < u->block_count; i++)
+        free(u->blocks[i]);
+    u->block_count = 0;
 }
 
 typedef struct {
@@ -46,14 +45,31 @@ static int is_nil(const msgpack_object *o)
     return o->type == MSGPACK_OBJECT_NIL;
 }
 
+/* Copies bytes msgpack decoded, whose pointer is NULL when there are none. */
+static void copy_wire(void *dst, const void *src, size_t n)
+{
+    if (n)
+        memcpy(dst, src, n);
+}
+
+/* An unsigned integer on the wire (cr_obj_u64's rule, kept here so that unpacking needs
+ * nothing of request.c). */
+static int wire_u64(const msgpack_object *o, uint64_t *v)
+{
+    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+        return -1;
+    *v = o->via.u64;
+    return 0;
+}
+
 /* First pass: values, handles and streams. Returns a CUresult for the client, or -1 for a
  * malformed request. */
-static int unpack_values(cr_request_t *req, const cr_fn_desc_t *d, cr_arg_t *a)
+static int unpack_values(const cr_fn_desc_t *d, const msgpack_object *args,
+                         const cr_generic_session_t *s, cr_arg_t *a)
 {
-    cr_session_t *s = req->session;
     for (int i = 0; i < d->param_count; i++) {
         const cr_param_desc_t *pd = &d->params[i];
-        const msgpack_object *o = &req->args[i];
+        const msgpack_object *o = &args[i];
         switch (pd->kind) {
         case CR_P_VAL:
             if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
@@ -72,28 +88,24 @@ static int unpack_values(cr_request_t *req, const cr_fn_desc_t *d, cr_arg_t *a)
                 a[i].f = (float)o->via.f64;
             break;
         case CR_P_DPTR:
-            if (cr_obj_u64(o, &a[i].u))
+            if (wire_u64(o, &a[i].u))
                 return -1;
             break;
         case CR_P_HANDLE: {
             uint64_t id;
-            if (cr_obj_u64(o, &id))
+            if (wire_u64(o, &id))
                 return -1;
-            a[i].p = id ? cr_session_handle(s, pd->handle_type, id) : NULL;
+            a[i].p = id ? s->handle(s->ctx, pd->handle_type, id) : NULL;
             if (id && !a[i].p)
                 return CUDA_ERROR_INVALID_HANDLE;
             break;
         }
         case CR_P_STREAM: {
             uint64_t id;
-            if (cr_obj_u64(o, &id))
+            if (wire_u64(o, &id))
                 return -1;
-            cr_handle_t *st = cr_session_stream(s, id);
-            if (!st)
+            if (s->stream(s->ctx, id, (d->flags & CR_FN_ASYNC) != 0, &a[i].p) != 0)
                 return CUDA_ERROR_INVALID_HANDLE;
-            if (d->flags & CR_FN_ASYNC) /* it enqueues work on that stream */
-                cr_session_stream_prepare(s, st);
-            a[i].p = st->obj;
             break;
         }
         case CR_P_IGNORED:
@@ -115,22 +127,23 @@ static uint64_t count_value(const cr_fn_desc_t *d, const cr_arg_t *a, int idx)
     return a[idx].u;
 }
 
-/* Second pass: buffers, bounded before they are allocated. client_id[i] gets the id an
+/* Second pass: buffers, bounded before they are allocated. u->client_id[i] gets the id an
  * asynchronous call's client chose for the handle parameter i creates. */
-static int unpack_pointers(cr_request_t *req, const cr_fn_desc_t *d, cr_arg_t *a,
-                           scratch_t *scratch, uint64_t *client_id)
+static int unpack_pointers(const cr_fn_desc_t *d, const msgpack_object *args, int waits,
+                           cr_generic_args_t *u)
 {
+    cr_arg_t *a = u->a;
     for (int i = 0; i < d->param_count; i++) {
         const cr_param_desc_t *pd = &d->params[i];
-        const msgpack_object *o = &req->args[i];
+        const msgpack_object *o = &args[i];
         switch (pd->kind) {
         case CR_P_OUT_HANDLE:
-            if (!cr_request_waits(req)) { /* created without a reply: under the client's id */
+            if (!waits) { /* created without a reply: under the client's id */
                 if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
                     o->via.u64 < CR_CLIENT_ID_BASE || o->via.u64 == UINT64_MAX)
                     return -1;
-                client_id[i] = o->via.u64;
-                if (!(a[i].p = scratch_alloc(scratch, 8)))
+                u->client_id[i] = o->via.u64;
+                if (!(a[i].p = scratch_alloc(u, 8)))
                     return CUDA_ERROR_OUT_OF_MEMORY;
                 break;
             }
@@ -139,7 +152,7 @@ static int unpack_pointers(cr_request_t *req, const cr_fn_desc_t *d, cr_arg_t *a
             if (is_nil(o)) {
                 a[i].p = NULL;
             } else if (o->type == MSGPACK_OBJECT_BOOLEAN) {
-                if (!(a[i].p = scratch_alloc(scratch, pd->size > 8 ? pd->size : 8)))
+                if (!(a[i].p = scratch_alloc(u, pd->size > 8 ? pd->size : 8)))
                     return CUDA_ERROR_OUT_OF_MEMORY;
             } else {
                 return -1;
@@ -153,7 +166,7 @@ static int unpack_pointers(cr_request_t *req, const cr_fn_desc_t *d, cr_arg_t *a
             }
             if (o->type != MSGPACK_OBJECT_BIN || o->via.bin.size != pd->size)
                 return -1;
-            if (!(a[i].p = scratch_alloc(scratch, pd->size))) /* aligned copy */
+            if (!(a[i].p = scratch_alloc(u, pd->size))) /* aligned copy */
                 return CUDA_ERROR_OUT_OF_MEMORY;
             memcpy(a[i].p, o->via.bin.ptr, pd->size);
             break;
@@ -166,9 +179,9 @@ static int unpack_pointers(cr_request_t *req, const cr_fn_desc_t *d, cr_arg_t *a
             if (o->type != MSGPACK_OBJECT_BIN || n > CR_MAX_ARRAY_BYTES / (pd->size ? pd->size : 1) ||
                 o->via.bin.size != n * pd->size)
                 return -1;
-            if (!(a[i].p = scratch_alloc(scratch, o->via.bin.size)))
+            if (!(a[i].p = scratch_alloc(u, o->via.bin.size)))
                 return CUDA_ERROR_OUT_OF_MEMORY;
-            memcpy(a[i].p, o->via.bin.ptr, o->via.bin.size);
+            copy_wire(a[i].p, o->via.bin.ptr, o->via.bin.size);
             break;
         }
         case CR_P_OUT_ARRAY:
@@ -178,10 +191,10 @@ static int unpack_pointers(cr_request_t *req, const cr_fn_desc_t *d, cr_arg_t *a
                 break;
             }
             uint64_t n = count_value(d, a, pd->count_param), cap;
-            if (cr_obj_u64(o, &cap) || cap != n ||
+            if (wire_u64(o, &cap) || cap != n ||
                 n > CR_MAX_ARRAY_BYTES / (pd->size ? pd->size : 1))
                 return -1;
-            if (!(a[i].p = scratch_alloc(scratch, (size_t)n * pd->size)))
+            if (!(a[i].p = scratch_alloc(u, (size_t)n * pd->size)))
                 return CUDA_ERROR_OUT_OF_MEMORY;
             break;
         }
@@ -192,9 +205,9 @@ static int unpack_pointers(cr_request_t *req, const cr_fn_desc_t *d, cr_arg_t *a
             }
             if (o->type != MSGPACK_OBJECT_STR || o->via.str.size >= CR_MAX_ARRAY_BYTES)
                 return -1;
-            if (!(a[i].p = scratch_alloc(scratch, o->via.str.size + 1)))
+            if (!(a[i].p = scratch_alloc(u, o->via.str.size + 1)))
                 return CUDA_ERROR_OUT_OF_MEMORY;
-            memcpy(a[i].p, o->via.str.ptr, o->via.str.size);
+            copy_wire(a[i].p, o->via.str.ptr, o->via.str.size);
             break;
         default:
             break;
@@ -209,13 +222,6 @@ static int is_output(uint8_t kind)
            kind == CR_P_OUT_ARRAY || kind == CR_P_OUT_STR;
 }
 
-/* Handles the driver frees with the code they come from (a module's functions, a
- * library's kernels and modules). */
-static int is_code_part(uint8_t type)
-{
-    return type == CR_HT_CUfunc || type == CR_HT_CUkern || type == CR_HT_CUmod;
-}
-
 /* The module, library or kernel a call takes a part of: its first handle argument. */
 static void *code_owner(const cr_fn_desc_t *d, const cr_arg_t *a)
 {
@@ -225,8 +231,8 @@ static void *code_owner(const cr_fn_desc_t *d, const cr_arg_t *a)
     return NULL;
 }
 
-static void pack_output(cr_session_t *s, msgpack_packer *pk, const cr_fn_desc_t *d,
-                        const cr_arg_t *a, int i, CUresult r)
+static void pack_output(msgpack_packer *pk, const cr_fn_desc_t *d, const cr_arg_t *a, int i,
+                        int r, const cr_generic_session_t *s)
 {
     const cr_param_desc_t *pd = &d->params[i];
     const void *p = a[i].p;
@@ -257,15 +263,7 @@ static void pack_output(cr_session_t *s, msgpack_packer *pk, const cr_fn_desc_t 
         break;
     case CR_P_OUT_HANDLE: {
         void *obj = *(void *const *)p;
-        uint64_t id = 0;
-        int err = 0;
-        if (obj && !(pd->flags & CR_PF_CREATE) && is_code_part(pd->handle_type))
-            err = cr_session_add_child_handle(s, pd->handle_type, obj, code_owner(d, a), &id);
-        else if (obj)
-            err = cr_session_add_handle(s, pd->handle_type, obj, pd->flags & CR_PF_CREATE, &id);
-        if (err)
-            id = 0;
-        msgpack_pack_uint64(pk, id);
+        msgpack_pack_uint64(pk, obj ? s->add_handle(s->ctx, pd, obj, code_owner(d, a)) : 0);
         break;
     }
     case CR_P_INOUT:
@@ -317,17 +315,89 @@ static uint64_t dptr_extent(const cr_fn_desc_t *d, const cr_arg_t *a, int i)
 
 /* Device addresses a client passes must lie in its own memory: another tenant's are
  * refused as if they did not exist. */
-static CUresult check_device_pointers(cr_session_t *s, const cr_fn_desc_t *d,
-                                      const cr_arg_t *a)
+static CUresult check_device_pointers(const cr_fn_desc_t *d, const cr_arg_t *a,
+                                      const cr_generic_session_t *s)
 {
     for (int i = 0; i < d->param_count; i++) {
         if (d->params[i].kind != CR_P_DPTR)
             continue;
         uint64_t len = dptr_extent(d, a, i);
-        if (!len || !cr_session_owns(s, a[i].u, len))
+        if (!len || !s->owns(s->ctx, a[i].u, len))
             return CUDA_ERROR_INVALID_VALUE;
     }
     return CUDA_SUCCESS;
+}
+
+/* Values and handles first, so that buffers are allocated only for a call on the caller's
+ * own handles, streams and memory. */
+int cr_generic_unpack(const cr_fn_desc_t *d, const msgpack_object *args, uint32_t argc,
+                      int waits, const cr_generic_session_t *s, cr_generic_args_t *u)
+{
+    int r;
+    memset(u, 0, sizeof *u);
+    if (argc != d->param_count)
+        return -1;
+    if ((r = unpack_values(d, args, s, u->a)) != CUDA_SUCCESS ||
+        (r = check_device_pointers(d, u->a, s)) != CUDA_SUCCESS)
+        return r;
+    return unpack_pointers(d, args, waits, u);
+}
+
+uint32_t cr_generic_output_count(const cr_fn_desc_t *d)
+{
+    uint32_t n = 0;
+    for (int i = 0; i < d->param_count; i++)
+        n += is_output(d->params[i].kind);
+    return n;
+}
+
+void cr_generic_pack_outputs(msgpack_packer *pk, const cr_fn_desc_t *d, const cr_arg_t *a,
+                             int r, const cr_generic_session_t *s)
+{
+    for (int i = 0; i < d->param_count; i++)
+        if (is_output(d->params[i].kind))
+            pack_output(pk, d, a, i, r, s);
+}
+
+/* The request's session, as unpacking and packing ask for it. */
+static void *session_handle(void *ctx, uint8_t type, uint64_t id)
+{
+    return cr_session_handle(ctx, type, id);
+}
+
+static int session_stream(void *ctx, uint64_t id, int enqueues, void **obj)
+{
+    cr_handle_t *st = cr_session_stream(ctx, id);
+    if (!st)
+        return -1;
+    if (enqueues) /* keep the legacy stream's ordering for the work it gets */
+        cr_session_stream_prepare(ctx, st);
+    *obj = st->obj;
+    return 0;
+}
+
+static int session_owns(void *ctx, uint64_t p, uint64_t len)
+{
+    return cr_session_owns(ctx, p, len);
+}
+
+/* Handles the driver frees with the code they come from (a module's functions, a
+ * library's kernels and modules). */
+static int is_code_part(uint8_t type)
+{
+    return type == CR_HT_CUfunc || type == CR_HT_CUkern || type == CR_HT_CUmod;
+}
+
+static uint64_t session_add_handle(void *ctx, const cr_param_desc_t *pd, void *obj,
+                                   void *parent)
+{
+    uint64_t id = 0;
+    int err;
+    if (!(pd->flags & CR_PF_CREATE) && is_code_part(pd->handle_type))
+        err = cr_session_add_child_handle(ctx, pd->handle_type, obj, parent, &id);
+    else
+        err = cr_session_add_handle(ctx, pd->handle_type, obj, pd->flags & CR_PF_CREATE, &id);
+    return err ? 0 : id;
 }
 
 static void generic_exec(void *arg)
@@ -337,18 +407,14 @@ static void generic_exec(void *arg)
     cr_session_t *s = req->session;
     const cr_fn_desc_t *d = call->desc;
     const cr_generic_hooks_t *hooks = call->hooks;
-    cr_arg_t a[CR_MAX_PARAMS];
-    uint64_t client_id[CR_MAX_PARAMS] = {0};
-    scratch_t scratch = {{0}, 0};
-    int r;
-    memset(a, 0, sizeof a);
+    const cr_generic_session_t env = {s, session_handle, session_stream, session_owns,
+                                      session_add_handle};
+    cr_generic_args_t u;
+    cr_arg_t *a = u.a;
 
-    if (req->argc != d->param_count) {
-        r = -1;
-    } else if ((r = unpack_values(req, d, a)) == CUDA_SUCCESS &&
-               (r = check_device_pointers(s, d, a)) == CUDA_SUCCESS &&
-               (r = unpack_pointers(req, d, a, &scratch, client_id)) == CUDA_SUCCESS &&
-               (!hooks || !hooks->before || (r = hooks->before(req, a)) == CUDA_SUCCESS)) {
+    int r = cr_generic_unpack(d, req->args, req->argc, cr_request_waits(req), &env, &u);
+    if (r == CUDA_SUCCESS &&
+        (!hooks || !hooks->before || (r = hooks->before(req, a)) == CUDA_SUCCESS)) {
         r = call->call(&cr_session_backend(s)->d, a);
         if (hooks && hooks->after)
             r = hooks->after(req, a, (CUresult)r);
@@ -363,11 +429,11 @@ static void generic_exec(void *arg)
                 cr_session_remove_handle(s, req->args[i].via.u64);
     }
     for (int i = 0; r == CUDA_SUCCESS && i < d->param_count; i++) {
-        if (!client_id[i]) /* handles created under the client's ids */
+        if (!u.client_id[i]) /* handles created under the client's ids */
             continue;
         const cr_param_desc_t *pd = &d->params[i];
         void *obj = *(void **)a[i].p;
-        if (cr_session_add_handle_as(s, pd->handle_type, obj, client_id[i]) != 0) {
+        if (cr_session_add_handle_as(s, pd->handle_type, obj, u.client_id[i]) != 0) {
             cr_handle_destroy(&cr_session_backend(s)->d, pd->handle_type, obj);
             r = CUDA_ERROR_INVALID_VALUE; /* an id in use: the client's fault */
         }
@@ -376,18 +442,13 @@ static void generic_exec(void *arg)
         if (r != CUDA_SUCCESS)
             cr_session_defer_error(s, (CUresult)r);
     } else {
-        uint32_t outputs = 0;
-        for (int i = 0; i < d->param_count; i++)
-            outputs += is_output(d->params[i].kind);
         cr_reply_t reply;
-        if (cr_reply_begin(req, &reply, (CUresult)r, outputs) == 0) {
-            for (int i = 0; i < d->param_count; i++)
-                if (is_output(d->params[i].kind))
-                    pack_output(s, &reply.pk, d, a, i, (CUresult)r);
+        if (cr_reply_begin(req, &reply, (CUresult)r, cr_generic_output_count(d)) == 0) {
+            cr_generic_pack_outputs(&reply.pk, d, a, r, &env);
             cr_reply_send(req, &reply, 0);
         }
     }
-    scratch_free(&scratch);
+    cr_generic_args_free(&u);
     cr_request_free(req);
     free(call);
 }
