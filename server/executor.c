@@ -22,12 +22,7 @@
 #include "shm.h"
 
 /* How long an idle executor keeps looking for the next request before it sleeps. */
-static uint64_t executor_spin_ns = 20000;
-
-void cr_session_set_spin(uint64_t ns)
-{
-    executor_spin_ns = ns;
-}
+#define SPIN_NS 20000
 
 /* Unrun input a session may hold before the loop stops reading its connection (reading
  * resumes at a quarter of it): a client cannot make the server buffer without bound. */
@@ -118,7 +113,7 @@ static void *executor_main(void *arg)
     for (;;) {
         /* a client that just sent something often sends more at once: look for it a
          * little while before sleeping, which would cost a wake-up per request */
-        int64_t until = cr_now_ns() + (int64_t)executor_spin_ns;
+        int64_t until = cr_now_ns() + (int64_t)SPIN_NS;
         while (!__atomic_load_n(&s->inbox_head, __ATOMIC_ACQUIRE) &&
                !__atomic_load_n(&s->closing, __ATOMIC_ACQUIRE) && cr_now_ns() < until)
             cr_cpu_relax();
