@@ -8,6 +8,7 @@ packages=(
   libhttp-parser-dev # the server's /metrics endpoint
   python3-clang-14   # codegen/extract_manifest.py reads the CUDA headers with libclang
   clang-14 libclang-rt-14-dev # scripts/fuzz.sh: libFuzzer and the sanitizers' runtimes
+  clang-format-14    # scripts/check-format.sh: .clang-format is written for version 14
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -39,7 +39,7 @@
     X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemAllocPitch_v2) X(cuMemGetInfo_v2)                      \
     X(cuMemGetAddressRange_v2) X(cuPointerGetAttribute) X(cuPointerGetAttributes)                  \
     X(cuMemAllocHost_v2) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemHostRegister_v2)                \
-    X(cuMemHostUnregister) X(cuMemHostGetFlags)                                                    \
+    X(cuMemHostUnregister) X(cuMemHostGetFlags) X(cuMemHostGetDevicePointer_v2)                    \
     /* copy.c */                                                                                   \
     X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2) X(cuMemcpyDtoD_v2) X(cuMemcpy) X(cuMemcpyAsync)          \
     X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2) X(cuMemcpyDtoDAsync_v2) X(cuMemcpy2D_v2)       \
@@ -58,7 +58,7 @@
     X(cuStreamGetId) X(cuStreamGetCtx) X(cuStreamGetCtx_v2) X(cuStreamGetDevice)                   \
     X(cuLaunchHostFunc) X(cuStreamAddCallback) X(cuEventCreate) X(cuEventRecord)                   \
     X(cuEventRecordWithFlags) X(cuEventQuery) X(cuEventSynchronize) X(cuEventElapsedTime)          \
-    X(cuEventElapsedTime_v2) X(cuEventDestroy_v2)                                                  \
+    X(cuEventElapsedTime_v2) X(cuEventDestroy_v2) X(cuStreamWaitValue32_v2)                        \
     /* module.c */                                                                                 \
     X(cuLibraryLoadData) X(cuModuleLoadData) X(cuModuleLoadDataEx) X(cuModuleLoadFatBinary)        \
     X(cuLibraryGetKernel) X(cuLibraryGetGlobal) X(cuLibraryGetModule) X(cuLibraryUnload)           \

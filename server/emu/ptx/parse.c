@@ -923,19 +923,20 @@ static int parse_module(parser_t *ps)
         }
         if (is(ps, ".version")) {
             next(ps);
-            const cr__ptx_tok_t *t = tok(ps);
-            if (t->kind == CR__PTX_NUM) {
-                ps->ir->version_major = leading_decimal(t->s, t->len);
-                const char *d = memchr(t->s, '.', t->len);
+            const cr__ptx_tok_t *arg = tok(ps);
+            if (arg->kind == CR__PTX_NUM) {
+                ps->ir->version_major = leading_decimal(arg->s, arg->len);
+                const char *d = memchr(arg->s, '.', arg->len);
                 if (d)
-                    ps->ir->version_minor = leading_decimal(d + 1, t->len - (size_t)(d + 1 - t->s));
+                    ps->ir->version_minor =
+                        leading_decimal(d + 1, arg->len - (size_t)(d + 1 - arg->s));
             }
             skip_line(ps);
         } else if (is(ps, ".target")) {
             next(ps);
-            const cr__ptx_tok_t *t = tok(ps);
-            if (t->kind == CR__PTX_WORD && t->len > 3 && !memcmp(t->s, "sm_", 3))
-                ps->ir->target_sm = leading_decimal(t->s + 3, t->len - 3);
+            const cr__ptx_tok_t *arg = tok(ps);
+            if (arg->kind == CR__PTX_WORD && arg->len > 3 && !memcmp(arg->s, "sm_", 3))
+                ps->ir->target_sm = leading_decimal(arg->s + 3, arg->len - 3);
             skip_line(ps);
         } else if (is(ps, ".address_size")) {
             next(ps);
