@@ -52,11 +52,11 @@ static void die(const char *what)
     exit(1);
 }
 
-static void emit_sized(const char *transport, const char *metric, double value,
-                       const char *unit, size_t size)
+static void emit_sized(const char *transport, const char *metric, double value, const char *unit,
+                       size_t size)
 {
-    printf("{\"transport\":\"%s\",\"metric\":\"%s\",\"value\":%.6g,\"unit\":\"%s\"",
-           transport, metric, value, unit);
+    printf("{\"transport\":\"%s\",\"metric\":\"%s\",\"value\":%.6g,\"unit\":\"%s\"", transport,
+           metric, value, unit);
     if (size)
         printf(",\"size\":%zu", size);
     printf("}\n");
@@ -124,8 +124,7 @@ static void socket_pair(const char *transport, int *client, int *server)
         struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
         socklen_t len = sizeof a;
         lfd = socket(AF_INET, SOCK_STREAM, 0);
-        if (bind(lfd, (void *)&a, sizeof a) || listen(lfd, 1) ||
-            getsockname(lfd, (void *)&a, &len))
+        if (bind(lfd, (void *)&a, sizeof a) || listen(lfd, 1) || getsockname(lfd, (void *)&a, &len))
             die("bind");
         *client = socket(AF_INET, SOCK_STREAM, 0);
         if (connect(*client, (void *)&a, sizeof a))
@@ -291,7 +290,7 @@ static void sockets(const char *transport)
 #define RING (4u << 20)
 
 typedef struct {
-    _Atomic uint32_t turn; /* round trips: 0 client's, 1 server's; futex word */
+    _Atomic uint32_t turn;       /* round trips: 0 client's, 1 server's; futex word */
     _Atomic uint64_t head, tail; /* stream: bytes written, bytes read */
     _Atomic int done;
     char req[64], rep[16];
@@ -371,8 +370,9 @@ static void shm_serve_stream(shm_t *m)
         uint64_t avail = atomic_load(&m->head) - atomic_load(&m->tail);
         if (!avail)
             continue;
-        size_t n = avail < RING - atomic_load(&m->tail) % RING ? avail
-                                                               : RING - atomic_load(&m->tail) % RING;
+        size_t n = avail < RING - atomic_load(&m->tail) % RING
+                       ? avail
+                       : RING - atomic_load(&m->tail) % RING;
         memcpy(dst, m->ring + atomic_load(&m->tail) % RING, n);
         atomic_fetch_add(&m->tail, n);
     }

@@ -16,13 +16,13 @@
 #include <string.h>
 #include <time.h>
 
-#define CK(call)                                                                             \
-    do {                                                                                     \
-        CUresult r_ = (call);                                                                \
-        if (r_ != CUDA_SUCCESS) {                                                            \
-            fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call, (int)r_);   \
-            exit(1);                                                                         \
-        }                                                                                    \
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        CUresult r_ = (call);                                                                      \
+        if (r_ != CUDA_SUCCESS) {                                                                  \
+            fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call, (int)r_);         \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 static const char empty_ptx[] = ".version 8.0\n"
@@ -46,8 +46,7 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void emit(const char *metric, double value, const char *unit, const char *mode,
-                 size_t size)
+static void emit(const char *metric, double value, const char *unit, const char *mode, size_t size)
 {
     printf("{\"metric\":\"%s\",\"value\":%.6g,\"unit\":\"%s\"", metric, value, unit);
     if (mode)

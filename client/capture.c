@@ -25,8 +25,7 @@ CUresult cr_hand_cuStreamGetCaptureInfo(CUstream stream, CUstreamCaptureStatus *
 }
 
 CUresult cr_hand_cuStreamGetCaptureInfo_v3(CUstream stream, CUstreamCaptureStatus *status,
-                                           cuuint64_t *id, CUgraph *graph,
-                                           const CUgraphNode **deps,
+                                           cuuint64_t *id, CUgraph *graph, const CUgraphNode **deps,
                                            const CUgraphEdgeData **edges, size_t *count)
 {
     CUresult r = cr_hand_cuStreamGetCaptureInfo(stream, status, id);
@@ -45,8 +44,8 @@ CUresult cr_hand_cuStreamGetCaptureInfo_v3(CUstream stream, CUstreamCaptureStatu
 
 /* cudart 13 and cuBLAS ask this one (the v3 without edges) before their launches. */
 CUresult cr_hand_cuStreamGetCaptureInfo_v2(CUstream stream, CUstreamCaptureStatus *status,
-                                           cuuint64_t *id, CUgraph *graph,
-                                           const CUgraphNode **deps, size_t *count)
+                                           cuuint64_t *id, CUgraph *graph, const CUgraphNode **deps,
+                                           size_t *count)
 {
     return cr_hand_cuStreamGetCaptureInfo_v3(stream, status, id, graph, deps, NULL, count);
 }

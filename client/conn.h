@@ -48,15 +48,15 @@ typedef struct cr_pending_s {
     int send_err;
     struct cr_pending_s *next;
     int done;
-    int failed;         /* the connection died or the reply did not fit: no valid body */
-    cr_sink_t sink;     /* zero-sized when the reply carries no bulk bytes */
-    cr_buf_t body;      /* the reply's msgpack body */
+    int failed;     /* the connection died or the reply did not fit: no valid body */
+    cr_sink_t sink; /* zero-sized when the reply carries no bulk bytes */
+    cr_buf_t body;  /* the reply's msgpack body */
 } cr_pending_t;
 
 /* A message under construction: holds the connection's send lock from begin to send. */
 typedef struct {
     cr_conn_t *conn;
-    size_t start;       /* offset of the frame header in the send buffer */
+    size_t start; /* offset of the frame header in the send buffer */
     size_t body_start;
     uint32_t body_len; /* set by cr_msg_bulk */
     uint64_t bulk_len;

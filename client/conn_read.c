@@ -313,8 +313,8 @@ static int read_frame(cr_conn_t *c, int spin)
     if (cr_frame_decode(raw, &h) != 0)
         return CR_EPROTO;
     cr_buf_t body = CR_BUF_INIT;
-    if (h.body_len && (!cr_buf_grow(&body, h.body_len) || (err = read_exact(c, body.data,
-                                                                              h.body_len)))) {
+    if (h.body_len &&
+        (!cr_buf_grow(&body, h.body_len) || (err = read_exact(c, body.data, h.body_len)))) {
         cr_buf_free(&body);
         return err ? err : CR_ENOMEM;
     }

@@ -107,8 +107,8 @@ static void finish_frame(cr_msg_t *m, uint32_t flags)
 {
     cr_conn_t *c = m->conn;
     uint32_t body_len = m->bulk_len ? m->body_len : (uint32_t)(c->out.len - m->body_start);
-    cr_frame_header_t h = {CR_PROTOCOL_VERSION, m->opcode, flags, body_len, m->call_id,
-                           m->bulk_len};
+    cr_frame_header_t h = {CR_PROTOCOL_VERSION, m->opcode,  flags, body_len,
+                           m->call_id,          m->bulk_len};
     cr_frame_encode(&h, c->out.data + m->start);
 }
 

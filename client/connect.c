@@ -131,8 +131,7 @@ CUresult cr_connect(cr_client_t *cl, const char *address)
     char reason[256] = "";
     CUresult r;
     if (cr_address_parse(address, &addr) != 0) {
-        CR_ERROR("CUDA_REMOTE_ADDR=%s is not an address (host:port, host, or unix:/path)",
-                 address);
+        CR_ERROR("CUDA_REMOTE_ADDR=%s is not an address (host:port, host, or unix:/path)", address);
         return CUDA_ERROR_NO_DEVICE;
     }
     if (cr_conn_open(&addr, &cl->conn, reason, sizeof reason) != 0) {

@@ -21,8 +21,7 @@ void cr_ctx_run_cls_destructors(CUcontext ctx);
 void cr_ctx_primary_reset_state(CUcontext ctx);
 
 /* context-local storage, the table c693336e */
-CUresult cr_cls_put(CUcontext ctx, void *key, void *value,
-                    void (*dtor)(CUcontext, void *, void *));
+CUresult cr_cls_put(CUcontext ctx, void *key, void *value, void (*dtor)(CUcontext, void *, void *));
 CUresult cr_cls_delete(CUcontext ctx, void *key);
 CUresult cr_cls_get(void **value, CUcontext ctx, void *key);
 

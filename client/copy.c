@@ -65,8 +65,8 @@ static CUresult begin_shared(cr_msg_t *m, uint16_t opcode, CUdeviceptr dev, size
 }
 
 /* The host side already lies in shared memory: one request, no bytes. */
-static CUresult copy_shared(int to_device, CUdeviceptr dev, size_t n, uint64_t sid,
-                            uint64_t region, uint64_t offset, int wait)
+static CUresult copy_shared(int to_device, CUdeviceptr dev, size_t n, uint64_t sid, uint64_t region,
+                            uint64_t offset, int wait)
 {
     uint16_t op = to_device ? (wait ? CR_OP_cuMemcpyHtoD_v2 : CR_OP_cuMemcpyHtoDAsync_v2)
                             : (wait ? CR_OP_cuMemcpyDtoH_v2 : CR_OP_cuMemcpyDtoHAsync_v2);
@@ -102,8 +102,8 @@ static void staged_finish(staged_t *c, size_t slot)
         c->result = r;
 }
 
-static CUresult copy_staged(int to_device, CUdeviceptr dev, uint8_t *host, size_t n,
-                            uint64_t sid, cr_shm_staging_t *st)
+static CUresult copy_staged(int to_device, CUdeviceptr dev, uint8_t *host, size_t n, uint64_t sid,
+                            cr_shm_staging_t *st)
 {
     staged_t c = {.to_device = to_device, .host = host, .st = st};
     size_t off = 0, k = 0;
@@ -266,8 +266,7 @@ CUresult cr_hand_cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUst
 }
 
 /* Unified addressing: the direction follows from which side each address lies on. */
-static CUresult copy_unified(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream,
-                             int async)
+static CUresult copy_unified(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream, int async)
 {
     if (!cr_client())
         return CUDA_ERROR_NOT_INITIALIZED;
@@ -360,8 +359,8 @@ static void pack_device_side(msgpack_packer *pk, const side_t *s)
 }
 
 /* One 2D/3D copy message: at most CR_COPY3D_MAX_BYTES of rows. */
-static CUresult copy_3d_message(side_t src, side_t dst, size_t width, size_t height,
-                                size_t depth, CUstream stream, int async)
+static CUresult copy_3d_message(side_t src, side_t dst, size_t width, size_t height, size_t depth,
+                                CUstream stream, int async)
 {
     if (!cr_client())
         return CUDA_ERROR_NOT_INITIALIZED;
@@ -428,7 +427,8 @@ static CUresult copy_3d_message(side_t src, side_t dst, size_t width, size_t hei
     size_t dst_pitch = dst.pitch;
     cr_sink_t sink = {0};
     if (direction == CR_COPY_DTOH) {
-        if (depth > 1 && dst.height != height) { /* slices not contiguous in rows: go slice by slice */
+        if (depth > 1 &&
+            dst.height != height) { /* slices not contiguous in rows: go slice by slice */
             cr_msg_cancel(&m);
             for (size_t z = 0; z < depth && r == CUDA_SUCCESS; z++) {
                 side_t s = src, d = dst;
@@ -463,8 +463,7 @@ static CUresult copy_3d(side_t src, side_t dst, size_t width, size_t height, siz
                         CUstream stream, int async)
 {
     size_t rows, bytes;
-    if (__builtin_mul_overflow(height, depth, &rows) ||
-        __builtin_mul_overflow(width, rows, &bytes))
+    if (__builtin_mul_overflow(height, depth, &rows) || __builtin_mul_overflow(width, rows, &bytes))
         return CUDA_ERROR_INVALID_VALUE;
     if (bytes <= CR_COPY3D_MAX_BYTES)
         return copy_3d_message(src, dst, width, height, depth, stream, async);
@@ -483,8 +482,7 @@ static CUresult copy_3d(side_t src, side_t dst, size_t width, size_t height, siz
             for (size_t x = 0; x < width && r == CUDA_SUCCESS; x += cap) {
                 side_t sx = s, dx = d;
                 sx.x += x, dx.x += x;
-                r = copy_3d_message(sx, dx, width - x < cap ? width - x : cap, 1, 1, stream,
-                                    async);
+                r = copy_3d_message(sx, dx, width - x < cap ? width - x : cap, 1, 1, stream, async);
             }
             y++;
         }
@@ -502,10 +500,10 @@ static CUresult copy_2d(const CUDA_MEMCPY2D *p, CUstream stream, int async)
 {
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
-    side_t src = side_2d(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY,
-                         p->srcPitch);
-    side_t dst = side_2d(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY,
-                         p->dstPitch);
+    side_t src =
+        side_2d(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY, p->srcPitch);
+    side_t dst =
+        side_2d(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, p->dstPitch);
     if (p->srcMemoryType == CU_MEMORYTYPE_ARRAY || p->dstMemoryType == CU_MEMORYTYPE_ARRAY)
         return cr_unsupported("copies to or from CUDA arrays");
     src.height = dst.height = p->Height;
@@ -537,10 +535,20 @@ static CUresult copy_3d_desc(const CUDA_MEMCPY3D *p, CUstream stream, int async)
         return CUDA_ERROR_INVALID_VALUE;
     if (p->srcMemoryType == CU_MEMORYTYPE_ARRAY || p->dstMemoryType == CU_MEMORYTYPE_ARRAY)
         return cr_unsupported("copies to or from CUDA arrays");
-    side_t src = {p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY, p->srcZ,
+    side_t src = {p->srcMemoryType,
+                  p->srcHost,
+                  p->srcDevice,
+                  p->srcXInBytes,
+                  p->srcY,
+                  p->srcZ,
                   p->srcPitch ? p->srcPitch : p->WidthInBytes,
                   p->srcHeight ? p->srcHeight : p->Height};
-    side_t dst = {p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, p->dstZ,
+    side_t dst = {p->dstMemoryType,
+                  p->dstHost,
+                  p->dstDevice,
+                  p->dstXInBytes,
+                  p->dstY,
+                  p->dstZ,
                   p->dstPitch ? p->dstPitch : p->WidthInBytes,
                   p->dstHeight ? p->dstHeight : p->Height};
     return copy_3d(src, dst, p->WidthInBytes, p->Height, p->Depth, stream, async);

@@ -27,8 +27,7 @@ CUresult cr_unsupported(const char *name)
         reported[i] = name;
     pthread_mutex_unlock(&lock);
     if (!seen)
-        CR_WARN("%s is not supported by cuda-remote yet; returning CUDA_ERROR_NOT_SUPPORTED",
-                name);
+        CR_WARN("%s is not supported by cuda-remote yet; returning CUDA_ERROR_NOT_SUPPORTED", name);
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
@@ -80,7 +79,6 @@ CUresult cr_hand_cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
     if (!mode)
         return CUDA_ERROR_INVALID_VALUE;
     const char *asked = getenv("CUDA_MODULE_LOADING");
-    *mode = asked && strcmp(asked, "EAGER") == 0 ? CU_MODULE_EAGER_LOADING
-                                                 : CU_MODULE_LAZY_LOADING;
+    *mode = asked && strcmp(asked, "EAGER") == 0 ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING;
     return CUDA_SUCCESS;
 }

@@ -48,16 +48,22 @@ static CUresult unknown_slot(int table, int slot)
 
 /* One function per table and slot, so that each knows which it is. */
 #define UNKNOWN_FN(t, n)                                                                           \
-    static CUresult unknown_##t##_##n(void) { return unknown_slot(t, n); }
+    static CUresult unknown_##t##_##n(void)                                                        \
+    {                                                                                              \
+        return unknown_slot(t, n);                                                                 \
+    }
 #define UNKNOWN_PTR(t, n) SLOT(unknown_##t##_##n),
+/* one line per 16 slots, which clang-format cannot settle on */
+/* clang-format off */
 #define EACH16(M, t, h)                                                                            \
-    M(t, h##0) M(t, h##1) M(t, h##2) M(t, h##3) M(t, h##4) M(t, h##5) M(t, h##6) M(t, h##7)       \
+    M(t, h##0) M(t, h##1) M(t, h##2) M(t, h##3) M(t, h##4) M(t, h##5) M(t, h##6) M(t, h##7)        \
     M(t, h##8) M(t, h##9) M(t, h##a) M(t, h##b) M(t, h##c) M(t, h##d) M(t, h##e) M(t, h##f)
 #define EACH256(M, t)                                                                              \
-    EACH16(M, t, 0x0) EACH16(M, t, 0x1) EACH16(M, t, 0x2) EACH16(M, t, 0x3) EACH16(M, t, 0x4)     \
-    EACH16(M, t, 0x5) EACH16(M, t, 0x6) EACH16(M, t, 0x7) EACH16(M, t, 0x8) EACH16(M, t, 0x9)     \
-    EACH16(M, t, 0xa) EACH16(M, t, 0xb) EACH16(M, t, 0xc) EACH16(M, t, 0xd) EACH16(M, t, 0xe)     \
-    EACH16(M, t, 0xf)
+    EACH16(M, t, 0x0) EACH16(M, t, 0x1) EACH16(M, t, 0x2) EACH16(M, t, 0x3)                        \
+    EACH16(M, t, 0x4) EACH16(M, t, 0x5) EACH16(M, t, 0x6) EACH16(M, t, 0x7)                        \
+    EACH16(M, t, 0x8) EACH16(M, t, 0x9) EACH16(M, t, 0xa) EACH16(M, t, 0xb)                        \
+    EACH16(M, t, 0xc) EACH16(M, t, 0xd) EACH16(M, t, 0xe) EACH16(M, t, 0xf)
+/* clang-format on */
 #define UNKNOWN_TABLES(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11)
 #define UNKNOWN_TABLE_FNS(t) EACH256(UNKNOWN_FN, t)
 #define UNKNOWN_TABLE_PTRS(t) {EACH256(UNKNOWN_PTR, t)},
@@ -172,9 +178,8 @@ static CUresult hooks_context_id(CUcontext ctx, unsigned long long *id)
     return cr_hand_cuCtxGetId(ctx, id);
 }
 
-static void *hooks_table[7] = {TABLE_SIZE(7),           SLOT(hooks_no_tool),
-                               SLOT(hooks_buffer1),     SLOT(hooks_stream_id),
-                               SLOT(hooks_context_id),  SLOT(hooks_no_tool),
+static void *hooks_table[7] = {TABLE_SIZE(7),         SLOT(hooks_no_tool),    SLOT(hooks_buffer1),
+                               SLOT(hooks_stream_id), SLOT(hooks_context_id), SLOT(hooks_no_tool),
                                SLOT(hooks_buffer2)};
 
 /* --- 42d85a81: tools thread-local storage -------------------------------------------------- */
@@ -221,8 +226,8 @@ static void *context_checks_table[4] = {TABLE_SIZE(4), NULL, SLOT(context_check)
 
 static CUresult integrity_check(uint32_t version, uint64_t unix_seconds, uint64_t out[2]);
 
-static void *integrity_table[CR_INTEGRITY_TABLE_SLOTS] = {
-    TABLE_SIZE(CR_INTEGRITY_TABLE_SLOTS), SLOT(integrity_check), NULL};
+static void *integrity_table[CR_INTEGRITY_TABLE_SLOTS] = {TABLE_SIZE(CR_INTEGRITY_TABLE_SLOTS),
+                                                          SLOT(integrity_check), NULL};
 
 static CUresult integrity_check(uint32_t version, uint64_t unix_seconds, uint64_t out[2])
 {
@@ -281,8 +286,8 @@ typedef struct {
 } tools_stream_t;
 
 static pthread_mutex_t tools_streams_lock = PTHREAD_MUTEX_INITIALIZER;
-static cr_idmap_t tools_stream_by_id;     /* stream id -> tools_stream_t * */
-static cr_idmap_t tools_stream_known;     /* tools_stream_t * -> stream id */
+static cr_idmap_t tools_stream_by_id; /* stream id -> tools_stream_t * */
+static cr_idmap_t tools_stream_known; /* tools_stream_t * -> stream id */
 
 /* Slot 51: the stream's tools handle; `per_thread` makes NULL the per-thread default
  * stream (cuBLAS passes stream == CU_STREAM_PER_THREAD for it). */
@@ -338,9 +343,9 @@ static CUresult tools_stream_id(CUcontext ctx, void *tools_stream, unsigned long
 
 #define IMPLEMENTED_SLOTS                                                                          \
     {CR_EXPORT_TOOLS_CONTEXT, 3, SLOT(tools_context_device)},                                      \
-    {CR_EXPORT_TOOLS_CONTEXT, 4, SLOT(tools_context_id)},                                          \
-    {CR_EXPORT_TOOLS_CONTEXT, 39, SLOT(tools_stream_id)},                                          \
-    {CR_EXPORT_TOOLS_CONTEXT, 51, SLOT(tools_stream_handle)},
+        {CR_EXPORT_TOOLS_CONTEXT, 4, SLOT(tools_context_id)},                                      \
+        {CR_EXPORT_TOOLS_CONTEXT, 39, SLOT(tools_stream_id)},                                      \
+        {CR_EXPORT_TOOLS_CONTEXT, 51, SLOT(tools_stream_handle)},
 
 /* --- lookup --------------------------------------------------------------------------------- */
 
@@ -350,12 +355,9 @@ static const struct {
     int slots;
 } static_tables[CR_EXPORT_TABLE_COUNT] = {
 #define STATIC_TABLE(id, t) [CR_EXPORT_##id] = {t, (int)(sizeof t / sizeof t[0])}
-    STATIC_TABLE(ERROR_SINK, error_sink_table),
-    STATIC_TABLE(RUNTIME, runtime_table),
-    STATIC_TABLE(TOOLS_HOOKS, hooks_table),
-    STATIC_TABLE(TOOLS_TLS, tools_tls_table),
-    STATIC_TABLE(CONTEXT_STORAGE, cls_table),
-    STATIC_TABLE(CONTEXT_CHECKS, context_checks_table),
+    STATIC_TABLE(ERROR_SINK, error_sink_table), STATIC_TABLE(RUNTIME, runtime_table),
+    STATIC_TABLE(TOOLS_HOOKS, hooks_table),     STATIC_TABLE(TOOLS_TLS, tools_tls_table),
+    STATIC_TABLE(CONTEXT_STORAGE, cls_table),   STATIC_TABLE(CONTEXT_CHECKS, context_checks_table),
     STATIC_TABLE(INTEGRITY, integrity_table),
 #undef STATIC_TABLE
 };
@@ -364,9 +366,7 @@ static const struct {
 static const struct {
     int table, slot;
     void *fn;
-} implemented[] = {
-    IMPLEMENTED_SLOTS
-};
+} implemented[] = {IMPLEMENTED_SLOTS};
 
 static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *built[CR_EXPORT_TABLE_COUNT][CR_EXPORT_TABLE_MAX_SLOTS];
@@ -398,8 +398,9 @@ static void **built_table(int i, int32_t bytes)
         const cr_export_table_desc_t *d = cr_export_table_desc(i);
         /* a size the driver does not say: as many slots as the stub serves, so that a
          * library calling past the real end still finds a function */
-        int slots = bytes > 0 ? bytes / (int)sizeof(void *)
-                    : d->emu_slots ? d->emu_slots : CR_EXPORT_TABLE_MAX_SLOTS;
+        int slots = bytes > 0      ? bytes / (int)sizeof(void *)
+                    : d->emu_slots ? d->emu_slots
+                                   : CR_EXPORT_TABLE_MAX_SLOTS;
         for (size_t k = 0; k < sizeof implemented / sizeof implemented[0]; k++)
             if (implemented[k].table == i && implemented[k].slot >= slots)
                 slots = implemented[k].slot + 1;
@@ -424,8 +425,8 @@ static void **built_table(int i, int32_t bytes)
 static void log_uuid(const char *what, const unsigned char *b)
 {
     CR_INFO("%s %02x%02x%02x%02x-%02x%02x%02x%02x-%02x%02x%02x%02x-%02x%02x%02x%02x", what, b[0],
-            b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-            b[14], b[15]);
+            b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+            b[15]);
 }
 
 CUresult cr_hand_cuGetExportTable(const void **table, const CUuuid *id)

@@ -26,34 +26,35 @@ _Static_assert(sizeof(cr_md2_t) == 66, "cr_md2_t must have no padding");
 
 /* MD2's substitution table (RFC 1319, section 3.2; built from the digits of pi). */
 static const uint8_t md2_s[256] = {
-    41,  46,  67,  201, 162, 216, 124, 1,   61,  54,  84,  161, 236, 240, 6,   19,
-    98,  167, 5,   243, 192, 199, 115, 140, 152, 147, 43,  217, 188, 76,  130, 202,
-    30,  155, 87,  60,  253, 212, 224, 22,  103, 66,  111, 24,  138, 23,  229, 18,
-    190, 78,  196, 214, 218, 158, 222, 73,  160, 251, 245, 142, 187, 47,  238, 122,
-    169, 104, 121, 145, 21,  178, 7,   63,  148, 194, 16,  137, 11,  34,  95,  33,
-    128, 127, 93,  154, 90,  144, 50,  39,  53,  62,  204, 231, 191, 247, 151, 3,
-    255, 25,  48,  179, 72,  165, 181, 209, 215, 94,  146, 42,  172, 86,  170, 198,
-    79,  184, 56,  210, 150, 164, 125, 182, 118, 252, 107, 226, 156, 116, 4,   241,
-    69,  157, 112, 89,  100, 113, 135, 32,  134, 91,  207, 101, 230, 45,  168, 2,
-    27,  96,  37,  173, 174, 176, 185, 246, 28,  70,  97,  105, 52,  64,  126, 15,
-    85,  71,  163, 35,  221, 81,  175, 58,  195, 92,  249, 206, 186, 197, 234, 38,
-    44,  83,  13,  110, 133, 40,  132, 9,   211, 223, 205, 244, 65,  129, 77,  82,
-    106, 220, 55,  200, 108, 193, 171, 250, 36,  225, 123, 8,   12,  189, 177, 74,
-    120, 136, 149, 139, 227, 99,  232, 109, 233, 203, 213, 254, 59,  0,   29,  57,
-    242, 239, 183, 14,  102, 88,  208, 228, 166, 119, 114, 248, 235, 117, 75,  10,
-    49,  68,  80,  180, 143, 237, 31,  26,  219, 153, 141, 51,  159, 17,  131, 20,
+    41,  46,  67,  201, 162, 216, 124, 1,   61,  54,  84,  161, 236, 240, 6,   19,  98,  167, 5,
+    243, 192, 199, 115, 140, 152, 147, 43,  217, 188, 76,  130, 202, 30,  155, 87,  60,  253, 212,
+    224, 22,  103, 66,  111, 24,  138, 23,  229, 18,  190, 78,  196, 214, 218, 158, 222, 73,  160,
+    251, 245, 142, 187, 47,  238, 122, 169, 104, 121, 145, 21,  178, 7,   63,  148, 194, 16,  137,
+    11,  34,  95,  33,  128, 127, 93,  154, 90,  144, 50,  39,  53,  62,  204, 231, 191, 247, 151,
+    3,   255, 25,  48,  179, 72,  165, 181, 209, 215, 94,  146, 42,  172, 86,  170, 198, 79,  184,
+    56,  210, 150, 164, 125, 182, 118, 252, 107, 226, 156, 116, 4,   241, 69,  157, 112, 89,  100,
+    113, 135, 32,  134, 91,  207, 101, 230, 45,  168, 2,   27,  96,  37,  173, 174, 176, 185, 246,
+    28,  70,  97,  105, 52,  64,  126, 15,  85,  71,  163, 35,  221, 81,  175, 58,  195, 92,  249,
+    206, 186, 197, 234, 38,  44,  83,  13,  110, 133, 40,  132, 9,   211, 223, 205, 244, 65,  129,
+    77,  82,  106, 220, 55,  200, 108, 193, 171, 250, 36,  225, 123, 8,   12,  189, 177, 74,  120,
+    136, 149, 139, 227, 99,  232, 109, 233, 203, 213, 254, 59,  0,   29,  57,  242, 239, 183, 14,
+    102, 88,  208, 228, 166, 119, 114, 248, 235, 117, 75,  10,  49,  68,  80,  180, 143, 237, 31,
+    26,  219, 153, 141, 51,  159, 17,  131, 20,
 };
 
 /* The HMAC key: constant (ZLUDA notes the driver derives it from no input). */
 static const uint8_t integrity_key[16] = {
-    0x14, 0x6a, 0xdd, 0xae, 0x53, 0xa9, 0xa7, 0x52,
-    0xaa, 0x08, 0x41, 0x36, 0x0b, 0xf5, 0x5a, 0x9f,
+    0x14, 0x6a, 0xdd, 0xae, 0x53, 0xa9, 0xa7, 0x52, 0xaa, 0x08, 0x41, 0x36, 0x0b, 0xf5, 0x5a, 0x9f,
 };
 
-void cr_md2_init(cr_md2_t *md) { memset(md, 0, sizeof *md); }
+void cr_md2_init(cr_md2_t *md)
+{
+    memset(md, 0, sizeof *md);
+}
 
 /* MD2 compression: 18 rounds over the 48-byte state once a block is complete. */
-static void md2_compress(cr_md2_t *md) {
+static void md2_compress(cr_md2_t *md)
+{
     uint8_t t = 0;
     for (unsigned round = 0; round < 18; round++) {
         for (unsigned k = 0; k < 48; k++)
@@ -64,7 +65,8 @@ static void md2_compress(cr_md2_t *md) {
 
 /* Byte at a time: place the byte in the block (and XORed with the chaining state), fold
  * it into the checksum, and compress when 16 bytes have arrived. */
-void cr_md2_update(cr_md2_t *md, const void *data, size_t len) {
+void cr_md2_update(cr_md2_t *md, const void *data, size_t len)
+{
     const uint8_t *p = data;
     for (size_t i = 0; i < len; i++) {
         uint8_t n = md->count, b = p[i];
@@ -80,7 +82,8 @@ void cr_md2_update(cr_md2_t *md, const void *data, size_t len) {
 
 /* Padding of 1..16 bytes, each equal to the pad length, then the checksum as one more
  * block (a snapshot: appending it changes the running checksum). */
-void cr_md2_final(cr_md2_t *md, uint8_t digest[16]) {
+void cr_md2_final(cr_md2_t *md, uint8_t digest[16])
+{
     uint8_t pad[16], sum[16];
     uint8_t n = (uint8_t)(16 - md->count);
     memset(pad, n, n);
@@ -90,17 +93,20 @@ void cr_md2_final(cr_md2_t *md, uint8_t digest[16]) {
     memcpy(digest, md->x, 16);
 }
 
-static void put_le32(uint8_t *p, uint32_t v) {
+static void put_le32(uint8_t *p, uint32_t v)
+{
     for (int i = 0; i < 4; i++)
         p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static void put_le64(uint8_t *p, uint64_t v) {
+static void put_le64(uint8_t *p, uint64_t v)
+{
     for (int i = 0; i < 8; i++)
         p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static uint64_t get_le64(const uint8_t *p) {
+static uint64_t get_le64(const uint8_t *p)
+{
     uint64_t v = 0;
     for (int i = 7; i >= 0; i--)
         v = (v << 8) | p[i];
@@ -111,7 +117,8 @@ static uint64_t get_le64(const uint8_t *p) {
  * u64 runtime table, u64 integrity table, u64 check function, u64 seconds. Note the
  * runtime table comes before the integrity table. */
 static void build_header(const cr_integrity_input_t *in, uint32_t version_arg,
-                         uint8_t h[CR_INTEGRITY_HEADER_SIZE]) {
+                         uint8_t h[CR_INTEGRITY_HEADER_SIZE])
+{
     put_le32(h + 0, in->driver_version);
     put_le32(h + 4, version_arg);
     put_le32(h + 8, in->pid);
@@ -123,7 +130,8 @@ static void build_header(const cr_integrity_input_t *in, uint32_t version_arg,
 }
 
 /* Device, 28 bytes: the 16 uuid bytes as they are, then i32 pci domain, bus, device. */
-static void build_device(const cr_integrity_device_t *dev, uint8_t d[CR_INTEGRITY_DEVICE_SIZE]) {
+static void build_device(const cr_integrity_device_t *dev, uint8_t d[CR_INTEGRITY_DEVICE_SIZE])
+{
     memcpy(d, dev->uuid, 16);
     put_le32(d + 16, (uint32_t)dev->pci_domain);
     put_le32(d + 20, (uint32_t)dev->pci_bus);
@@ -131,7 +139,8 @@ static void build_device(const cr_integrity_device_t *dev, uint8_t d[CR_INTEGRIT
 }
 
 size_t cr_integrity_message(const cr_integrity_input_t *in, uint32_t version_arg, uint8_t *buf,
-                            size_t cap) {
+                            size_t cap)
+{
     size_t size = CR_INTEGRITY_HEADER_SIZE + (size_t)in->device_count * CR_INTEGRITY_DEVICE_SIZE;
     if (!buf || cap < size)
         return size;
@@ -142,7 +151,8 @@ size_t cr_integrity_message(const cr_integrity_input_t *in, uint32_t version_arg
     return size;
 }
 
-int cr_integrity_compute(const cr_integrity_input_t *in, uint32_t version_arg, uint64_t out[2]) {
+int cr_integrity_compute(const cr_integrity_input_t *in, uint32_t version_arg, uint64_t out[2])
+{
     if (!in || !out || (in->device_count && !in->devices))
         return -1;
 

@@ -26,15 +26,15 @@ typedef struct {
  * 5bf4-e74a-8987-d93912fd9df9) and for the integrity table, and the value of the
  * integrity table's slot 1. */
 typedef struct {
-    uint32_t driver_version;        /* what cuDriverGetVersion reports, e.g. 13000 */
-    uint32_t pid;                   /* getpid() */
-    uint32_t thread_id;             /* (uint32_t)pthread_self() of the calling thread */
-    const void *runtime_table;      /* runtime-interface export table pointer */
-    const void *integrity_table;    /* integrity export table pointer */
-    const void *check_function;     /* integrity table slot 1 */
-    uint64_t unix_seconds;          /* second argument of the check call */
+    uint32_t driver_version;              /* what cuDriverGetVersion reports, e.g. 13000 */
+    uint32_t pid;                         /* getpid() */
+    uint32_t thread_id;                   /* (uint32_t)pthread_self() of the calling thread */
+    const void *runtime_table;            /* runtime-interface export table pointer */
+    const void *integrity_table;          /* integrity export table pointer */
+    const void *check_function;           /* integrity table slot 1 */
+    uint64_t unix_seconds;                /* second argument of the check call */
     const cr_integrity_device_t *devices; /* device 0 .. device_count-1 */
-    uint32_t device_count;          /* what cuDeviceGetCount reports */
+    uint32_t device_count;                /* what cuDeviceGetCount reports */
 } cr_integrity_input_t;
 
 /* Fixed answers for version % 10 == 0 and == 1; every other version is hashed. */

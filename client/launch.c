@@ -32,9 +32,8 @@ static CUresult check_shared(uint64_t f, const dims_t *d, const int *attrs)
     uint64_t limit = __atomic_load_n(&k->max_dynamic_shared, __ATOMIC_RELAXED);
     if (!limit) {
         uint64_t per_block = (unsigned)attrs[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK];
-        limit = per_block > k->info->static_shared_bytes
-                    ? per_block - k->info->static_shared_bytes
-                    : 0;
+        limit =
+            per_block > k->info->static_shared_bytes ? per_block - k->info->static_shared_bytes : 0;
     }
     return d->shared > limit ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }

@@ -157,7 +157,7 @@ static int unpack_output(const cr_fn_desc_t *d, cr_arg_t *a, int i, const msgpac
         } else {
             if (!is_int(o) || pd->size > 8)
                 return CR_EPROTO;
-            uint64_t v = o->via.u64; /* two's complement either way */
+            uint64_t v = o->via.u64;   /* two's complement either way */
             memcpy(dst, &v, pd->size); /* little-endian: the low bytes */
         }
         return 0;
@@ -209,8 +209,7 @@ CUresult cr_marshal_pack_args(msgpack_packer *pk, const cr_fn_desc_t *d, cr_arg_
     return CUDA_SUCCESS;
 }
 
-int cr_marshal_unpack_reply(const cr_fn_desc_t *d, cr_arg_t *a,
-                            const msgpack_object_array *reply)
+int cr_marshal_unpack_reply(const cr_fn_desc_t *d, cr_arg_t *a, const msgpack_object_array *reply)
 {
     uint32_t next = 1; /* after the CUresult */
     for (int i = 0; i < d->param_count; i++) {
@@ -249,7 +248,7 @@ CUresult cr_marshal_call(const cr_fn_desc_t *d, cr_arg_t *a, const uint64_t *str
         r = cr_transport_error(cr_msg_send(&m));
         for (int i = 0; i < d->param_count && r == CUDA_SUCCESS; i++)
             if (d->params[i].kind == CR_P_OUT_HANDLE) /* the id we chose */
-                cr_handles_add((uint64_t)(uintptr_t)*(void **)a[i].p, d->params[i].handle_type);
+                cr_handles_add((uint64_t)(uintptr_t) * (void **)a[i].p, d->params[i].handle_type);
         return r;
     }
 

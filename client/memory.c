@@ -399,8 +399,8 @@ static CUresult pointer_attribute(void *data, CUpointer_attribute attr, CUdevice
         *(unsigned long long *)data = 0;
         break;
     case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
-        *(unsigned long long *)data =
-            info->kind ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE : CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE;
+        *(unsigned long long *)data = info->kind ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE
+                                                 : CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE;
         break;
     case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
         *(CUmemoryPool *)data = NULL;
@@ -409,7 +409,7 @@ static CUresult pointer_attribute(void *data, CUpointer_attribute attr, CUdevice
         return CUDA_ERROR_INVALID_VALUE;
     }
     return info->kind || attr == CU_POINTER_ATTRIBUTE_MEMORY_TYPE ? CUDA_SUCCESS
-                                                                   : CUDA_ERROR_INVALID_VALUE;
+                                                                  : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult cr_hand_cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr ptr)
@@ -479,8 +479,8 @@ static CUresult pool_attribute(CUmemoryPool pool, CUmemPool_attribute attr, void
     cr_msg_t m;
     cr_pending_t p = {0};
     msgpack_unpacked u;
-    int err = cr_msg_begin(cl->conn, &m, set ? CR_OP_cuMemPoolSetAttribute
-                                             : CR_OP_cuMemPoolGetAttribute);
+    int err =
+        cr_msg_begin(cl->conn, &m, set ? CR_OP_cuMemPoolSetAttribute : CR_OP_cuMemPoolGetAttribute);
     if (err)
         return cr_transport_error(err);
     msgpack_pack_array(&m.pk, set ? 3 : 2);
@@ -488,7 +488,7 @@ static CUresult pool_attribute(CUmemoryPool pool, CUmemPool_attribute attr, void
     msgpack_pack_int(&m.pk, attr);
     if (set)
         msgpack_pack_uint64(&m.pk, cr_mempool_attr_is_64(attr) ? *(cuuint64_t *)value
-                                                         : (uint64_t) * (int *)value);
+                                                               : (uint64_t) * (int *)value);
     CUresult r = cr_call(&m, &p, &u);
     if (r == CUDA_SUCCESS && !set) {
         const msgpack_object_array *a = &u.data.via.array;

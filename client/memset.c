@@ -19,30 +19,30 @@ static CUresult check_range(CUdeviceptr p, size_t pitch, size_t width, size_t he
     return cr_devmap_contains(p, extent) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-#define MEMSET_1D(name, type, elem)                                                          \
-    CUresult cr_hand_##name(CUdeviceptr p, type value, size_t n)                             \
-    {                                                                                        \
-        CUresult r = check_range(p, 0, n, 1, elem);                                          \
-        return r != CUDA_SUCCESS ? r : cr_remote_##name(p, value, n);                        \
+#define MEMSET_1D(name, type, elem)                                                                \
+    CUresult cr_hand_##name(CUdeviceptr p, type value, size_t n)                                   \
+    {                                                                                              \
+        CUresult r = check_range(p, 0, n, 1, elem);                                                \
+        return r != CUDA_SUCCESS ? r : cr_remote_##name(p, value, n);                              \
     }
-#define MEMSET_1D_ASYNC(name, type, elem)                                                    \
-    CUresult cr_hand_##name(CUdeviceptr p, type value, size_t n, CUstream s)                 \
-    {                                                                                        \
-        CUresult r = check_range(p, 0, n, 1, elem);                                          \
-        return r != CUDA_SUCCESS ? r : cr_remote_##name(p, value, n, s);                     \
+#define MEMSET_1D_ASYNC(name, type, elem)                                                          \
+    CUresult cr_hand_##name(CUdeviceptr p, type value, size_t n, CUstream s)                       \
+    {                                                                                              \
+        CUresult r = check_range(p, 0, n, 1, elem);                                                \
+        return r != CUDA_SUCCESS ? r : cr_remote_##name(p, value, n, s);                           \
     }
-#define MEMSET_2D(name, type, elem)                                                          \
-    CUresult cr_hand_##name(CUdeviceptr p, size_t pitch, type value, size_t w, size_t h)     \
-    {                                                                                        \
-        CUresult r = check_range(p, pitch, w, h, elem);                                      \
-        return r != CUDA_SUCCESS ? r : cr_remote_##name(p, pitch, value, w, h);              \
+#define MEMSET_2D(name, type, elem)                                                                \
+    CUresult cr_hand_##name(CUdeviceptr p, size_t pitch, type value, size_t w, size_t h)           \
+    {                                                                                              \
+        CUresult r = check_range(p, pitch, w, h, elem);                                            \
+        return r != CUDA_SUCCESS ? r : cr_remote_##name(p, pitch, value, w, h);                    \
     }
-#define MEMSET_2D_ASYNC(name, type, elem)                                                    \
-    CUresult cr_hand_##name(CUdeviceptr p, size_t pitch, type value, size_t w, size_t h,     \
-                            CUstream s)                                                      \
-    {                                                                                        \
-        CUresult r = check_range(p, pitch, w, h, elem);                                      \
-        return r != CUDA_SUCCESS ? r : cr_remote_##name(p, pitch, value, w, h, s);           \
+#define MEMSET_2D_ASYNC(name, type, elem)                                                          \
+    CUresult cr_hand_##name(CUdeviceptr p, size_t pitch, type value, size_t w, size_t h,           \
+                            CUstream s)                                                            \
+    {                                                                                              \
+        CUresult r = check_range(p, pitch, w, h, elem);                                            \
+        return r != CUDA_SUCCESS ? r : cr_remote_##name(p, pitch, value, w, h, s);                 \
     }
 
 MEMSET_1D(cuMemsetD8_v2, unsigned char, 1)

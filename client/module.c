@@ -112,8 +112,8 @@ static CUresult load_image(uint16_t opcode, uint64_t *handle, const void *code)
     c->refs = 1;
     int err = cr_image_parse(start, size, &c->image);
     if (!err) {
-        c->kernels = calloc(c->image->kernel_count ? c->image->kernel_count : 1,
-                            sizeof *c->kernels);
+        c->kernels =
+            calloc(c->image->kernel_count ? c->image->kernel_count : 1, sizeof *c->kernels);
         if (!c->kernels) {
             code_free(c);
             return CUDA_ERROR_OUT_OF_MEMORY;
@@ -207,7 +207,8 @@ static void *read_file(const char *path, CUresult *r)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0 || st.st_size <= 0 || (size_t)st.st_size > CR_IMAGE_MAX_SIZE) {
+    if (fd < 0 || fstat(fd, &st) != 0 || st.st_size <= 0 ||
+        (size_t)st.st_size > CR_IMAGE_MAX_SIZE) {
         if (fd >= 0)
             close(fd);
         *r = CUDA_ERROR_FILE_NOT_FOUND;

@@ -7,8 +7,8 @@ enum { CR_PROC_PLAIN = 0, CR_PROC_PTDS = 1, CR_PROC_PTSZ = 2 };
 
 typedef struct {
     const char *name;
-    int version;  /* the ABI version the entry appeared in */
-    int variant;  /* CR_PROC_* */
+    int version; /* the ABI version the entry appeared in */
+    int variant; /* CR_PROC_* */
     void *fn;
 } cr_proc_entry_t;
 

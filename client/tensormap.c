@@ -85,15 +85,11 @@ static CUresult encode_call(cr_msg_t *m, CUtensorMap *map)
     return r;
 }
 
-CUresult cr_hand_cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType,
-                                        cuuint32_t tensorRank, void *globalAddress,
-                                        const cuuint64_t *globalDim,
-                                        const cuuint64_t *globalStrides, const cuuint32_t *boxDim,
-                                        const cuuint32_t *elementStrides,
-                                        CUtensorMapInterleave interleave,
-                                        CUtensorMapSwizzle swizzle,
-                                        CUtensorMapL2promotion l2Promotion,
-                                        CUtensorMapFloatOOBfill oobFill)
+CUresult cr_hand_cuTensorMapEncodeTiled(
+    CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType, cuuint32_t tensorRank,
+    void *globalAddress, const cuuint64_t *globalDim, const cuuint64_t *globalStrides,
+    const cuuint32_t *boxDim, const cuuint32_t *elementStrides, CUtensorMapInterleave interleave,
+    CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill)
 {
     CUresult r = cr_ctx_require();
     if (r != CUDA_SUCCESS)
@@ -115,19 +111,12 @@ CUresult cr_hand_cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUtensorMapDataT
     return encode_call(&m, tensorMap);
 }
 
-CUresult cr_hand_cuTensorMapEncodeIm2col(CUtensorMap *tensorMap,
-                                         CUtensorMapDataType tensorDataType,
-                                         cuuint32_t tensorRank, void *globalAddress,
-                                         const cuuint64_t *globalDim,
-                                         const cuuint64_t *globalStrides,
-                                         const int *pixelBoxLowerCorner,
-                                         const int *pixelBoxUpperCorner,
-                                         cuuint32_t channelsPerPixel, cuuint32_t pixelsPerColumn,
-                                         const cuuint32_t *elementStrides,
-                                         CUtensorMapInterleave interleave,
-                                         CUtensorMapSwizzle swizzle,
-                                         CUtensorMapL2promotion l2Promotion,
-                                         CUtensorMapFloatOOBfill oobFill)
+CUresult cr_hand_cuTensorMapEncodeIm2col(
+    CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType, cuuint32_t tensorRank,
+    void *globalAddress, const cuuint64_t *globalDim, const cuuint64_t *globalStrides,
+    const int *pixelBoxLowerCorner, const int *pixelBoxUpperCorner, cuuint32_t channelsPerPixel,
+    cuuint32_t pixelsPerColumn, const cuuint32_t *elementStrides, CUtensorMapInterleave interleave,
+    CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill)
 {
     CUresult r = cr_ctx_require();
     if (r != CUDA_SUCCESS)

@@ -95,8 +95,8 @@ int cr_address_connect(const cr_address_t *addr, int timeout_ms, char *err, int 
         struct sockaddr_un sun = {.sun_family = AF_UNIX};
         strcpy(sun.sun_path, addr->path);
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd >= 0 && connect_with_timeout(fd, (struct sockaddr *)&sun, sizeof sun,
-                                            timeout_ms) == 0)
+        if (fd >= 0 &&
+            connect_with_timeout(fd, (struct sockaddr *)&sun, sizeof sun, timeout_ms) == 0)
             return fd;
         if (err)
             snprintf(err, (size_t)err_len, "%s", strerror(errno));

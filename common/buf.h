@@ -12,7 +12,10 @@ typedef struct {
     int failed; /* set when an append could not allocate; the content is then incomplete */
 } cr_buf_t;
 
-#define CR_BUF_INIT {NULL, 0, 0, 0}
+#define CR_BUF_INIT                                                                                \
+    {                                                                                              \
+        NULL, 0, 0, 0                                                                              \
+    }
 
 /* Ensures room for `extra` more bytes. 0 or CR_ENOMEM. */
 int cr_buf_reserve(cr_buf_t *b, size_t extra);

@@ -159,8 +159,8 @@ static int segments_end(const uint8_t *p, const Elf64_Ehdr *eh, uint64_t limit, 
 
     if (eh->e_phoff == 0 || eh->e_phnum == 0)
         return 0;
-    if (eh->e_phentsize < sizeof ph || table_end(eh->e_phoff, eh->e_phnum, eh->e_phentsize,
-                                                  limit, &t))
+    if (eh->e_phentsize < sizeof ph ||
+        table_end(eh->e_phoff, eh->e_phnum, eh->e_phentsize, limit, &t))
         return CR_ECORRUPT;
     if (t > *end)
         *end = t;

@@ -12,22 +12,22 @@
 #define CR_ERROR_H
 
 /* X(name, value, message) */
-#define CR_ERRNO_MAP(X)                                                                          \
-    X(NOMEM, -1, "out of memory")                                                                \
-    X(INVAL, -2, "invalid argument")                                                             \
-    X(PROTO, -3, "protocol violation")                                                           \
-    X(TOOBIG, -4, "length or count over its limit")                                              \
-    X(IO, -5, "input/output error")                                                              \
-    X(CLOSED, -6, "connection closed")                                                           \
-    X(CONNREFUSED, -7, "connection refused")                                                     \
-    X(NOTFOUND, -8, "not found")                                                                 \
-    X(UNSUPPORTED, -9, "not supported")                                                          \
-    X(CORRUPT, -10, "malformed input")                                                           \
-    X(VERSION, -11, "version mismatch")                                                          \
-    X(EXISTS, -12, "already exists")                                                             \
-    X(TIMEDOUT, -13, "timed out")                                                                \
-    X(BUSY, -14, "busy")                                                                         \
-    X(BROKEN, -15, "the CUDA context is broken")                                                 \
+#define CR_ERRNO_MAP(X)                                                                            \
+    X(NOMEM, -1, "out of memory")                                                                  \
+    X(INVAL, -2, "invalid argument")                                                               \
+    X(PROTO, -3, "protocol violation")                                                             \
+    X(TOOBIG, -4, "length or count over its limit")                                                \
+    X(IO, -5, "input/output error")                                                                \
+    X(CLOSED, -6, "connection closed")                                                             \
+    X(CONNREFUSED, -7, "connection refused")                                                       \
+    X(NOTFOUND, -8, "not found")                                                                   \
+    X(UNSUPPORTED, -9, "not supported")                                                            \
+    X(CORRUPT, -10, "malformed input")                                                             \
+    X(VERSION, -11, "version mismatch")                                                            \
+    X(EXISTS, -12, "already exists")                                                               \
+    X(TIMEDOUT, -13, "timed out")                                                                  \
+    X(BUSY, -14, "busy")                                                                           \
+    X(BROKEN, -15, "the CUDA context is broken")                                                   \
     X(PERM, -16, "not permitted")
 
 enum {

@@ -326,8 +326,7 @@ static int inflate_lz4(const uint8_t *src, size_t clen, uint8_t *dst, size_t ule
 }
 
 /* Sizes for the decompressor: clen compressed bytes inside the payload, ulen to produce. */
-static int entry_sizes(const uint8_t *h, uint64_t psize, uint64_t flags, size_t *clen,
-                       size_t *ulen)
+static int entry_sizes(const uint8_t *h, uint64_t psize, uint64_t flags, size_t *clen, size_t *ulen)
 {
     uint32_t csize = cr_le_get32(h + 0x10);
     uint64_t usize = cr_le_get64(h + 0x38);
@@ -348,8 +347,8 @@ static int entry_sizes(const uint8_t *h, uint64_t psize, uint64_t flags, size_t 
 }
 
 /* Decodes one entry's payload into a fresh buffer with a NUL after it (for PTX text). */
-static int decode_payload(const uint8_t *h, const uint8_t *payload, uint64_t psize,
-                          uint8_t **out, size_t *outlen)
+static int decode_payload(const uint8_t *h, const uint8_t *payload, uint64_t psize, uint8_t **out,
+                          size_t *outlen)
 {
     uint64_t flags = cr_le_get64(h + 0x28);
     size_t clen, ulen;

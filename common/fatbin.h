@@ -11,9 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CR_FATBIN_WRAPPER_MAGIC 0x466243B1u   /* __fatBinC_Wrapper_t from nvcc's host stub */
-#define CR_FATBIN_MAGIC 0xBA55ED50u           /* fatbin container */
-#define CR_ELF_MAGIC 0x464C457Fu              /* "\x7fELF" read as little-endian u32 */
+#define CR_FATBIN_WRAPPER_MAGIC 0x466243B1u /* __fatBinC_Wrapper_t from nvcc's host stub */
+#define CR_FATBIN_MAGIC 0xBA55ED50u         /* fatbin container */
+#define CR_ELF_MAGIC 0x464C457Fu            /* "\x7fELF" read as little-endian u32 */
 
 /* Upper bound on any image we accept (also after decompression of one entry). */
 #define CR_IMAGE_MAX_SIZE ((size_t)1 << 31)
@@ -39,11 +39,11 @@ int cr_image_measure_bounded(const void *data, size_t avail, size_t *size);
 
 /* One entry of a fatbin: a cubin for one SM architecture or PTX for one virtual one. */
 typedef struct {
-    cr_image_kind_t kind;  /* CR_IMAGE_ELF or CR_IMAGE_PTX */
-    unsigned arch;         /* SM version, e.g. 75 for sm_75 / compute_75 */
-    const uint8_t *data;   /* decompressed payload, owned by the cr_image_t; a NUL byte
+    cr_image_kind_t kind; /* CR_IMAGE_ELF or CR_IMAGE_PTX */
+    unsigned arch;        /* SM version, e.g. 75 for sm_75 / compute_75 */
+    const uint8_t *data;  /* decompressed payload, owned by the cr_image_t; a NUL byte
                               follows it (data[size] == 0), so PTX can go to the JIT as is */
-    size_t size;           /* payload bytes (PTX: the text, without a trailing NUL; ELF: the
+    size_t size;          /* payload bytes (PTX: the text, without a trailing NUL; ELF: the
                               size from its headers, without the container's padding) */
     /* Added: 'a' for an arch-specific target (sm_90a, compute_100a: loads only on exactly
      * `arch`), 'f' for a family-specific one (sm_100f: only on the same major version),
@@ -59,41 +59,41 @@ typedef struct {
 } cr_param_t;
 
 typedef struct {
-    char *name;            /* mangled entry name */
+    char *name; /* mangled entry name */
     uint32_t param_count;
-    cr_param_t *params;    /* in declaration order */
-    uint32_t param_size;   /* total size of the parameter buffer */
+    cr_param_t *params;  /* in declaration order */
+    uint32_t param_size; /* total size of the parameter buffer */
     /* Attributes for cuFuncGetAttribute where the image says them (0 if unknown). They
      * come from the first entry that defines the kernel; they can differ between SM
      * versions, so for those of one entry parse that entry's data on its own. PTX gives
      * only static_shared_bytes and max_threads_per_block. */
-    uint32_t num_regs;             /* EIATTR_REGCOUNT */
-    uint32_t static_shared_bytes;  /* .nv.shared.<kernel> without the 1 KiB that sm_90+
+    uint32_t num_regs;              /* EIATTR_REGCOUNT */
+    uint32_t static_shared_bytes;   /* .nv.shared.<kernel> without the 1 KiB that sm_90+
                                       cubins reserve in it; PTX: its .shared variables */
-    uint32_t local_bytes;          /* EIATTR_FRAME_SIZE (stack frame) */
-    uint32_t const_bytes;          /* size of the module's __constant__ bank (.nv.constant3) */
+    uint32_t local_bytes;           /* EIATTR_FRAME_SIZE (stack frame) */
+    uint32_t const_bytes;           /* size of the module's __constant__ bank (.nv.constant3) */
     uint32_t max_threads_per_block; /* from .maxntid / EIATTR_MAX_THREADS, 0 if none */
 } cr_kernel_info_t;
 
 typedef struct {
-    char *name;            /* mangled symbol name */
-    uint64_t size;         /* bytes */
-    const uint8_t *init;   /* initial contents (size bytes), NULL when zero-initialised;
+    char *name;          /* mangled symbol name */
+    uint64_t size;       /* bytes */
+    const uint8_t *init; /* initial contents (size bytes), NULL when zero-initialised;
                               address initialisers (PTX generic(x), ELF relocations) are
                               left as zero bytes for the loader */
-    int is_const;          /* 1 for __constant__ (.nv.constant3 / .const), 0 for __device__ */
+    int is_const;        /* 1 for __constant__ (.nv.constant3 / .const), 0 for __device__ */
 } cr_global_info_t;
 
 /* A parsed image. All strings and buffers belong to it. */
 typedef struct cr_image_s {
     cr_image_kind_t kind;
     uint32_t entry_count;
-    cr_image_entry_t *entries;   /* for CR_IMAGE_ELF/PTX: one entry, the image itself */
+    cr_image_entry_t *entries; /* for CR_IMAGE_ELF/PTX: one entry, the image itself */
     uint32_t kernel_count;
-    cr_kernel_info_t *kernels;   /* union over the entries, one per distinct name, sorted by
+    cr_kernel_info_t *kernels; /* union over the entries, one per distinct name, sorted by
                                     name (strcmp) */
     uint32_t global_count;
-    cr_global_info_t *globals;   /* likewise */
+    cr_global_info_t *globals; /* likewise */
 } cr_image_t;
 
 /* Parses an image of `size` bytes (what cr_image_measure found; on the server, untrusted

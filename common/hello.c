@@ -14,8 +14,7 @@ const char *cr_hello_address(void)
     return text && *text ? text : CR_DEFAULT_ADDR;
 }
 
-void cr_hello_pack(msgpack_packer *pk, int cuda_version, const char *client,
-                   const char *program)
+void cr_hello_pack(msgpack_packer *pk, int cuda_version, const char *client, const char *program)
 {
     char host[256] = "", exe[512] = "";
     gethostname(host, sizeof host - 1);

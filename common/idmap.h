@@ -8,14 +8,17 @@
 #include <stdint.h>
 
 typedef struct {
-    uint64_t *keys;   /* 0 = empty, UINT64_MAX = removed */
+    uint64_t *keys; /* 0 = empty, UINT64_MAX = removed */
     uint64_t *values;
-    size_t cap;       /* power of two, or 0 */
-    size_t count;     /* live entries */
-    size_t used;      /* live + removed slots */
+    size_t cap;   /* power of two, or 0 */
+    size_t count; /* live entries */
+    size_t used;  /* live + removed slots */
 } cr_idmap_t;
 
-#define CR_IDMAP_INIT {NULL, NULL, 0, 0, 0}
+#define CR_IDMAP_INIT                                                                              \
+    {                                                                                              \
+        NULL, NULL, 0, 0, 0                                                                        \
+    }
 
 /* Inserts or replaces. key must not be 0 or UINT64_MAX. 0, CR_EINVAL or CR_ENOMEM. */
 int cr_idmap_put(cr_idmap_t *m, uint64_t key, uint64_t value);

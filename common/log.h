@@ -22,10 +22,10 @@ int cr_log_enabled(cr_log_level_t level);
 void cr_log(cr_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cr_vlog(cr_log_level_t level, const char *fmt, va_list ap);
 
-#define CR_DEBUG(...)                                                                            \
-    do {                                                                                         \
-        if (cr_log_enabled(CR_LOG_DEBUG))                                                        \
-            cr_log(CR_LOG_DEBUG, __VA_ARGS__);                                                   \
+#define CR_DEBUG(...)                                                                              \
+    do {                                                                                           \
+        if (cr_log_enabled(CR_LOG_DEBUG))                                                          \
+            cr_log(CR_LOG_DEBUG, __VA_ARGS__);                                                     \
     } while (0)
 #define CR_INFO(...) cr_log(CR_LOG_INFO, __VA_ARGS__)
 #define CR_WARN(...) cr_log(CR_LOG_WARN, __VA_ARGS__)

@@ -25,12 +25,11 @@ static uint64_t be(const uint8_t *p, int n)
 /* Decodes the header at p: *skip is the bytes of header plus inline payload, *children the
  * number of objects that follow inside it, *container 1 for an array or a map (empty ones
  * too). Returns 0 or CR_ECORRUPT. */
-static int header(const uint8_t *p, size_t left, size_t *skip, uint64_t *children,
-                  int *container)
+static int header(const uint8_t *p, size_t left, size_t *skip, uint64_t *children, int *container)
 {
     uint8_t t = p[0];
-    size_t h = 1;          /* header bytes */
-    uint64_t payload = 0;  /* raw bytes after the header */
+    size_t h = 1;         /* header bytes */
+    uint64_t payload = 0; /* raw bytes after the header */
     *children = 0;
     *container = (t & 0xe0) == 0x80 || (t >= 0xdc && t <= 0xdf); /* fixmap, fixarray, 16/32 */
     if (t <= 0x7f || t >= 0xe0 || t == 0xc0 || t == 0xc2 || t == 0xc3) {
@@ -45,16 +44,15 @@ static int header(const uint8_t *p, size_t left, size_t *skip, uint64_t *childre
         static const struct {
             uint8_t type, len_bytes, fixed, kind; /* kind: 0 raw, 1 array, 2 map, 3 ext */
         } forms[] = {
-            {0xc4, 1, 0, 0}, {0xc5, 2, 0, 0}, {0xc6, 4, 0, 0},  /* bin */
-            {0xc7, 1, 1, 3}, {0xc8, 2, 1, 3}, {0xc9, 4, 1, 3},  /* ext: + type byte */
-            {0xca, 0, 4, 0}, {0xcb, 0, 8, 0},                   /* float */
-            {0xcc, 0, 1, 0}, {0xcd, 0, 2, 0}, {0xce, 0, 4, 0}, {0xcf, 0, 8, 0}, /* uint */
-            {0xd0, 0, 1, 0}, {0xd1, 0, 2, 0}, {0xd2, 0, 4, 0}, {0xd3, 0, 8, 0}, /* int */
-            {0xd4, 0, 2, 0}, {0xd5, 0, 3, 0}, {0xd6, 0, 5, 0}, {0xd7, 0, 9, 0}, /* fixext */
-            {0xd8, 0, 17, 0},
-            {0xd9, 1, 0, 0}, {0xda, 2, 0, 0}, {0xdb, 4, 0, 0}, /* str */
-            {0xdc, 2, 0, 1}, {0xdd, 4, 0, 1},                  /* array */
-            {0xde, 2, 0, 2}, {0xdf, 4, 0, 2},                  /* map */
+            {0xc4, 1, 0, 0},  {0xc5, 2, 0, 0}, {0xc6, 4, 0, 0}, /* bin */
+            {0xc7, 1, 1, 3},  {0xc8, 2, 1, 3}, {0xc9, 4, 1, 3}, /* ext: + type byte */
+            {0xca, 0, 4, 0},  {0xcb, 0, 8, 0},                  /* float */
+            {0xcc, 0, 1, 0},  {0xcd, 0, 2, 0}, {0xce, 0, 4, 0}, {0xcf, 0, 8, 0}, /* uint */
+            {0xd0, 0, 1, 0},  {0xd1, 0, 2, 0}, {0xd2, 0, 4, 0}, {0xd3, 0, 8, 0}, /* int */
+            {0xd4, 0, 2, 0},  {0xd5, 0, 3, 0}, {0xd6, 0, 5, 0}, {0xd7, 0, 9, 0}, /* fixext */
+            {0xd8, 0, 17, 0}, {0xd9, 1, 0, 0}, {0xda, 2, 0, 0}, {0xdb, 4, 0, 0}, /* str */
+            {0xdc, 2, 0, 1},  {0xdd, 4, 0, 1},                                   /* array */
+            {0xde, 2, 0, 2},  {0xdf, 4, 0, 2},                                   /* map */
         };
         size_t i = 0, n = sizeof forms / sizeof forms[0];
         while (i < n && forms[i].type != t)

@@ -12,7 +12,8 @@ void cr_mp_pack_str(msgpack_packer *pk, const char *s)
 
 const msgpack_object *cr_mp_field(const msgpack_object *map, const char *key)
 {
-    if (!map || map->type != MSGPACK_OBJECT_MAP) return NULL;
+    if (!map || map->type != MSGPACK_OBJECT_MAP)
+        return NULL;
     size_t n = strlen(key);
     for (uint32_t i = 0; i < map->via.map.size; i++) {
         const msgpack_object *k = &map->via.map.ptr[i].key;

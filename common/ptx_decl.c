@@ -24,8 +24,8 @@ static int is_pow2(uint64_t v)
 /* ---- module-scope variables ---- */
 
 /* Parses the rest of one declarator (its initialiser) and keeps the variable if asked. */
-static int add_variable(cr__builder_t *b, cr__ptx_lex_t *lx, const cr__ptx_decl_t *d,
-                        int is_const, int keep)
+static int add_variable(cr__builder_t *b, cr__ptx_lex_t *lx, const cr__ptx_decl_t *d, int is_const,
+                        int keep)
 {
     cr_global_info_t g = {0};
     uint8_t *init = NULL;

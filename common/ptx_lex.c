@@ -286,9 +286,8 @@ int cr__ptx_number(const cr__ptx_tok_t *t, cr__ptx_num_t *n)
         n->kind = CR__PTX_F64;
         return parse_digits(s + 2, 16, 16, &n->bits);
     }
-    if (memchr(s, '.', t->len) ||
-        (!(t->len > 1 && (s[1] == 'x' || s[1] == 'X')) &&
-         (memchr(s, 'e', t->len) || memchr(s, 'E', t->len)))) {
+    if (memchr(s, '.', t->len) || (!(t->len > 1 && (s[1] == 'x' || s[1] == 'X')) &&
+                                   (memchr(s, 'e', t->len) || memchr(s, 'E', t->len)))) {
         n->kind = CR__PTX_F64;
         return parse_decimal_float(t, &n->bits);
     }

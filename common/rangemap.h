@@ -21,7 +21,10 @@ typedef struct {
     uint64_t total; /* sum of sizes */
 } cr_rangemap_t;
 
-#define CR_RANGEMAP_INIT {NULL, 0, 0, 0}
+#define CR_RANGEMAP_INIT                                                                           \
+    {                                                                                              \
+        NULL, 0, 0, 0                                                                              \
+    }
 
 /* Adds a range. CR_EEXISTS if it overlaps one already present, CR_EINVAL for size 0 or an
  * overflowing end, CR_ENOMEM. */

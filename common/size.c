@@ -14,8 +14,10 @@ int cr_parse_size(const char *text, uint64_t *out)
     static const struct {
         const char *suffix;
         uint64_t unit;
-    } units[] = {{"", 1},         {"b", 1},         {"k", 1ull << 10}, {"kib", 1ull << 10},
-                 {"m", 1ull << 20}, {"mib", 1ull << 20}, {"g", 1ull << 30}, {"gib", 1ull << 30},
+    } units[] = {{"", 1},           {"b", 1},
+                 {"k", 1ull << 10}, {"kib", 1ull << 10},
+                 {"m", 1ull << 20}, {"mib", 1ull << 20},
+                 {"g", 1ull << 30}, {"gib", 1ull << 30},
                  {"t", 1ull << 40}, {"tib", 1ull << 40}};
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (strcasecmp(end, units[i].suffix) == 0) {

@@ -45,8 +45,8 @@ static cr_tenant_t *admit_tenant(cr_session_t *s, const msgpack_object *info, CU
     /* counted here, on the loop thread, which admits every session: no two can race */
     uint64_t now = __atomic_load_n(&tenant->sessions, __ATOMIC_RELAXED);
     if (limit && now >= limit) {
-        snprintf(why, why_len, "tenant %s has %llu sessions, as many as it may have",
-                 tenant->name, (unsigned long long)now);
+        snprintf(why, why_len, "tenant %s has %llu sessions, as many as it may have", tenant->name,
+                 (unsigned long long)now);
         *r = CUDA_ERROR_NOT_PERMITTED;
         return NULL;
     }
@@ -59,8 +59,7 @@ int cr_session_admit(cr_session_t *s, cr_request_t *req, char *why, size_t why_l
     msgpack_zone zone;
     msgpack_zone_init(&zone, 2048);
     int err = cr_request_decode(req, &zone);
-    const msgpack_object *info =
-        !err && req->root.type == MSGPACK_OBJECT_MAP ? &req->root : NULL;
+    const msgpack_object *info = !err && req->root.type == MSGPACK_OBJECT_MAP ? &req->root : NULL;
     if (!info) {
         snprintf(why, why_len, "a malformed hello");
         msgpack_zone_destroy(&zone);

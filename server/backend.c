@@ -121,8 +121,8 @@ static int open_cuda(const cr_backend_options_t *opt, cr_backend_t *b, char *err
 static int open_emu(const cr_backend_options_t *opt, cr_backend_t *b, char *err, size_t err_len)
 {
     /* host functions as a GPU runs them: one at a time, for the whole context */
-    cr_emu_config_t cfg = {opt->emu_memory, 0, opt->emu_trace, opt->emu_context_faults, 1,
-                           opt->emu_compute_capability};
+    cr_emu_config_t cfg = {opt->emu_memory,         0, opt->emu_trace,
+                           opt->emu_context_faults, 1, opt->emu_compute_capability};
     int rc = cr_emu_configure(&cfg);
     if (rc) {
         snprintf(err, err_len, "cannot configure the emulated device: %s", cr_strerror(rc));
@@ -173,8 +173,7 @@ void cr_backend_describe_export_tables(cr_backend_t *b)
         const void *table = NULL;
         CUuuid id;
         memcpy(id.bytes, known->uuid, 16);
-        if (!b->d.cuGetExportTable || b->d.cuGetExportTable(&table, &id) != CUDA_SUCCESS ||
-            !table)
+        if (!b->d.cuGetExportTable || b->d.cuGetExportTable(&table, &id) != CUDA_SUCCESS || !table)
             continue;
         /* slot 0 is the size in bytes where the table has one; anything implausible is
          * taken for a table that says no size */

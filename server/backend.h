@@ -15,12 +15,12 @@ typedef struct {
 } cr_device_desc_t;
 
 typedef struct {
-    const char *kind;        /* "cuda" or "emu" */
-    char path[512];          /* the driver library (cuda) */
+    const char *kind; /* "cuda" or "emu" */
+    char path[512];   /* the driver library (cuda) */
     cr_driver_t d;
     void *dl;
     CUdevice device;
-    CUcontext ctx;           /* the one context every session runs in */
+    CUcontext ctx; /* the one context every session runs in */
     int driver_version;
     cr_device_desc_t desc;
     uint64_t window_base, window_size; /* device addresses, when the backend knows them */
@@ -33,9 +33,9 @@ typedef struct {
     const char *kind;        /* "auto", "cuda" or "emu" */
     const char *driver_path; /* NULL: search the usual places */
     int device;
-    uint64_t emu_memory;     /* 0: the emulated device's default */
+    uint64_t emu_memory; /* 0: the emulated device's default */
     const char *emu_trace;
-    int emu_context_faults;  /* a kernel fault breaks the whole emulated context, as on a GPU */
+    int emu_context_faults; /* a kernel fault breaks the whole emulated context, as on a GPU */
     unsigned emu_compute_capability; /* major * 10 + minor the emulated device reports; 0: 9.0 */
 } cr_backend_options_t;
 

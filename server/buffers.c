@@ -14,9 +14,9 @@
 #include "protocol.h"
 
 #define STAGING_MIN ((size_t)1 << 20)
-#define STAGING_CLASSES 12                     /* 1 MiB .. 2 GiB */
-#define STAGING_CACHE_MAX ((size_t)512 << 20)  /* bytes kept idle */
-#define BULK_CACHE_MAX 8                       /* chunk buffers kept idle */
+#define STAGING_CLASSES 12                    /* 1 MiB .. 2 GiB */
+#define STAGING_CACHE_MAX ((size_t)512 << 20) /* bytes kept idle */
+#define BULK_CACHE_MAX 8                      /* chunk buffers kept idle */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static void *bulk_free[BULK_CACHE_MAX];

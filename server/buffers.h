@@ -14,7 +14,7 @@ void cr_bulk_put(void *p, size_t size);
 typedef struct {
     void *ptr;
     size_t cap;
-    int cls;                 /* size class, -1 when not cached */
+    int cls; /* size class, -1 when not cached */
 } cr_staging_t;
 CUresult cr_staging_get(const cr_backend_t *b, size_t size, cr_staging_t *out);
 /* Returns it to the cache, or frees it when the cache is full (any thread bound to the

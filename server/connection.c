@@ -240,8 +240,8 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         else
             snprintf(why, sizeof why, "malformed frame (%s) before its hello", cr_strerror(err));
         char detail[192];
-        snprintf(detail, sizeof detail, "session %llu: %s", (unsigned long long)cr_session_id(c->session),
-                 why);
+        snprintf(detail, sizeof detail, "session %llu: %s",
+                 (unsigned long long)cr_session_id(c->session), why);
         cr_guard_refuse(c->admitted ? CR_GUARD_MALFORMED : CR_GUARD_BEFORE_HELLO,
                         cr_session_peer(c->session), detail);
         begin_close(c, why);

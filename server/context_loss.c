@@ -151,7 +151,7 @@ void cr_session_defer_error(cr_session_t *s, CUresult r)
 CUresult cr_session_call_error(cr_session_t *s, int waits)
 {
     pthread_mutex_lock(&s->lock);
-    CUresult r = s->context_error; /* as on a GPU: nothing runs any more */
+    CUresult r = s->context_error;    /* as on a GPU: nothing runs any more */
     if (r == CUDA_SUCCESS && waits) { /* an earlier asynchronous call failed: this reports it */
         r = s->deferred_error;
         s->deferred_error = CUDA_SUCCESS;

@@ -13,8 +13,8 @@
 int cr_request_admissible(const cr_frame_header_t *h, int admitted)
 {
     const cr_opcode_rule_t *rule = cr_opcode_rule(h->opcode);
-    if (!admitted && (!(rule->flags & CR_OPR_FIRST) || h->bulk_len ||
-                      h->body_len > CR_HELLO_MAX_BODY))
+    if (!admitted &&
+        (!(rule->flags & CR_OPR_FIRST) || h->bulk_len || h->body_len > CR_HELLO_MAX_BODY))
         return CR_EPERM;
     return h->bulk_len > rule->bulk_limit ? CR_ETOOBIG : 0;
 }
@@ -32,8 +32,8 @@ void cr_dispatch(cr_request_t *req)
     unsigned op = req->hdr.opcode;
     const cr_dispatch_entry_t *e = op < CR_OP_COUNT ? &cr_dispatch_table[op] : NULL;
     if (!e || (!e->hand && !e->desc)) {
-        CR_WARN("session %llu: %s (opcode %u) is not served here", (unsigned long long)cr_session_id(s),
-                cr_opcode_name(op), op);
+        CR_WARN("session %llu: %s (opcode %u) is not served here",
+                (unsigned long long)cr_session_id(s), cr_opcode_name(op), op);
         cr_request_finish(req, CUDA_ERROR_NOT_SUPPORTED);
         return;
     }

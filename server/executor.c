@@ -50,8 +50,8 @@ int cr_executor_submit(cr_session_t *s, cr_request_t *req)
     s->inbox_tail = req;
     s->inbox_bytes += cr_request_size(req);
     s->inbox_count++;
-    uint64_t tenant_queued = __atomic_add_fetch(&s->tenant->queued_bytes, cr_request_size(req),
-                                                __ATOMIC_RELAXED);
+    uint64_t tenant_queued =
+        __atomic_add_fetch(&s->tenant->queued_bytes, cr_request_size(req), __ATOMIC_RELAXED);
     int pause = (s->inbox_bytes > inbox_high || tenant_queued > tenant_queued_limit() ||
                  cr_unsent_full_locked(s)) &&
                 !s->reading_paused;
@@ -74,8 +74,8 @@ static cr_request_t *inbox_take_locked(cr_session_t *s, int *resume)
         s->inbox_tail = NULL;
     s->inbox_bytes -= cr_request_size(req);
     s->inbox_count--;
-    uint64_t tenant_queued = __atomic_sub_fetch(&s->tenant->queued_bytes, cr_request_size(req),
-                                                __ATOMIC_RELAXED);
+    uint64_t tenant_queued =
+        __atomic_sub_fetch(&s->tenant->queued_bytes, cr_request_size(req), __ATOMIC_RELAXED);
     /* reading resumes once the session caught up, and its tenant's other sessions too,
      * unless it has nothing queued at all: each session can always take one more */
     *resume = s->reading_paused && !s->resume_reading && s->inbox_bytes < inbox_high / 4 &&
@@ -120,8 +120,7 @@ static void *executor_main(void *arg)
         if (!__atomic_load_n(&s->inbox_head, __ATOMIC_ACQUIRE))
             cr_sched_flush(s); /* what it launched is measured before it sleeps */
         pthread_mutex_lock(&s->lock);
-        while (!s->closing && !s->probe_wanted &&
-               (!s->inbox_head || cr_unsent_full_locked(s))) {
+        while (!s->closing && !s->probe_wanted && (!s->inbox_head || cr_unsent_full_locked(s))) {
             if (!s->inbox_head) {
                 pthread_cond_wait(&s->cond, &s->lock);
                 continue;
@@ -199,7 +198,7 @@ static void *executor_main(void *arg)
     cr_session_forget_handles_locked(s); /* what release left, or all when it did not run */
     pthread_mutex_unlock(&s->lock);
     cr_host_func_gates_free(s); /* its streams are done */
-    cr_shm_release_all(s); /* after the work that may still have used the regions */
+    cr_shm_release_all(s);      /* after the work that may still have used the regions */
     if (s->tenant)
         __atomic_sub_fetch(&s->tenant->sessions, 1, __ATOMIC_RELAXED);
     CR_INFO("session %llu: resources of %s released (%llu requests)", (unsigned long long)s->id,
@@ -229,7 +228,7 @@ void cr_session_close(cr_session_t *s, const char *why)
     int first = !s->closing;
     __atomic_store_n(&s->closing, 1, __ATOMIC_RELEASE); /* the executor peeks */
     s->stream = NULL;
-    s->fd = -1; /* no direct writes any more: the loop closes the socket */
+    s->fd = -1;            /* no direct writes any more: the loop closes the socket */
     while (s->direct_busy) /* one in progress uses the old fd: it must not be reused yet */
         pthread_cond_wait(&s->cond, &s->lock);
     pthread_cond_broadcast(&s->cond); /* the executor and blocked host functions */

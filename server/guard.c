@@ -26,11 +26,11 @@ static cr_guard_limits_t limits = {
     .per_address = 256,
     .hello_timeout_ms = 10000,
 };
-static uint64_t refused[CR_GUARD_REASON_COUNT];       /* atomic */
-static int64_t last_logged[CR_GUARD_REASON_COUNT];    /* ns: the second being counted */
-static unsigned logged[CR_GUARD_REASON_COUNT];        /* lines in that second */
+static uint64_t refused[CR_GUARD_REASON_COUNT];    /* atomic */
+static int64_t last_logged[CR_GUARD_REASON_COUNT]; /* ns: the second being counted */
+static unsigned logged[CR_GUARD_REASON_COUNT];     /* lines in that second */
 static uint64_t unlogged[CR_GUARD_REASON_COUNT];
-static cr_idmap_t per_address;                        /* address hash -> connections */
+static cr_idmap_t per_address; /* address hash -> connections */
 static int open_connections;
 
 static const char *const reason_names[] = {
@@ -67,8 +67,8 @@ void cr_guard_configure(const cr_guard_limits_t *l)
             else
                 getrlimit(RLIMIT_NOFILE, &rl);
         }
-        uint64_t room = rl.rlim_cur > 2 * RESERVED_FILES ? rl.rlim_cur - RESERVED_FILES
-                                                         : rl.rlim_cur / 2;
+        uint64_t room =
+            rl.rlim_cur > 2 * RESERVED_FILES ? rl.rlim_cur - RESERVED_FILES : rl.rlim_cur / 2;
         if (limits.connections == 0 || limits.connections > room) {
             if (limits.connections)
                 CR_WARN("--max-connections %u: the open-file limit (%llu) allows %llu",

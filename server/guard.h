@@ -20,8 +20,8 @@ typedef struct {
     X(CR_GUARD_TOO_MANY, "too_many_connections",                                                   \
       "the server has as many connections as it allows (--max-connections)")                       \
     X(CR_GUARD_PER_ADDRESS, "per_address",                                                         \
-      "its address has as many connections as it may have (--max-per-address)")                   \
-    X(CR_GUARD_HELLO_REFUSED, "hello_refused", "its hello was refused")                           \
+      "its address has as many connections as it may have (--max-per-address)")                    \
+    X(CR_GUARD_HELLO_REFUSED, "hello_refused", "its hello was refused")                            \
     X(CR_GUARD_HELLO_TIMEOUT, "hello_timeout", "it sent no hello in time (--hello-timeout)")       \
     X(CR_GUARD_BEFORE_HELLO, "before_hello", "it sent something other than a small hello first")   \
     X(CR_GUARD_MALFORMED, "malformed", "it sent a malformed frame")
@@ -29,7 +29,7 @@ enum {
 #define CR_GUARD_ENUM(id, name, text) id,
     CR_GUARD_REASONS(CR_GUARD_ENUM)
 #undef CR_GUARD_ENUM
-    CR_GUARD_REASON_COUNT,
+        CR_GUARD_REASON_COUNT,
     CR_GUARD_FIRST_DROP = CR_GUARD_HELLO_TIMEOUT, /* from here on: dropped, not refused */
 };
 

@@ -79,8 +79,9 @@ static void reinit_globals(cr_session_t *s, cr_handle_t *h, void *arg)
         const global_t *gl = &g->globals[i];
         CUdeviceptr addr = 0;
         size_t size = 0;
-        CUresult r = h->type == CR_HT_CUlib ? d->cuLibraryGetGlobal(&addr, &size, h->obj, gl->name)
-                                            : d->cuModuleGetGlobal_v2(&addr, &size, h->obj, gl->name);
+        CUresult r = h->type == CR_HT_CUlib
+                         ? d->cuLibraryGetGlobal(&addr, &size, h->obj, gl->name)
+                         : d->cuModuleGetGlobal_v2(&addr, &size, h->obj, gl->name);
         if (r == CUDA_SUCCESS && size == gl->size)
             r = gl->init ? d->cuMemcpyHtoDAsync_v2(addr, gl->init, size, stream)
                          : d->cuMemsetD8Async(addr, 0, size, stream);
@@ -125,8 +126,8 @@ static void load(cr_request_t *req, int library)
     uint8_t type;
     if (library) {
         type = CR_HT_CUlib;
-        r = d->cuLibraryLoadData ? d->cuLibraryLoadData((CUlibrary *)&handle, req->bulk, NULL,
-                                                        NULL, 0, NULL, NULL, 0)
+        r = d->cuLibraryLoadData ? d->cuLibraryLoadData((CUlibrary *)&handle, req->bulk, NULL, NULL,
+                                                        0, NULL, NULL, 0)
                                  : CUDA_ERROR_NOT_SUPPORTED;
     } else {
         type = CR_HT_CUmod;
@@ -186,6 +187,5 @@ void cr_srv_cuLibraryGetGlobal(cr_request_t *req)
 
 void cr_srv_cuModuleGetGlobal_v2(cr_request_t *req)
 {
-    cr_generic(req, &cr_desc_cuModuleGetGlobal_v2, cr_call_cuModuleGetGlobal_v2,
-               &get_global_hooks);
+    cr_generic(req, &cr_desc_cuModuleGetGlobal_v2, cr_call_cuModuleGetGlobal_v2, &get_global_hooks);
 }

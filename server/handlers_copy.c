@@ -30,10 +30,10 @@ typedef struct {
     cr_staging_t staging;
     size_t size;
     int refs;
-    CUevent *done;     /* waiting copies: piece k is staged once done[k] completed */
-    unsigned pieces;   /* events recorded */
-    CUresult error;    /* a piece could not be enqueued: answer with this after the rest */
-    int uncovered;     /* a copy into the buffer is enqueued that no recorded event covers */
+    CUevent *done;   /* waiting copies: piece k is staged once done[k] completed */
+    unsigned pieces; /* events recorded */
+    CUresult error;  /* a piece could not be enqueued: answer with this after the rest */
+    int uncovered;   /* a copy into the buffer is enqueued that no recorded event covers */
 } dtoh_t;
 
 static void dtoh_unref(void *arg)
@@ -199,7 +199,8 @@ static dtoh_t *dtoh_new(cr_session_t *s, size_t size, unsigned pieces, CUresult 
     t->size = size;
     t->refs = 1;
     t->done = done;
-    if ((*r = cr_staging_get(cr_session_backend(s), size ? size : 1, &t->staging)) != CUDA_SUCCESS) {
+    if ((*r = cr_staging_get(cr_session_backend(s), size ? size : 1, &t->staging)) !=
+        CUDA_SUCCESS) {
         free(done);
         free(t);
         return NULL;
@@ -272,9 +273,8 @@ static int copy_args(cr_request_t *req, uint64_t *addr, uint64_t *bytes, cr_hand
     if ((req->argc != 3 && req->argc != 5) || cr_arg_u64(req, 0, addr) ||
         cr_arg_u64(req, 1, bytes) || cr_arg_u64(req, 2, &sid))
         return CUDA_ERROR_INVALID_VALUE;
-    if (req->argc == 5 &&
-        (cr_arg_u64(req, 3, &region) || cr_arg_u64(req, 4, &offset) ||
-         !(*host = cr_shm_host_ptr(req->session, region, offset, *bytes))))
+    if (req->argc == 5 && (cr_arg_u64(req, 3, &region) || cr_arg_u64(req, 4, &offset) ||
+                           !(*host = cr_shm_host_ptr(req->session, region, offset, *bytes))))
         return CUDA_ERROR_INVALID_VALUE;
     if (*bytes && !cr_session_owns(req->session, *addr, *bytes))
         return CUDA_ERROR_INVALID_VALUE; /* not this client's memory */
@@ -370,8 +370,9 @@ static void dtoh(cr_request_t *req)
         cr_session_count_copy(s, CR_COPY_DTOH, bytes);
     if (r == CUDA_SUCCESS && host) { /* into shared memory: nothing to send */
         cr_session_stream_prepare(s, stream);
-        finish_after_stream(req, stream,
-                            cr_session_backend(s)->d.cuMemcpyDtoHAsync_v2(host, src, bytes, stream->obj));
+        finish_after_stream(
+            req, stream,
+            cr_session_backend(s)->d.cuMemcpyDtoHAsync_v2(host, src, bytes, stream->obj));
         return;
     }
     int shared = req->argc == 5; /* a failed shared copy: the client expects no data */
@@ -379,7 +380,8 @@ static void dtoh(cr_request_t *req)
      * while the device copies the next */
     int waits = cr_request_waits(req);
     unsigned pieces = waits && bytes > CR_COPY_CHUNK
-                          ? (unsigned)((bytes + CR_COPY_CHUNK - 1) / CR_COPY_CHUNK) : 1;
+                          ? (unsigned)((bytes + CR_COPY_CHUNK - 1) / CR_COPY_CHUNK)
+                          : 1;
     dtoh_t *t = r == CUDA_SUCCESS ? dtoh_new(s, bytes, pieces, &r) : NULL;
     if (!t) {
         fail_copy(req, r, !shared);
@@ -389,10 +391,11 @@ static void dtoh(cr_request_t *req)
     int uncovered = 0;
     for (unsigned k = 0; k < pieces && r == CUDA_SUCCESS; k++) {
         size_t off = (size_t)k * CR_COPY_CHUNK;
-        size_t len = pieces == 1 ? bytes : bytes - off < CR_COPY_CHUNK ? bytes - off
-                                                                        : CR_COPY_CHUNK;
-        r = cr_session_backend(s)->d.cuMemcpyDtoHAsync_v2((uint8_t *)t->staging.ptr + off, src + off,
-                                               len, stream->obj);
+        size_t len = pieces == 1                   ? bytes
+                     : bytes - off < CR_COPY_CHUNK ? bytes - off
+                                                   : CR_COPY_CHUNK;
+        r = cr_session_backend(s)->d.cuMemcpyDtoHAsync_v2((uint8_t *)t->staging.ptr + off,
+                                                          src + off, len, stream->obj);
         if (r == CUDA_SUCCESS) {
             uncovered = 1;
             if (waits && (r = record_piece(t, stream)) == CUDA_SUCCESS)
@@ -455,10 +458,9 @@ static void copy_3d(cr_request_t *req)
     int64_t direction = 0;
     uint64_t sid, width, height, depth;
     if (req->argc != 7 || cr_arg_i64(req, 0, &direction) || cr_arg_u64(req, 1, &sid) ||
-        cr_arg_u64(req, 2, &width) || cr_arg_u64(req, 3, &height) ||
-        cr_arg_u64(req, 4, &depth) || width == 0 || height == 0 || depth == 0 ||
-        width > CR_COPY3D_MAX_BYTES || height > CR_COPY3D_MAX_BYTES / width ||
-        depth > CR_COPY3D_MAX_BYTES / (width * height)) {
+        cr_arg_u64(req, 2, &width) || cr_arg_u64(req, 3, &height) || cr_arg_u64(req, 4, &depth) ||
+        width == 0 || height == 0 || depth == 0 || width > CR_COPY3D_MAX_BYTES ||
+        height > CR_COPY3D_MAX_BYTES / width || depth > CR_COPY3D_MAX_BYTES / (width * height)) {
         fail_copy(req, CUDA_ERROR_INVALID_VALUE, direction == CR_COPY_DTOH);
         return;
     }

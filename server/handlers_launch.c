@@ -107,13 +107,12 @@ static void launch(cr_request_t *req, int cooperative)
         r = cr_sched_launch_begin(req->session, l.stream);
         if (r == CUDA_SUCCESS) {
             if (cooperative)
-                r = d->cuLaunchCooperativeKernel(l.f, l.grid[0], l.grid[1], l.grid[2],
-                                                 l.block[0], l.block[1], l.block[2], l.shared,
-                                                 l.stream->obj, l.params);
+                r = d->cuLaunchCooperativeKernel(l.f, l.grid[0], l.grid[1], l.grid[2], l.block[0],
+                                                 l.block[1], l.block[2], l.shared, l.stream->obj,
+                                                 l.params);
             else
-                r = d->cuLaunchKernel(l.f, l.grid[0], l.grid[1], l.grid[2], l.block[0],
-                                      l.block[1], l.block[2], l.shared, l.stream->obj, l.params,
-                                      NULL);
+                r = d->cuLaunchKernel(l.f, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
+                                      l.block[2], l.shared, l.stream->obj, l.params, NULL);
             cr_sched_launch_end(req->session, l.stream, r);
         }
         free(l.params);
@@ -145,7 +144,8 @@ static CUresult parse_attrs(cr_session_t *s, const msgpack_object_array *list,
         uint64_t id;
         memset(&attrs[i], 0, sizeof attrs[i]);
         if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 2 ||
-            cr_obj_u64(&e->via.array.ptr[0], &id) || e->via.array.ptr[1].type != MSGPACK_OBJECT_BIN ||
+            cr_obj_u64(&e->via.array.ptr[0], &id) ||
+            e->via.array.ptr[1].type != MSGPACK_OBJECT_BIN ||
             e->via.array.ptr[1].via.bin.size != sizeof attrs[i].value)
             return CUDA_ERROR_INVALID_VALUE;
         attrs[i].id = (CUlaunchAttributeID)id;
@@ -182,10 +182,16 @@ void cr_srv_cuLaunchKernelEx(cr_request_t *req)
         r = parse_attrs(s, list, attrs);
     if (r == CUDA_SUCCESS) {
         CUlaunchConfig config = {
-            .gridDimX = l.grid[0], .gridDimY = l.grid[1], .gridDimZ = l.grid[2],
-            .blockDimX = l.block[0], .blockDimY = l.block[1], .blockDimZ = l.block[2],
-            .sharedMemBytes = l.shared, .hStream = l.stream->obj,
-            .attrs = attrs, .numAttrs = list->size,
+            .gridDimX = l.grid[0],
+            .gridDimY = l.grid[1],
+            .gridDimZ = l.grid[2],
+            .blockDimX = l.block[0],
+            .blockDimY = l.block[1],
+            .blockDimZ = l.block[2],
+            .sharedMemBytes = l.shared,
+            .hStream = l.stream->obj,
+            .attrs = attrs,
+            .numAttrs = list->size,
         };
         cr_session_stream_prepare(s, l.stream);
         if (!d->cuLaunchKernelEx)
@@ -225,9 +231,15 @@ static void cluster_query(cr_request_t *req,
     int value = 0;
     if (r == CUDA_SUCCESS) {
         CUlaunchConfig config = {
-            .gridDimX = grid[0], .gridDimY = grid[1], .gridDimZ = grid[2],
-            .blockDimX = block[0], .blockDimY = block[1], .blockDimZ = block[2],
-            .sharedMemBytes = (unsigned)shared, .attrs = attrs, .numAttrs = list->size,
+            .gridDimX = grid[0],
+            .gridDimY = grid[1],
+            .gridDimZ = grid[2],
+            .blockDimX = block[0],
+            .blockDimY = block[1],
+            .blockDimZ = block[2],
+            .sharedMemBytes = (unsigned)shared,
+            .attrs = attrs,
+            .numAttrs = list->size,
         };
         r = query(&value, f, &config);
     }
@@ -277,9 +289,9 @@ struct cr_gates_s {
 typedef struct {
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    int closed;              /* the client is gone: no answer will come */
-    cr_idmap_t gated;        /* call id -> host_func_t whose stream waits on its gate */
-    cr_idmap_t acks;         /* answered calls whose host function holds the driver's thread */
+    int closed;       /* the client is gone: no answer will come */
+    cr_idmap_t gated; /* call id -> host_func_t whose stream waits on its gate */
+    cr_idmap_t acks;  /* answered calls whose host function holds the driver's thread */
     struct cr_gates_s *gates;
     int gates_tried;
 } host_funcs_t;
@@ -380,7 +392,8 @@ static uint32_t *stream_gate(cr_session_t *s, host_funcs_t *hf, cr_handle_t *str
         }
         if (!hf->gates) {
             CR_DEBUG("session %llu: host functions hold the driver's callback thread (the "
-                     "device cannot wait on host memory here)", (unsigned long long)cr_session_id(s));
+                     "device cannot wait on host memory here)",
+                     (unsigned long long)cr_session_id(s));
             if (p)
                 d->cuMemFreeHost(p);
             free(g);
@@ -445,7 +458,7 @@ void cr_srv_cuLaunchHostFunc(cr_request_t *req)
         pthread_mutex_unlock(&hf->lock);
         if (listed || open_now) /* no answer will come (else the client's end took it) */
             host_func_unref(h);
-        host_func_unref(h); /* nor the driver's call */
+        host_func_unref(h);     /* nor the driver's call */
         gate_open(gate, count); /* later host functions of the stream do not wait for it */
         cr_request_finish(req, r);
         return;
@@ -455,8 +468,8 @@ void cr_srv_cuLaunchHostFunc(cr_request_t *req)
         host_func_unref(h);
     }
     /* the stream goes on once the client answered; a failure here leaves it open */
-    if ((r = d->cuStreamWaitValue32_v2(stream->obj, gate_dev, count,
-                                       CU_STREAM_WAIT_VALUE_GEQ)) != CUDA_SUCCESS)
+    if ((r = d->cuStreamWaitValue32_v2(stream->obj, gate_dev, count, CU_STREAM_WAIT_VALUE_GEQ)) !=
+        CUDA_SUCCESS)
         CR_WARN("session %llu: a host function's stream cannot wait for it: %s",
                 (unsigned long long)cr_session_id(s), cr_cuda_error_name(r));
     cr_request_finish(req, r);

@@ -55,7 +55,7 @@ static CUresult after_alloc_pitch(cr_request_t *req, cr_arg_t *a, CUresult r)
     if (r != CUDA_SUCCESS || !a[0].p || !a[1].p)
         return r;
     CUdeviceptr p = *(CUdeviceptr *)a[0].p;
-    uint64_t size = (uint64_t)*(size_t *)a[1].p * a[3].u;
+    uint64_t size = (uint64_t) * (size_t *)a[1].p * a[3].u;
     if ((r = cr_session_charge(req->session, size)) != CUDA_SUCCESS) {
         cr_session_backend(req->session)->d.cuMemFree_v2(p);
         return r;
@@ -75,8 +75,7 @@ void cr_srv_cuMemAllocPitch_v2(cr_request_t *req)
  * tenant has the bytes back once the free is enqueued. */
 static CUresult before_free(cr_request_t *req, cr_arg_t *a)
 {
-    return cr_session_alloc_size(req->session, a[0].u) ? CUDA_SUCCESS
-                                                      : CUDA_ERROR_INVALID_VALUE;
+    return cr_session_alloc_size(req->session, a[0].u) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 static CUresult after_free(cr_request_t *req, cr_arg_t *a, CUresult r)
@@ -210,7 +209,8 @@ static void pool_attribute(cr_request_t *req, int set)
     }
     cr_reply_t reply;
     if (cr_reply_begin(req, &reply, r, 1) == 0) {
-        msgpack_pack_uint64(&reply.pk, cr_mempool_attr_is_64((int)attr) ? v64 : (uint64_t)(unsigned)v32);
+        msgpack_pack_uint64(&reply.pk,
+                            cr_mempool_attr_is_64((int)attr) ? v64 : (uint64_t)(unsigned)v32);
         cr_reply_send(req, &reply, 0);
     }
     cr_request_free(req);

@@ -30,14 +30,14 @@
 static unsigned element_bits(uint64_t type)
 {
     static const unsigned bits[] = {
-        [CU_TENSOR_MAP_DATA_TYPE_UINT8] = 8,          [CU_TENSOR_MAP_DATA_TYPE_UINT16] = 16,
-        [CU_TENSOR_MAP_DATA_TYPE_UINT32] = 32,        [CU_TENSOR_MAP_DATA_TYPE_INT32] = 32,
-        [CU_TENSOR_MAP_DATA_TYPE_UINT64] = 64,        [CU_TENSOR_MAP_DATA_TYPE_INT64] = 64,
-        [CU_TENSOR_MAP_DATA_TYPE_FLOAT16] = 16,       [CU_TENSOR_MAP_DATA_TYPE_FLOAT32] = 32,
-        [CU_TENSOR_MAP_DATA_TYPE_FLOAT64] = 64,       [CU_TENSOR_MAP_DATA_TYPE_BFLOAT16] = 16,
-        [CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ] = 32,   [CU_TENSOR_MAP_DATA_TYPE_TFLOAT32] = 32,
-        [CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ] = 32,  [CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B] = 4,
-        [CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B] = 8,  [CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B] = 8,
+        [CU_TENSOR_MAP_DATA_TYPE_UINT8] = 8,         [CU_TENSOR_MAP_DATA_TYPE_UINT16] = 16,
+        [CU_TENSOR_MAP_DATA_TYPE_UINT32] = 32,       [CU_TENSOR_MAP_DATA_TYPE_INT32] = 32,
+        [CU_TENSOR_MAP_DATA_TYPE_UINT64] = 64,       [CU_TENSOR_MAP_DATA_TYPE_INT64] = 64,
+        [CU_TENSOR_MAP_DATA_TYPE_FLOAT16] = 16,      [CU_TENSOR_MAP_DATA_TYPE_FLOAT32] = 32,
+        [CU_TENSOR_MAP_DATA_TYPE_FLOAT64] = 64,      [CU_TENSOR_MAP_DATA_TYPE_BFLOAT16] = 16,
+        [CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ] = 32,  [CU_TENSOR_MAP_DATA_TYPE_TFLOAT32] = 32,
+        [CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ] = 32, [CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B] = 4,
+        [CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B] = 8, [CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B] = 8,
     };
     return type < sizeof bits / sizeof bits[0] ? bits[type] : 0;
 }
@@ -103,8 +103,7 @@ typedef struct {
 static CUresult parse_tensor(const cr_request_t *req, uint32_t min_rank, uint32_t modes,
                              tensor_args_t *t)
 {
-    if (arg_u32(req, 0, &t->type) || arg_u32(req, 1, &t->rank) ||
-        cr_arg_u64(req, 2, &t->address))
+    if (arg_u32(req, 0, &t->type) || arg_u32(req, 1, &t->rank) || cr_arg_u64(req, 2, &t->address))
         return CUDA_ERROR_INVALID_VALUE;
     if (t->rank < min_rank || t->rank > MAX_RANK)
         return CUDA_ERROR_INVALID_VALUE;
@@ -181,10 +180,9 @@ void cr_srv_cuTensorMapEncodeIm2col(cr_request_t *req)
     memset(&map, 0, sizeof map);
     /* im2col needs channels, a batch and 1 to 3 spatial dimensions: rank 3 to 5 */
     CUresult r = req->argc == 14 ? parse_tensor(req, 3, 9, &t) : CUDA_ERROR_INVALID_VALUE;
-    if (r == CUDA_SUCCESS &&
-        (arg_array(req, 5, lower, (t.rank - 2) * sizeof(int)) ||
-         arg_array(req, 6, upper, (t.rank - 2) * sizeof(int)) || arg_u32(req, 7, &channels) ||
-         arg_u32(req, 8, &pixels)))
+    if (r == CUDA_SUCCESS && (arg_array(req, 5, lower, (t.rank - 2) * sizeof(int)) ||
+                              arg_array(req, 6, upper, (t.rank - 2) * sizeof(int)) ||
+                              arg_u32(req, 7, &channels) || arg_u32(req, 8, &pixels)))
         r = CUDA_ERROR_INVALID_VALUE;
     if (r == CUDA_SUCCESS)
         r = check_owned(req->session, &t);

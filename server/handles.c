@@ -156,9 +156,8 @@ void *cr_session_handle(cr_session_t *s, uint8_t type, uint64_t id)
 {
     pthread_mutex_lock(&s->lock);
     cr_handle_t *h = lookup(s, id);
-    void *obj = h && (h->type == type || (type == CR_HT_CUfunc && h->type == CR_HT_CUkern))
-                    ? h->obj
-                    : NULL;
+    void *obj =
+        h && (h->type == type || (type == CR_HT_CUfunc && h->type == CR_HT_CUkern)) ? h->obj : NULL;
     pthread_mutex_unlock(&s->lock);
     return obj;
 }
@@ -210,8 +209,8 @@ static CUresult query_params(const cr_driver_t *d, const cr_handle_t *h, uint32_
                              cr_kernel_param_t **params_out, uint32_t *count_out)
 {
     typedef CUresult (*info_fn)(void *, size_t, size_t *, size_t *);
-    info_fn info = h->type == CR_HT_CUkern ? (info_fn)d->cuKernelGetParamInfo
-                                           : (info_fn)d->cuFuncGetParamInfo;
+    info_fn info =
+        h->type == CR_HT_CUkern ? (info_fn)d->cuKernelGetParamInfo : (info_fn)d->cuFuncGetParamInfo;
     if (!info)
         return CUDA_ERROR_NOT_SUPPORTED;
     uint32_t n = 0, room = 0;
@@ -254,8 +253,8 @@ CUresult cr_session_kernel_params(cr_session_t *s, uint64_t id, CUfunction *f,
         return CUDA_ERROR_INVALID_HANDLE;
     /* only the executor launches and removes functions: h stays valid here */
     if (!h->params_known) {
-        CUresult r = query_params(&s->backend->d, h, CR_MAX_LAUNCH_PARAMS, &h->params,
-                                  &h->param_count);
+        CUresult r =
+            query_params(&s->backend->d, h, CR_MAX_LAUNCH_PARAMS, &h->params, &h->param_count);
         if (r != CUDA_SUCCESS)
             return r;
         h->params_known = 1;
@@ -368,8 +367,8 @@ void cr_session_forget_handles_locked(cr_session_t *s)
     cr_idmap_free(&s->by_object);
 }
 
-void cr_session_handles_each(cr_session_t *s, void (*fn)(cr_session_t *s, cr_handle_t *h, void *arg),
-                             void *arg)
+void cr_session_handles_each(cr_session_t *s,
+                             void (*fn)(cr_session_t *s, cr_handle_t *h, void *arg), void *arg)
 {
     size_t pos = 0;
     uint64_t id, v;

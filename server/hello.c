@@ -55,13 +55,13 @@ static int answer_hello(cr_session_t *s, cr_request_t *req)
     cr_hello_field(client, sizeof client, info, "client");
     const cr_backend_t *b = s->backend;
     cr_tenant_t *tenant = s->tenant;
-    CUresult created = cr_session_create_stream(s, (CUstream *)&s->legacy.obj,
-                                                CU_STREAM_NON_BLOCKING, 0);
+    CUresult created =
+        cr_session_create_stream(s, (CUstream *)&s->legacy.obj, CU_STREAM_NON_BLOCKING, 0);
     if (created != CUDA_SUCCESS) {
         s->legacy.obj = NULL;
         cr_hello_refuse(req, created, "the server cannot create a stream for the session");
-        CR_WARN("session %llu: refused %s from %s: no stream", (unsigned long long)s->id,
-                s->who, s->peer);
+        CR_WARN("session %llu: refused %s from %s: no stream", (unsigned long long)s->id, s->who,
+                s->peer);
         return CR_ENOMEM;
     }
     cr_session_capture_output(s, s->legacy.obj);

@@ -17,8 +17,8 @@ int cr_listen_bind(const char *text, int allow_unix, cr_listener_t *out)
     static int bind_loop_ready;
     cr_address_t addr;
     if (cr_address_parse(text, &addr) != 0 || (addr.is_unix && !allow_unix)) {
-        CR_ERROR("%s: not an address (%s)", text, allow_unix ? "host:port or unix:/path"
-                                                             : "host:port");
+        CR_ERROR("%s: not an address (%s)", text,
+                 allow_unix ? "host:port or unix:/path" : "host:port");
         return CR_EINVAL;
     }
     if (!bind_loop_ready) {

@@ -11,7 +11,7 @@
 
 typedef struct cr_outmsg_s {
     struct cr_outmsg_s *next;
-    cr_buf_t head;           /* header and body */
+    cr_buf_t head; /* header and body */
     const void *bulk;
     size_t bulk_len;
     size_t sent;             /* bytes of head + bulk already written */
@@ -23,8 +23,7 @@ typedef struct cr_outmsg_s {
 
 /* Builds a frame for the client (message.c): pack its body with *pk, then finish it with its
  * header (a reply carries CR_FRAME_REPLY). */
-cr_outmsg_t *cr_message_new(uint16_t opcode, uint64_t call_id, uint32_t flags,
-                            msgpack_packer *pk);
+cr_outmsg_t *cr_message_new(uint16_t opcode, uint64_t call_id, uint32_t flags, msgpack_packer *pk);
 void cr_message_finish(cr_outmsg_t *m, uint16_t opcode, uint64_t call_id, uint32_t flags);
 /* unsent.c: */
 /* Output bytes of the session's that have been written or dropped (any thread). */

@@ -28,8 +28,8 @@ typedef struct conn_s {
     size_t body_got;
     uint64_t bulk_got;
     int closing;
-    int refused;       /* its hello was refused: nothing more is read */
-    int admitted;      /* its hello named a tenant */
+    int refused;          /* its hello was refused: nothing more is read */
+    int admitted;         /* its hello named a tenant */
     uint64_t address_key; /* the guard's count it is in, 0: none */
     int64_t accepted_ns;
     struct conn_s *prev_waiting, *next_waiting; /* not admitted yet: the server's list */
@@ -50,7 +50,7 @@ struct cr_server_s {
     uv_timer_t restart_deadline;
     int restarting;
     void (*on_last_closed)(void); /* set while restarting: the last connection closed */
-    conn_t *waiting;       /* connections that have not been admitted, newest first */
+    conn_t *waiting;              /* connections that have not been admitted, newest first */
     uv_timer_t hello_deadline;
     char rbuf[CR_READ_BUFFER]; /* every read lands here first: nothing stays in it */
 };
@@ -63,8 +63,6 @@ void cr_conn_check_hello_deadlines(uv_timer_t *t);
 /* The doorbell (server->wakeup): writes what sessions queued for their clients, and acts
  * on their requests to read again or to close. */
 void cr_conn_on_output(uv_async_t *wakeup);
-
-
 
 
 #endif

@@ -77,6 +77,5 @@ int main(int argc, char **argv)
         CR_ERROR("cannot start the scheduler: out of memory");
         return 1;
     }
-    return cr_server_run(&backend, listeners, o.listen.count,
-                         o.metrics ? &metrics_listener : NULL);
+    return cr_server_run(&backend, listeners, o.listen.count, o.metrics ? &metrics_listener : NULL);
 }

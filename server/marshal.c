@@ -139,8 +139,8 @@ static int unpack_pointers(const cr_fn_desc_t *d, const msgpack_object *args, in
         switch (pd->kind) {
         case CR_P_OUT_HANDLE:
             if (!waits) { /* created without a reply: under the client's id */
-                if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
-                    o->via.u64 < CR_CLIENT_ID_BASE || o->via.u64 == UINT64_MAX)
+                if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER || o->via.u64 < CR_CLIENT_ID_BASE ||
+                    o->via.u64 == UINT64_MAX)
                     return -1;
                 u->client_id[i] = o->via.u64;
                 if (!(a[i].p = scratch_alloc(u, 8)))
@@ -176,7 +176,8 @@ static int unpack_pointers(const cr_fn_desc_t *d, const msgpack_object *args, in
                 break;
             }
             uint64_t n = count_value(d, a, pd->count_param);
-            if (o->type != MSGPACK_OBJECT_BIN || n > CR_MAX_ARRAY_BYTES / (pd->size ? pd->size : 1) ||
+            if (o->type != MSGPACK_OBJECT_BIN ||
+                n > CR_MAX_ARRAY_BYTES / (pd->size ? pd->size : 1) ||
                 o->via.bin.size != n * pd->size)
                 return -1;
             if (!(a[i].p = scratch_alloc(u, o->via.bin.size)))
@@ -191,8 +192,7 @@ static int unpack_pointers(const cr_fn_desc_t *d, const msgpack_object *args, in
                 break;
             }
             uint64_t n = count_value(d, a, pd->count_param), cap;
-            if (wire_u64(o, &cap) || cap != n ||
-                n > CR_MAX_ARRAY_BYTES / (pd->size ? pd->size : 1))
+            if (wire_u64(o, &cap) || cap != n || n > CR_MAX_ARRAY_BYTES / (pd->size ? pd->size : 1))
                 return -1;
             if (!(a[i].p = scratch_alloc(u, (size_t)n * pd->size)))
                 return CUDA_ERROR_OUT_OF_MEMORY;
@@ -231,8 +231,8 @@ static void *code_owner(const cr_fn_desc_t *d, const cr_arg_t *a)
     return NULL;
 }
 
-static void pack_output(msgpack_packer *pk, const cr_fn_desc_t *d, const cr_arg_t *a, int i,
-                        int r, const cr_generic_session_t *s)
+static void pack_output(msgpack_packer *pk, const cr_fn_desc_t *d, const cr_arg_t *a, int i, int r,
+                        const cr_generic_session_t *s)
 {
     const cr_param_desc_t *pd = &d->params[i];
     const void *p = a[i].p;
@@ -330,8 +330,8 @@ static CUresult check_device_pointers(const cr_fn_desc_t *d, const cr_arg_t *a,
 
 /* Values and handles first, so that buffers are allocated only for a call on the caller's
  * own handles, streams and memory. */
-int cr_generic_unpack(const cr_fn_desc_t *d, const msgpack_object *args, uint32_t argc,
-                      int waits, const cr_generic_session_t *s, cr_generic_args_t *u)
+int cr_generic_unpack(const cr_fn_desc_t *d, const msgpack_object *args, uint32_t argc, int waits,
+                      const cr_generic_session_t *s, cr_generic_args_t *u)
 {
     int r;
     memset(u, 0, sizeof *u);
@@ -351,8 +351,8 @@ uint32_t cr_generic_output_count(const cr_fn_desc_t *d)
     return n;
 }
 
-void cr_generic_pack_outputs(msgpack_packer *pk, const cr_fn_desc_t *d, const cr_arg_t *a,
-                             int r, const cr_generic_session_t *s)
+void cr_generic_pack_outputs(msgpack_packer *pk, const cr_fn_desc_t *d, const cr_arg_t *a, int r,
+                             const cr_generic_session_t *s)
 {
     for (int i = 0; i < d->param_count; i++)
         if (is_output(d->params[i].kind))
@@ -388,8 +388,7 @@ static int is_code_part(uint8_t type)
     return type == CR_HT_CUfunc || type == CR_HT_CUkern || type == CR_HT_CUmod;
 }
 
-static uint64_t session_add_handle(void *ctx, const cr_param_desc_t *pd, void *obj,
-                                   void *parent)
+static uint64_t session_add_handle(void *ctx, const cr_param_desc_t *pd, void *obj, void *parent)
 {
     uint64_t id = 0;
     int err;
@@ -420,7 +419,8 @@ static void generic_exec(void *arg)
             r = hooks->after(req, a, (CUresult)r);
     }
     if (r < 0) {
-        CR_WARN("session %llu: malformed arguments for %s", (unsigned long long)cr_session_id(s), d->name);
+        CR_WARN("session %llu: malformed arguments for %s", (unsigned long long)cr_session_id(s),
+                d->name);
         r = CUDA_ERROR_INVALID_VALUE;
     }
     if (r == CUDA_SUCCESS) { /* handles the call destroyed */

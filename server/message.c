@@ -18,7 +18,8 @@ cr_outmsg_t *cr_message_new(uint16_t opcode, uint64_t call_id, uint32_t flags, m
 
 void cr_message_finish(cr_outmsg_t *m, uint16_t opcode, uint64_t call_id, uint32_t flags)
 {
-    cr_frame_header_t h = {CR_PROTOCOL_VERSION, opcode, flags,
-                           (uint32_t)(m->head.len - CR_FRAME_HEADER_SIZE), call_id, m->bulk_len};
+    cr_frame_header_t h = {
+        CR_PROTOCOL_VERSION, opcode, flags, (uint32_t)(m->head.len - CR_FRAME_HEADER_SIZE), call_id,
+        m->bulk_len};
     cr_frame_encode(&h, m->head.data);
 }

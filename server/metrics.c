@@ -51,7 +51,8 @@ static void put(cr_buf_t *b, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    if (n < 0 || cr_buf_reserve(b, (size_t)n + 1) != 0) return;
+    if (n < 0 || cr_buf_reserve(b, (size_t)n + 1) != 0)
+        return;
     va_start(ap, fmt);
     vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
     va_end(ap);
@@ -95,7 +96,8 @@ static void family(cr_buf_t *b, const char *name, const char *type, const char *
 static void render(cr_buf_t *b, const cr_backend_t *backend)
 {
     size_t free_mem = 0, total_mem = 0;
-    if (backend->d.cuMemGetInfo_v2) backend->d.cuMemGetInfo_v2(&free_mem, &total_mem);
+    if (backend->d.cuMemGetInfo_v2)
+        backend->d.cuMemGetInfo_v2(&free_mem, &total_mem);
     uint64_t total = total_mem ? total_mem : backend->desc.total_mem;
     size_t count = 0;
     cr_tenant_info_t *tenants = cr_status_tenants(&count);
@@ -179,7 +181,8 @@ static void on_handle_closed(uv_handle_t *h)
 
 static void conn_close(conn_t *c)
 {
-    if (c->closing) return;
+    if (c->closing)
+        return;
     c->closing = 1;
     uv_close((uv_handle_t *)&c->timer, on_handle_closed);
     uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
@@ -197,17 +200,20 @@ static void respond(conn_t *c, int code, const char *reason, const char *type, c
     put(&c->reply,
         "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
         code, reason, type, body ? body->len : 0);
-    if (body && body->len) cr_buf_append(&c->reply, body->data, body->len);
+    if (body && body->len)
+        cr_buf_append(&c->reply, body->data, body->len);
     uv_buf_t buf = uv_buf_init((char *)c->reply.data, (unsigned)c->reply.len);
     c->write.data = c;
     uv_read_stop((uv_stream_t *)&c->tcp);
-    if (uv_write(&c->write, (uv_stream_t *)&c->tcp, &buf, 1, on_written) != 0) conn_close(c);
+    if (uv_write(&c->write, (uv_stream_t *)&c->tcp, &buf, 1, on_written) != 0)
+        conn_close(c);
 }
 
 static int on_url(http_parser *p, const char *at, size_t len)
 {
     conn_t *c = p->data;
-    if (c->url_len + len >= sizeof c->url) return 1; /* too long: fails the parse */
+    if (c->url_len + len >= sizeof c->url)
+        return 1; /* too long: fails the parse */
     memcpy(c->url + c->url_len, at, len);
     c->url_len += len;
     c->url[c->url_len] = '\0';
@@ -258,10 +264,12 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
         conn_close(c);
         return;
     }
-    if (n == 0 || c->answered) return;
+    if (n == 0 || c->answered)
+        return;
     c->received += (size_t)n;
     size_t used = http_parser_execute(&c->parser, &settings, buf->base, (size_t)n);
-    if (c->answered) return;
+    if (c->answered)
+        return;
     if (used != (size_t)n || HTTP_PARSER_ERRNO(&c->parser) != HPE_OK || c->received > REQUEST_MAX) {
         cr_buf_t body = CR_BUF_INIT;
         put(&body, "bad request\n");
@@ -273,15 +281,18 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 static void on_timeout(uv_timer_t *t)
 {
     conn_t *c = t->data;
-    if (!c->answered) conn_close(c);
+    if (!c->answered)
+        conn_close(c);
 }
 
 static void on_connection(uv_stream_t *listener, int status)
 {
     metrics_t *m = listener->data;
-    if (status != 0) return;
+    if (status != 0)
+        return;
     conn_t *c = calloc(1, sizeof *c);
-    if (!c) return;
+    if (!c)
+        return;
     c->m = m;
     uv_tcp_init(listener->loop, &c->tcp);
     uv_timer_init(listener->loop, &c->timer);

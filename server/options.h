@@ -42,15 +42,15 @@ typedef int (*cr_option_set_fn)(const cr_option_t *o, const char *text, void *fi
                                 size_t why_len);
 
 struct cr_option_s {
-    const char *name;  /* the long form, without "--" */
-    char letter;       /* the short form, or 0 */
-    const char *arg;   /* the argument's name in the usage text; NULL: takes none */
-    const char *help;  /* one paragraph; the usage text wraps it */
-    const char *env;   /* an environment variable whose value is the default, or NULL */
-    const char *deflt; /* the value when neither the option nor env is given, or NULL */
-    const char *usual; /* the default in words, where it is no value (shown, not applied) */
-    cr_option_set_fn set; /* NULL for --help */
-    size_t offset;        /* of the member of cr_server_options_t that set fills */
+    const char *name;       /* the long form, without "--" */
+    char letter;            /* the short form, or 0 */
+    const char *arg;        /* the argument's name in the usage text; NULL: takes none */
+    const char *help;       /* one paragraph; the usage text wraps it */
+    const char *env;        /* an environment variable whose value is the default, or NULL */
+    const char *deflt;      /* the value when neither the option nor env is given, or NULL */
+    const char *usual;      /* the default in words, where it is no value (shown, not applied) */
+    cr_option_set_fn set;   /* NULL for --help */
+    size_t offset;          /* of the member of cr_server_options_t that set fills */
     unsigned long min, max; /* bounds for counts (max 0: none); sizes: min 1 refuses 0 */
 };
 

@@ -93,7 +93,7 @@ void cr_server_send(cr_session_t *s, cr_outmsg_t *m)
     int wake = 0;
     pthread_mutex_lock(&s->lock);
     s->out_bytes += m->head.len + m->bulk_len; /* until release_msg */
-    if (!s->stream && s->closing) { /* nobody to send it to */
+    if (!s->stream && s->closing) {            /* nobody to send it to */
         pthread_mutex_unlock(&s->lock);
         release_msg(m);
         return;
@@ -191,8 +191,8 @@ unsigned cr_outbox_flush(cr_session_t *s, uv_stream_t **stream_out)
             uv_buf_t bufs[2];
             unsigned n = 0;
             if (m->sent < m->head.len)
-                bufs[n++] = uv_buf_init((char *)m->head.data + m->sent,
-                                        (unsigned)(m->head.len - m->sent));
+                bufs[n++] =
+                    uv_buf_init((char *)m->head.data + m->sent, (unsigned)(m->head.len - m->sent));
             if (m->bulk_len) {
                 size_t off = m->sent > m->head.len ? m->sent - m->head.len : 0;
                 bufs[n++] = uv_buf_init((char *)m->bulk + off, (unsigned)(m->bulk_len - off));
@@ -204,7 +204,8 @@ unsigned cr_outbox_flush(cr_session_t *s, uv_stream_t **stream_out)
         m = next;
     }
     *stream_out = stream;
-    return (resume && stream ? CR_OUTBOX_RESUME : 0u) | (close_now && stream ? CR_OUTBOX_CLOSE : 0u);
+    return (resume && stream ? CR_OUTBOX_RESUME : 0u) |
+           (close_now && stream ? CR_OUTBOX_CLOSE : 0u);
 }
 
 cr_session_t *cr_outbox_take(void)

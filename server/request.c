@@ -97,8 +97,7 @@ int cr_reply_begin(cr_request_t *req, cr_reply_t *r, CUresult result, uint32_t e
     return 0;
 }
 
-void cr_reply_bulk(cr_reply_t *r, const void *bulk, size_t len, void (*release)(void *),
-                   void *arg)
+void cr_reply_bulk(cr_reply_t *r, const void *bulk, size_t len, void (*release)(void *), void *arg)
 {
     r->msg->bulk = bulk;
     r->msg->bulk_len = len;
@@ -171,4 +170,3 @@ int cr_arg_bin(const cr_request_t *req, uint32_t i, const void **p, size_t *len)
     *len = req->args[i].via.bin.size;
     return 0;
 }
-

@@ -16,14 +16,14 @@ struct cr_request_s {
     cr_request_t *next;
     cr_session_t *session;
     cr_frame_header_t hdr;
-    uint8_t *body;            /* inside the request's own allocation */
-    uint8_t *bulk;            /* bulk_len bytes, or NULL; inside it too when small */
-    int bulk_separate;        /* bulk was allocated on its own */
-    msgpack_object root;      /* the decoded body (cr_request_decode) */
-    msgpack_zone *zone;       /* the request's own zone, when it outlives the executor's */
+    uint8_t *body;              /* inside the request's own allocation */
+    uint8_t *bulk;              /* bulk_len bytes, or NULL; inside it too when small */
+    int bulk_separate;          /* bulk was allocated on its own */
+    msgpack_object root;        /* the decoded body (cr_request_decode) */
+    msgpack_zone *zone;         /* the request's own zone, when it outlives the executor's */
     const msgpack_object *args; /* root's elements when it is an array */
     uint32_t argc;
-    int fd;                   /* a descriptor that came with the frame (@shm_attach), or -1 */
+    int fd; /* a descriptor that came with the frame (@shm_attach), or -1 */
 };
 
 /* The memory a received request holds, for the bounds on unrun input. */
@@ -72,8 +72,7 @@ typedef struct {
 /* Starts the reply [result, <extra more elements>]. Returns CR_ENOMEM. */
 int cr_reply_begin(cr_request_t *req, cr_reply_t *r, CUresult result, uint32_t extra);
 /* Attaches bulk bytes; release(arg) runs once they are written or dropped. */
-void cr_reply_bulk(cr_reply_t *r, const void *bulk, size_t len, void (*release)(void *),
-                   void *arg);
+void cr_reply_bulk(cr_reply_t *r, const void *bulk, size_t len, void (*release)(void *), void *arg);
 /* Sends it (flags: CR_FRAME_PARTIAL for all but the last reply frame of a call). */
 void cr_reply_send(cr_request_t *req, cr_reply_t *r, uint32_t flags);
 

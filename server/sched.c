@@ -151,7 +151,8 @@ static double credit(const cr_tenant_t *t, int64_t now)
 static double capped_for(const cr_tenant_t *t, int64_t now)
 {
     double l = compute_limit(t);
-    if (!l) return 0;
+    if (!l)
+        return 0;
     double short_of = t->sched.inflight * launch_estimate(t) - credit(t, now);
     return short_of >= 0 ? short_of / l + 1 : 0;
 }
@@ -169,14 +170,16 @@ static int own_room(const cr_tenant_t *t)
 static int has_rival(const cr_tenant_t *t)
 {
     for (const cr_tenant_t *u = known; u; u = u->sched.next_known)
-        if (u != t && u->sched.waiting && level(u) >= level(t)) return 1;
+        if (u != t && u->sched.waiting && level(u) >= level(t))
+            return 1;
     return 0;
 }
 
 static int waiting_above(int lv)
 {
     for (const cr_tenant_t *u = known; u; u = u->sched.next_known)
-        if (u->sched.waiting && level(u) > lv) return 1;
+        if (u->sched.waiting && level(u) > lv)
+            return 1;
     return 0;
 }
 
@@ -194,9 +197,11 @@ static int stuck(const cr_tenant_t *t, int64_t now)
 static double anticipation_ns(const cr_tenant_t *t)
 {
     const cr_sched_tenant_t *st = &t->sched;
-    if (st->think_ns <= 0 || st->round_ns <= 0) return 0;
+    if (st->think_ns <= 0 || st->round_ns <= 0)
+        return 0;
     double w = 2 * st->think_ns + 20e3; /* a little more than its usual gap */
-    if (w > ANTICIPATE_MAX_NS) w = ANTICIPATE_MAX_NS;
+    if (w > ANTICIPATE_MAX_NS)
+        w = ANTICIPATE_MAX_NS;
     return w < st->round_ns ? w : st->round_ns;
 }
 
@@ -213,7 +218,8 @@ static cr_tenant_t *best(const cr_tenant_t *expected)
 {
     cr_tenant_t *b = NULL;
     for (cr_tenant_t *u = known; u; u = u->sched.next_known) {
-        if (!(u->sched.waiting || u == expected) || !own_room(u)) continue;
+        if (!(u->sched.waiting || u == expected) || !own_room(u))
+            continue;
         if (!b || level(u) > level(b) || (level(u) == level(b) && u->sched.vtime < b->sched.vtime))
             b = u;
     }
@@ -230,13 +236,15 @@ static void update_holder(int64_t now)
         if (h->sched.inflight && !stuck(h, now))
             return; /* its work drains before anyone else's starts */
         if (anticipated(h, now)) {
-            if (!slice_used(h)) return; /* its next round comes soon: the device waits */
-            expected = h;                /* it may take the next slice if it is its turn */
+            if (!slice_used(h))
+                return;   /* its next round comes soon: the device waits */
+            expected = h; /* it may take the next slice if it is its turn */
         }
     }
     cr_tenant_t *next = best(expected);
     if (!next) {
-        if (h && !h->sched.waiting && !h->sched.inflight) holder = NULL;
+        if (h && !h->sched.waiting && !h->sched.inflight)
+            holder = NULL;
         return;
     }
     if (next != h || slice_used(h)) { /* a new slice */
@@ -258,7 +266,8 @@ static void advance_vclock(void)
     for (const cr_tenant_t *u = known; u; u = u->sched.next_known)
         if ((u->sched.waiting || u->sched.inflight) && u->sched.vtime < least)
             least = u->sched.vtime;
-    if (least != INFINITY && least > vclock) vclock = least;
+    if (least != INFINITY && least > vclock)
+        vclock = least;
 }
 
 static double recent(const cr_tenant_t *t, int64_t now)
@@ -286,8 +295,9 @@ static void charge(batch_t *b, double ns, int64_t now)
 {
     cr_tenant_t *t = b->tenant;
     cr_sched_tenant_t *st = &t->sched;
-    if (ns > 0) st->round_acc_ns += ns; /* before leave_flight, which may end the round */
-    if (compute_limit(t)) { /* the cap's credit pays for it */
+    if (ns > 0)
+        st->round_acc_ns += ns; /* before leave_flight, which may end the round */
+    if (compute_limit(t)) {     /* the cap's credit pays for it */
         st->credit_ns = credit(t, now) - ns;
         st->credit_at = now;
     }
@@ -295,7 +305,8 @@ static void charge(batch_t *b, double ns, int64_t now)
     st->progress_ns = now;
     if (ns > 0) {
         st->vtime += ns / weight(t);
-        if (holder == t) st->slice_ns += ns;
+        if (holder == t)
+            st->slice_ns += ns;
         double one = ns / b->launches;
         st->launch_ns = st->launch_ns > 0 ? 0.7 * st->launch_ns + 0.3 * one : one;
         st->recent_ns = recent(t, now) + ns;
@@ -311,15 +322,18 @@ static CUevent event_get(void)
 {
     CUevent e = NULL;
     pthread_mutex_lock(&lock);
-    if (pool_count) e = event_pool[--pool_count];
+    if (pool_count)
+        e = event_pool[--pool_count];
     pthread_mutex_unlock(&lock);
-    if (!e && backend->d.cuEventCreate(&e, CU_EVENT_DEFAULT) != CUDA_SUCCESS) e = NULL;
+    if (!e && backend->d.cuEventCreate(&e, CU_EVENT_DEFAULT) != CUDA_SUCCESS)
+        e = NULL;
     return e;
 }
 
 static void event_put(CUevent e) /* under lock */
 {
-    if (!e) return;
+    if (!e)
+        return;
     if (pool_count == pool_cap) {
         size_t cap = pool_cap ? pool_cap * 2 : 64;
         CUevent *grown = realloc(event_pool, cap * sizeof *grown);
@@ -354,9 +368,11 @@ static batch_t **open_batches(cr_session_t *s)
 /* The session's open batch on the stream, opened if there is none (after admission). */
 static CUresult open_batch(cr_session_t *s, cr_handle_t *stream, double estimate)
 {
-    if (stream->batch) return CUDA_SUCCESS;
+    if (stream->batch)
+        return CUDA_SUCCESS;
     batch_t *b = calloc(1, sizeof *b);
-    if (!b) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!b)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     b->session = s;
     cr_session_ref(s);
     b->tenant = cr_session_tenant(s);
@@ -396,7 +412,8 @@ static void close_batch(cr_session_t *s, batch_t *b)
         else
             pending_head = b;
         pending_tail = b;
-        if (harvester_idle) pthread_cond_signal(&harvest_cond);
+        if (harvester_idle)
+            pthread_cond_signal(&harvest_cond);
         pthread_mutex_unlock(&lock);
         return;
     }
@@ -439,9 +456,11 @@ CUresult cr_sched_launch_begin(cr_session_t *s, cr_handle_t *stream)
     CUresult r = CUDA_SUCCESS;
     for (;;) {
         /* the common case, a holder nobody else waits for, in few instructions */
-        if (holder == t && waiting_all == st->waiting && own_room(t)) break;
+        if (holder == t && waiting_all == st->waiting && own_room(t))
+            break;
         update_holder(cr_now_ns());
-        if (may_admit(t)) break;
+        if (may_admit(t))
+            break;
         if (cr_session_closing(s)) {
             r = CUDA_ERROR_DEINITIALIZED; /* nobody reads the answer */
             break;
@@ -456,10 +475,12 @@ CUresult cr_sched_launch_begin(cr_session_t *s, cr_handle_t *stream)
         int64_t now = cr_now_ns(), wait = ADMIT_RECHECK_NS;
         if (holder != t && anticipated(holder, now)) {
             int64_t left = holder->sched.idle_since + (int64_t)anticipation_ns(holder) - now;
-            if (left < wait) wait = left > 1000 ? left : 1000;
+            if (left < wait)
+                wait = left > 1000 ? left : 1000;
         }
         double capped = capped_for(t, now); /* or when its cap's credit will let it */
-        if (capped > 0 && capped < wait) wait = capped > 1000 ? (int64_t)capped : 1000;
+        if (capped > 0 && capped < wait)
+            wait = capped > 1000 ? (int64_t)capped : 1000;
         struct timespec until = deadline(wait);
         if (blocked++ == 0) /* the harvester polls faster while anyone waits */
             pthread_cond_signal(&harvest_cond);
@@ -468,7 +489,8 @@ CUresult cr_sched_launch_begin(cr_session_t *s, cr_handle_t *stream)
     }
     st->waiting--;
     waiting_all--;
-    if (r == CUDA_SUCCESS) st->inflight++;
+    if (r == CUDA_SUCCESS)
+        st->inflight++;
     double estimate = launch_estimate(t);
     pthread_mutex_unlock(&lock);
     if (r == CUDA_SUCCESS && (r = open_batch(s, stream, estimate)) != CUDA_SUCCESS) {
@@ -483,7 +505,8 @@ void cr_sched_launch_end(cr_session_t *s, cr_handle_t *stream, CUresult r)
 {
     batch_t *b = stream->batch;
     if (r == CUDA_SUCCESS) {
-        if (++b->launches >= b->limit) close_batch(s, b);
+        if (++b->launches >= b->limit)
+            close_batch(s, b);
         return;
     }
     pthread_mutex_lock(&lock); /* it never reached the device */
@@ -506,7 +529,8 @@ void cr_sched_figures(const cr_tenant_t *t, double *share, unsigned *inflight)
     for (const cr_tenant_t *u = known; u; u = u->sched.next_known) {
         double r = recent(u, now);
         all += r;
-        if (u == t) mine = r;
+        if (u == t)
+            mine = r;
     }
     *inflight = t->sched.inflight;
     pthread_mutex_unlock(&lock);
@@ -568,10 +592,12 @@ static void *harvester_main(void *unused)
             charge(b, b->ns, now);
         if (left) { /* before what arrived meanwhile: the list stays in order */
             left_last->next = pending_head;
-            if (!pending_head) pending_tail = left_last;
+            if (!pending_head)
+                pending_tail = left_last;
             pending_head = left;
         }
-        if (done) pthread_cond_broadcast(&admit_cond);
+        if (done)
+            pthread_cond_broadcast(&admit_cond);
         poll = done || blocked ? POLL_MIN_NS : poll * 2 > POLL_MAX_NS ? POLL_MAX_NS : poll * 2;
         pthread_mutex_unlock(&lock);
         while (done) {
@@ -596,10 +622,12 @@ int cr_sched_start(const cr_backend_t *b)
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     int rc = pthread_cond_init(&admit_cond, &attr);
-    if (rc == 0) rc = pthread_cond_init(&harvest_cond, &attr);
+    if (rc == 0)
+        rc = pthread_cond_init(&harvest_cond, &attr);
     pthread_condattr_destroy(&attr);
     pthread_t thread;
-    if (rc != 0 || pthread_create(&thread, NULL, harvester_main, NULL) != 0) return CR_ENOMEM;
+    if (rc != 0 || pthread_create(&thread, NULL, harvester_main, NULL) != 0)
+        return CR_ENOMEM;
     pthread_detach(thread);
     return 0;
 }

@@ -97,7 +97,8 @@ int cr_server_run(const cr_backend_t *b, const cr_listener_t *listeners, int lis
     unsigned tick = cr_guard_limits()->hello_timeout_ms / 4;
     uv_timer_init(srv.loop, &srv.hello_deadline);
     srv.hello_deadline.data = &srv;
-    uv_timer_start(&srv.hello_deadline, cr_conn_check_hello_deadlines, tick ? tick : 1, tick ? tick : 1);
+    uv_timer_start(&srv.hello_deadline, cr_conn_check_hello_deadlines, tick ? tick : 1,
+                   tick ? tick : 1);
     for (int i = 0; i < listener_count; i++) {
         uv_stream_t *l = cr_listen_adopt(srv.loop, &listeners[i], cr_conn_accept, &srv);
         if (!l)

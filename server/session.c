@@ -103,8 +103,7 @@ static void count(cr_session_t *s, size_t field, uint64_t n)
 {
     __atomic_add_fetch((uint64_t *)((char *)&s->usage + field), n, __ATOMIC_RELAXED);
     if (s->tenant)
-        __atomic_add_fetch((uint64_t *)((char *)&s->tenant->usage + field), n,
-                           __ATOMIC_RELAXED);
+        __atomic_add_fetch((uint64_t *)((char *)&s->tenant->usage + field), n, __ATOMIC_RELAXED);
 }
 
 void cr_session_count_error(cr_session_t *s)

@@ -36,22 +36,22 @@ typedef struct cr_request_s cr_request_t;
 
 typedef struct {
     uint64_t id;
-    uint8_t type;            /* cr_handle_type_t */
-    uint8_t owned;           /* created by the session: destroyed when it ends */
-    void *obj;               /* the backend's handle */
+    uint8_t type;  /* cr_handle_type_t */
+    uint8_t owned; /* created by the session: destroyed when it ends */
+    void *obj;     /* the backend's handle */
     /* streams: legacy default-stream ordering (session.c) */
     int blocking;
-    int dirty;               /* has work the legacy stream has not waited for */
-    uint64_t synced_gen;     /* legacy work generation this stream last waited for */
+    int dirty;           /* has work the legacy stream has not waited for */
+    uint64_t synced_gen; /* legacy work generation this stream last waited for */
     CUevent marker;
     /* what another module keeps about the object (handlers_code.c: a library's or module's
      * globals and their initial contents), released with extra_free when the handle goes */
     void *extra;
     void (*extra_free)(void *extra);
-    uint64_t charged;        /* device memory charged to the tenant for it (globals) */
+    uint64_t charged;         /* device memory charged to the tenant for it (globals) */
     struct cr_batch_s *batch; /* streams: the open batch of measured launches (sched.c) */
-    unsigned gate;           /* streams: 1 + index of its host-function gate, 0: none yet */
-    uint32_t gate_count;     /* streams: host functions gated so far (handlers_launch.c) */
+    unsigned gate;            /* streams: 1 + index of its host-function gate, 0: none yet */
+    uint32_t gate_count;      /* streams: host functions gated so far (handlers_launch.c) */
     /* functions, kernels, a library's modules: the id of the module, library or kernel they
      * came from; they are forgotten with it (the driver frees them with it) */
     uint64_t parent;
@@ -92,12 +92,12 @@ void cr_session_count_copy(cr_session_t *s, int direction, uint64_t bytes);
 /* A session as status shows it. */
 typedef struct {
     uint64_t id;
-    char who[320];           /* "program (pid N) on host" */
+    char who[320]; /* "program (pid N) on host" */
     char peer[128];
     const cr_tenant_t *tenant;
     uint64_t memory, requests, queued;
     int64_t connected_ns;
-    int ending;              /* its client is gone; its resources are being released */
+    int ending; /* its client is gone; its resources are being released */
     cr_usage_t usage;
 } cr_session_info_t;
 /* Calls fn for every session that said hello, oldest first, under the sessions' lock. */
@@ -161,8 +161,8 @@ CUresult cr_session_kernel_params(cr_session_t *s, uint64_t id, CUfunction *f,
                                   const cr_kernel_param_t **params, uint32_t *count);
 /* Calls fn for each of the session's handles (executor only: no other thread adds or
  * removes handles meanwhile). */
-void cr_session_handles_each(cr_session_t *s, void (*fn)(cr_session_t *s, cr_handle_t *h, void *arg),
-                             void *arg);
+void cr_session_handles_each(cr_session_t *s,
+                             void (*fn)(cr_session_t *s, cr_handle_t *h, void *arg), void *arg);
 /* The stream for a stream id (0 = the legacy stream), NULL if unknown. */
 cr_handle_t *cr_session_stream(cr_session_t *s, uint64_t id);
 /* Before enqueuing work on a stream: keep the legacy default-stream semantics among the

@@ -19,58 +19,58 @@ struct cr_session_s {
     cr_server_t *server;
     const cr_backend_t *backend;
     uint64_t id;
-    char peer[128];          /* address of the connection */
-    char who[320];           /* "program (pid N) on host" after hello */
+    char peer[128]; /* address of the connection */
+    char who[320];  /* "program (pid N) on host" after hello */
     int hello_done;
-    cr_tenant_t *tenant;     /* set at hello */
+    cr_tenant_t *tenant; /* set at hello */
 
     /* loop side */
-    uv_stream_t *stream;     /* uv_tcp_t or uv_pipe_t, owned by server.c */
+    uv_stream_t *stream; /* uv_tcp_t or uv_pipe_t, owned by server.c */
 
-    pthread_mutex_t lock;    /* everything below */
+    pthread_mutex_t lock; /* everything below */
     pthread_cond_t cond;
     cr_request_t *inbox_head, *inbox_tail;
-    size_t inbox_bytes;      /* received, not yet run: the loop stops reading above a mark */
-    int reading_paused;      /* the loop stopped reading this connection */
-    int resume_reading;      /* the executor caught up: the loop may read again */
-    int closing;             /* the connection is gone: finish and clean up */
-    int refs;                /* executor, connection, queued output, tasks */
-    int tasks;               /* waiter tasks and host functions still using the backend */
-    cr_idmap_t handles;      /* id -> cr_handle_t * */
-    cr_idmap_t by_object;    /* backend handle -> id */
+    size_t inbox_bytes;   /* received, not yet run: the loop stops reading above a mark */
+    int reading_paused;   /* the loop stopped reading this connection */
+    int resume_reading;   /* the executor caught up: the loop may read again */
+    int closing;          /* the connection is gone: finish and clean up */
+    int refs;             /* executor, connection, queued output, tasks */
+    int tasks;            /* waiter tasks and host functions still using the backend */
+    cr_idmap_t handles;   /* id -> cr_handle_t * */
+    cr_idmap_t by_object; /* backend handle -> id */
     uint64_t next_handle;
     cr_rangemap_t allocations; /* device memory the session holds (value: charged bytes) */
     cr_rangemap_t code_ranges; /* globals of its code (value: the library/module id) */
-    CUresult deferred_error; /* first failure of an asynchronous request, not yet reported */
-    CUresult context_error;  /* a kernel fault broke the client's context: every call fails */
-    int probe_wanted;        /* the executor should ask whether the device context is lost */
+    CUresult deferred_error;   /* first failure of an asynchronous request, not yet reported */
+    CUresult context_error;    /* a kernel fault broke the client's context: every call fails */
+    int probe_wanted;          /* the executor should ask whether the device context is lost */
 
     /* executor only */
     pthread_t executor;
-    cr_handle_t legacy;      /* the session's own legacy default stream (id 0) */
+    cr_handle_t legacy; /* the session's own legacy default stream (id 0) */
     uint64_t legacy_gen;
     void *slots[CR_SLOT_COUNT]; /* what other modules keep per session (cr_session_slot) */
 
     /* output: written straight from the sending thread when nothing is queued before it
      * (no hand-off to the loop on the way out), else queued for the loop */
-    int fd;                  /* the connection's socket, -1 once it closes */
-    int direct_busy;         /* a thread is writing straight to fd */
-    int writes_in_flight;    /* messages handed to libuv, not yet written */
+    int fd;               /* the connection's socket, -1 once it closes */
+    int direct_busy;      /* a thread is writing straight to fd */
+    int writes_in_flight; /* messages handed to libuv, not yet written */
     struct cr_outmsg_s *out_head, *out_tail;
-    int out_queued;          /* on the server's list of sessions with output */
-    int close_requested;     /* close the connection once the output is written */
-    uint64_t out_bytes;      /* output queued or being written */
-    uint64_t staged_bytes;   /* device-to-host bytes staged for output still to come */
-    int output_waiting;      /* the executor waits for the client to read */
+    int out_queued;        /* on the server's list of sessions with output */
+    int close_requested;   /* close the connection once the output is written */
+    uint64_t out_bytes;    /* output queued or being written */
+    uint64_t staged_bytes; /* device-to-host bytes staged for output still to come */
+    int output_waiting;    /* the executor waits for the client to read */
     struct cr_session_s *next_with_output;
-    uint64_t stat_requests;  /* atomic */
+    uint64_t stat_requests; /* atomic */
 
     /* accounting, for `cuda-remote status` and /metrics */
-    cr_usage_t usage;        /* atomic */
-    uint64_t memory;         /* device memory charged for this session (atomic) */
-    int64_t connected_ns;    /* CLOCK_REALTIME */
-    int listed;              /* said hello: shown (under lock) */
-    size_t inbox_count;      /* requests received, not yet run (under lock) */
+    cr_usage_t usage;                         /* atomic */
+    uint64_t memory;                          /* device memory charged for this session (atomic) */
+    int64_t connected_ns;                     /* CLOCK_REALTIME */
+    int listed;                               /* said hello: shown (under lock) */
+    size_t inbox_count;                       /* requests received, not yet run (under lock) */
     struct cr_session_s *all_prev, *all_next; /* every session (session.c) */
 };
 

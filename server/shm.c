@@ -147,8 +147,8 @@ void cr_srv_shm_attach(cr_request_t *req)
                          (unsigned long long)size, r->registered ? ", page-locked" : "");
                 if (!rs->announced) {
                     rs->announced = 1;
-                    CR_INFO("session %llu: shared memory with %s", (unsigned long long)cr_session_id(s),
-                            cr_session_name(s));
+                    CR_INFO("session %llu: shared memory with %s",
+                            (unsigned long long)cr_session_id(s), cr_session_name(s));
                 }
             }
         }
@@ -156,7 +156,8 @@ void cr_srv_shm_attach(cr_request_t *req)
     if (fd >= 0)
         close(fd); /* the mapping keeps the memory */
     if (result != CUDA_SUCCESS)
-        CR_DEBUG("session %llu: shared memory declined: %s", (unsigned long long)cr_session_id(s), why);
+        CR_DEBUG("session %llu: shared memory declined: %s", (unsigned long long)cr_session_id(s),
+                 why);
     cr_request_finish(req, result);
 }
 

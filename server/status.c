@@ -49,10 +49,12 @@ double cr_status_uptime(void)
 /* Room for one more element of `size` bytes in *list, which holds count of *cap. 0 or -1. */
 static int room_for_one(void **list, size_t *cap, size_t count, size_t size)
 {
-    if (count < *cap) return 0;
+    if (count < *cap)
+        return 0;
     size_t n = *cap ? *cap * 2 : 8;
     void *grown = realloc(*list, n * size);
-    if (!grown) return -1;
+    if (!grown)
+        return -1;
     *list = grown;
     *cap = n;
     return 0;
@@ -96,7 +98,8 @@ static void add_queued(const cr_session_info_t *s, void *arg)
 {
     tenant_list_t *l = arg;
     for (size_t i = 0; i < l->count; i++)
-        if (l->list[i].tenant == s->tenant) l->list[i].queued += s->queued;
+        if (l->list[i].tenant == s->tenant)
+            l->list[i].queued += s->queued;
 }
 
 cr_tenant_info_t *cr_status_tenants(size_t *count)
@@ -146,7 +149,8 @@ typedef struct {
 static void add_session(const cr_session_info_t *s, void *arg)
 {
     session_list_t *l = arg;
-    if (l->failed || (l->only && s->tenant != l->only)) return;
+    if (l->failed || (l->only && s->tenant != l->only))
+        return;
     if (room_for_one((void **)&l->list, &l->cap, l->count, sizeof *l->list)) {
         l->failed = 1;
         return;
@@ -174,7 +178,8 @@ void cr_srv_status(cr_request_t *req)
     for (size_t i = 0; i < tenant_count; i++)
         shown += all || tenants[i].tenant == viewer;
     size_t free_mem = 0, total_mem = 0;
-    if (b->d.cuMemGetInfo_v2) b->d.cuMemGetInfo_v2(&free_mem, &total_mem);
+    if (b->d.cuMemGetInfo_v2)
+        b->d.cuMemGetInfo_v2(&free_mem, &total_mem);
 
     cr_reply_t r;
     if (cr_reply_begin(req, &r, CUDA_SUCCESS, 1) != 0) {
@@ -201,7 +206,8 @@ void cr_srv_status(cr_request_t *req)
     msgpack_pack_array(pk, shown);
     for (size_t i = 0; i < tenant_count; i++) {
         const cr_tenant_info_t *t = &tenants[i];
-        if (!all && t->tenant != viewer) continue;
+        if (!all && t->tenant != viewer)
+            continue;
         msgpack_pack_map(pk, 13 + USAGE_FIELDS);
         kv_str(pk, CR_STATUS_TENANT_NAME, t->name);
         kv_u64(pk, CR_STATUS_TENANT_QUOTA, t->quota);

@@ -27,8 +27,8 @@ typedef struct {
     double weight, compute_limit;
     int priority, admin, removed;
     cr_usage_t usage;
-    double share;            /* of the device time used lately (cr_sched_figures) */
-    unsigned inflight;       /* launches on the device now */
+    double share;      /* of the device time used lately (cr_sched_figures) */
+    unsigned inflight; /* launches on the device now */
 } cr_tenant_info_t;
 /* Every tenant's figures (*count of them; free the array), or NULL when out of memory. */
 cr_tenant_info_t *cr_status_tenants(size_t *count);

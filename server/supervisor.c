@@ -27,7 +27,7 @@
 #include "loop.h"
 #include "supervisor.h"
 
-#define MAX_RESTARTS 5                            /* within RESTART_WINDOW_NS, then pause */
+#define MAX_RESTARTS 5 /* within RESTART_WINDOW_NS, then pause */
 #define RESTART_WINDOW_NS (60 * 1000000000LL)
 #define MAX_BACKOFF_S 30
 
@@ -93,8 +93,8 @@ int cr_supervise(void)
             }
         child_pid = 0;
         int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        int again = !stopping && ((WIFEXITED(status) && code == CR_EXIT_RESTART) ||
-                                  WIFSIGNALED(status));
+        int again =
+            !stopping && ((WIFEXITED(status) && code == CR_EXIT_RESTART) || WIFSIGNALED(status));
         if (!again)
             exit(code == CR_EXIT_RESTART ? 1 : code);
         if (WIFSIGNALED(status)) {
@@ -112,7 +112,8 @@ int cr_supervise(void)
         if (generation >= MAX_RESTARTS && now - restarts_at[slot] < RESTART_WINDOW_NS) {
             backoff = backoff ? (backoff * 2 > MAX_BACKOFF_S ? MAX_BACKOFF_S : backoff * 2) : 1;
             CR_ERROR("the server process ended %d times within a minute; waiting %d s before "
-                     "the next one", MAX_RESTARTS, backoff);
+                     "the next one",
+                     MAX_RESTARTS, backoff);
             pause_unless_stopping(backoff);
             if (stopping)
                 exit(1);

@@ -77,8 +77,7 @@ static int parse_entry(const cJSON *e, int index, cr_tenant_t *out, char *err, s
     snprintf(out->name, sizeof out->name, "%s", name->valuestring);
     if (!cJSON_IsString(token) || strlen(token->valuestring) < 8 ||
         strlen(token->valuestring) >= sizeof out->token) {
-        snprintf(err, len, "tenant %s: \"token\" must be a string of 8-255 characters",
-                 out->name);
+        snprintf(err, len, "tenant %s: \"token\" must be a string of 8-255 characters", out->name);
         return CR_EINVAL;
     }
     snprintf(out->token, sizeof out->token, "%s", token->valuestring);
@@ -100,8 +99,8 @@ static int parse_entry(const cJSON *e, int index, cr_tenant_t *out, char *err, s
         return CR_EINVAL;
     }
     out->weight = 1;
-    if (weight && (!cJSON_IsNumber(weight) || !(weight->valuedouble > 0) ||
-                   weight->valuedouble > 1e6)) {
+    if (weight &&
+        (!cJSON_IsNumber(weight) || !(weight->valuedouble > 0) || weight->valuedouble > 1e6)) {
         snprintf(err, len, "tenant %s: \"weight\" must be a positive number", out->name);
         return CR_EINVAL;
     }
@@ -115,8 +114,7 @@ static int parse_entry(const cJSON *e, int index, cr_tenant_t *out, char *err, s
         else if (strcmp(p, "high") == 0)
             out->priority = CR_PRIORITY_HIGH;
         else if (strcmp(p, "normal") != 0) {
-            snprintf(err, len, "tenant %s: \"priority\" must be low, normal or high",
-                     out->name);
+            snprintf(err, len, "tenant %s: \"priority\" must be low, normal or high", out->name);
             return CR_EINVAL;
         }
     }
@@ -137,14 +135,16 @@ static int parse_entry(const cJSON *e, int index, cr_tenant_t *out, char *err, s
     out->compute_limit = 0;
     if (limit) {
         char *end = NULL;
-        double v = cJSON_IsNumber(limit) ? limit->valuedouble
+        double v = cJSON_IsNumber(limit)   ? limit->valuedouble
                    : cJSON_IsString(limit) ? strtod(limit->valuestring, &end) / 100
                                            : -1;
         if (cJSON_IsString(limit) && (end == limit->valuestring || strcmp(end, "%") != 0))
             v = -1;
         if (!(v > 0 && v <= 1)) {
-            snprintf(err, len, "tenant %s: \"compute_limit\" must be a percentage such as "
-                     "\"30%%\" (more than 0, at most 100)", out->name);
+            snprintf(err, len,
+                     "tenant %s: \"compute_limit\" must be a percentage such as "
+                     "\"30%%\" (more than 0, at most 100)",
+                     out->name);
             return CR_EINVAL;
         }
         out->compute_limit = v < 1 ? v : 0; /* 100% is no limit */
@@ -164,8 +164,10 @@ static char *read_file(const char *path, char *err, size_t len)
     int failed = ferror(f);
     fclose(f);
     if (!text || failed || n > FILE_MAX) {
-        snprintf(err, len, "%s: %s", path, !text ? "out of memory" : failed ? "read error"
-                                                                          : "larger than 1 MiB");
+        snprintf(err, len, "%s: %s", path,
+                 !text    ? "out of memory"
+                 : failed ? "read error"
+                          : "larger than 1 MiB");
         free(text);
         return NULL;
     }
@@ -183,8 +185,7 @@ static cr_tenant_t *parse_file(const char *path, int *count, char *err, size_t l
     free(text);
     const cJSON *list = root ? cJSON_GetObjectItemCaseSensitive(root, "tenants") : NULL;
     if (!root || !cJSON_IsArray(list)) {
-        snprintf(err, len, "%s: %s", path,
-                 root ? "no \"tenants\" array" : "not valid JSON");
+        snprintf(err, len, "%s: %s", path, root ? "no \"tenants\" array" : "not valid JSON");
         cJSON_Delete(root);
         return NULL;
     }
@@ -203,8 +204,7 @@ static cr_tenant_t *parse_file(const char *path, int *count, char *err, size_t l
         for (int j = 0; j < i; j++)
             if (!strcmp(entries[j].name, entries[i].name) ||
                 !strcmp(entries[j].token, entries[i].token)) {
-                snprintf(err, len, "tenants %s and %s share a %s", entries[j].name,
-                         entries[i].name,
+                snprintf(err, len, "tenants %s and %s share a %s", entries[j].name, entries[i].name,
                          !strcmp(entries[j].name, entries[i].name) ? "name" : "token");
                 bad = 1;
             }

@@ -21,38 +21,38 @@ typedef struct {
 typedef struct {
     struct cr_tenant_s *next_known; /* tenants that launched at least once */
     int known;
-    unsigned waiting;        /* executors waiting to launch */
-    unsigned inflight;       /* launches admitted and not yet finished on the device */
-    double vtime;            /* device ns / weight: the least goes next within a level */
-    double launch_ns;        /* estimated device time of one launch, 0: not known yet */
-    double slice_ns;         /* device time charged since it last took the device */
-    int64_t progress_ns;     /* when its work last finished, or it took the device */
-    int64_t idle_since;      /* when its work in flight last finished */
-    double think_ns;         /* its loop's gap: from its work finishing to its next launch */
-    double credit_ns;        /* capped tenants: device time it may still use (at credit_at) */
+    unsigned waiting;    /* executors waiting to launch */
+    unsigned inflight;   /* launches admitted and not yet finished on the device */
+    double vtime;        /* device ns / weight: the least goes next within a level */
+    double launch_ns;    /* estimated device time of one launch, 0: not known yet */
+    double slice_ns;     /* device time charged since it last took the device */
+    int64_t progress_ns; /* when its work last finished, or it took the device */
+    int64_t idle_since;  /* when its work in flight last finished */
+    double think_ns;     /* its loop's gap: from its work finishing to its next launch */
+    double credit_ns;    /* capped tenants: device time it may still use (at credit_at) */
     int64_t credit_at;
-    double round_ns;         /* device time of its last round between two gaps */
-    double round_acc_ns;     /* device time of the round going on */
-    double recent_ns;        /* device time, decaying: its share lately */
+    double round_ns;     /* device time of its last round between two gaps */
+    double round_acc_ns; /* device time of the round going on */
+    double recent_ns;    /* device time, decaying: its share lately */
     int64_t recent_at;
 } cr_sched_tenant_t;
 
 typedef struct cr_tenant_s {
     struct cr_tenant_s *next;
     char name[64];
-    char token[256];         /* never logged */
-    uint64_t quota;          /* bytes of device memory, 0: the whole device (atomic) */
-    double weight;           /* share of device time under contention */
-    double compute_limit;    /* its device time at most this part of the wall time, even on an
+    char token[256];       /* never logged */
+    uint64_t quota;        /* bytes of device memory, 0: the whole device (atomic) */
+    double weight;         /* share of device time under contention */
+    double compute_limit;  /* its device time at most this part of the wall time, even on an
                                 idle device; 0: no limit (atomic) */
-    int priority;            /* CR_PRIORITY_* (atomic) */
-    int admin;               /* `cuda-remote status` shows it everyone (atomic) */
-    int removed;             /* gone from the file: takes no new sessions */
-    unsigned max_sessions;   /* at once; 0: the server's limit (--max-sessions-per-tenant) */
+    int priority;          /* CR_PRIORITY_* (atomic) */
+    int admin;             /* `cuda-remote status` shows it everyone (atomic) */
+    int removed;           /* gone from the file: takes no new sessions */
+    unsigned max_sessions; /* at once; 0: the server's limit (--max-sessions-per-tenant) */
     /* usage, atomic */
-    uint64_t used;           /* device memory charged */
-    uint64_t sessions;       /* connected now */
-    uint64_t queued_bytes;   /* its sessions' requests waiting to run (atomic) */
+    uint64_t used;         /* device memory charged */
+    uint64_t sessions;     /* connected now */
+    uint64_t queued_bytes; /* its sessions' requests waiting to run (atomic) */
     uint64_t sessions_total;
     cr_usage_t usage;
     cr_sched_tenant_t sched;

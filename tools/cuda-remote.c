@@ -66,8 +66,10 @@ static int call(int fd, uint16_t opcode, uint64_t call_id, const cr_buf_t *body,
 static uint64_t num(const msgpack_object *map, const char *key)
 {
     const msgpack_object *o = cr_mp_field(map, key);
-    if (!o) return 0;
-    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) return o->via.u64;
+    if (!o)
+        return 0;
+    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+        return o->via.u64;
     if (o->type == MSGPACK_OBJECT_FLOAT64 || o->type == MSGPACK_OBJECT_FLOAT32)
         return o->via.f64 > 0 ? (uint64_t)o->via.f64 : 0;
     return 0;
@@ -192,15 +194,14 @@ static void print_tables(const msgpack_object *st)
                  num(s, CR_STATUS_SESSION_ID) == self ? "*"
                  : num(s, CR_STATUS_SESSION_ENDING)   ? "-"
                                                       : "");
-        printf("%-7s %-12s %-40s %-22s %10s %9" PRIu64 " %10s %9" PRIu64 " %7s\n", id,
-               str(s, CR_STATUS_SESSION_TENANT, tenant, sizeof tenant),
-               str(s, CR_STATUS_SESSION_WHO, who, sizeof who),
-               str(s, CR_STATUS_SESSION_PEER, peer, sizeof peer),
-               bytes(num(s, CR_STATUS_SESSION_MEMORY), a, sizeof a),
-               num(s, CR_STATUS_USAGE_LAUNCHES),
-               device_time(num(s, CR_STATUS_USAGE_DEVICE_NS), b, sizeof b),
-               num(s, CR_STATUS_SESSION_REQUESTS),
-               duration((double)(now_ns - t0) / 1e9, e, sizeof e));
+        printf(
+            "%-7s %-12s %-40s %-22s %10s %9" PRIu64 " %10s %9" PRIu64 " %7s\n", id,
+            str(s, CR_STATUS_SESSION_TENANT, tenant, sizeof tenant),
+            str(s, CR_STATUS_SESSION_WHO, who, sizeof who),
+            str(s, CR_STATUS_SESSION_PEER, peer, sizeof peer),
+            bytes(num(s, CR_STATUS_SESSION_MEMORY), a, sizeof a), num(s, CR_STATUS_USAGE_LAUNCHES),
+            device_time(num(s, CR_STATUS_USAGE_DEVICE_NS), b, sizeof b),
+            num(s, CR_STATUS_SESSION_REQUESTS), duration((double)(now_ns - t0) / 1e9, e, sizeof e));
     }
     printf("\n* this command's own session; - ended, its resources being released\n");
 }
@@ -241,7 +242,8 @@ static void print_json(const msgpack_object *o)
     case MSGPACK_OBJECT_ARRAY:
         putchar('[');
         for (uint32_t i = 0; i < o->via.array.size; i++) {
-            if (i) putchar(',');
+            if (i)
+                putchar(',');
             print_json(&o->via.array.ptr[i]);
         }
         putchar(']');
@@ -249,7 +251,8 @@ static void print_json(const msgpack_object *o)
     case MSGPACK_OBJECT_MAP:
         putchar('{');
         for (uint32_t i = 0; i < o->via.map.size; i++) {
-            if (i) putchar(',');
+            if (i)
+                putchar(',');
             print_json(&o->via.map.ptr[i].key);
             putchar(':');
             print_json(&o->via.map.ptr[i].val);
@@ -282,7 +285,8 @@ static int status(const char *server, int json)
     int rc = 1;
     msgpack_unpacked u;
     msgpack_unpacked_init(&u);
-    if (call(fd, CR_OP_HELLO, 1, &body, &reply, &u) != 0) goto out;
+    if (call(fd, CR_OP_HELLO, 1, &body, &reply, &u) != 0)
+        goto out;
     if (u.data.via.array.ptr[0].via.u64 != 0) {
         char why[256];
         cr_hello_refusal(&u.data, why, sizeof why);
@@ -292,7 +296,8 @@ static int status(const char *server, int json)
     }
     cr_buf_reset(&body);
     msgpack_pack_array(&pk, 0);
-    if (call(fd, CR_OP_STATUS, 2, &body, &reply, &u) != 0) goto out;
+    if (call(fd, CR_OP_STATUS, 2, &body, &reply, &u) != 0)
+        goto out;
     if (u.data.via.array.ptr[0].via.u64 != 0 || u.data.via.array.size < 2) {
         fprintf(stderr, "%s: status failed (CUresult %" PRIu64 ")\n", prog,
                 u.data.via.array.ptr[0].via.u64);

@@ -74,7 +74,8 @@ static CUresult resolve_side(CUmemorytype type, const void *host, CUdeviceptr de
         break;
     case CU_MEMORYTYPE_DEVICE:
         addr = dev;
-        if (!cr__in_arena(addr)) return CUDA_ERROR_INVALID_VALUE;
+        if (!cr__in_arena(addr))
+            return CUDA_ERROR_INVALID_VALUE;
         break;
     case CU_MEMORYTYPE_UNIFIED:
         addr = dev;
@@ -84,12 +85,15 @@ static CUresult resolve_side(CUmemorytype type, const void *host, CUdeviceptr de
     default:
         return CUDA_ERROR_INVALID_VALUE;
     }
-    if (addr == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (addr == 0)
+        return CUDA_ERROR_INVALID_VALUE;
     if ((height > 1 || depth > 1) && (pitch < width || x > pitch - width))
         return CUDA_ERROR_INVALID_VALUE;
     if (depth > 1 || z > 0) { /* slices matter, also for one slice at a z offset */
-        if (rows_per_slice < height || y > rows_per_slice - height) return CUDA_ERROR_INVALID_VALUE;
-        if (__builtin_mul_overflow(pitch, rows_per_slice, &slice)) return CUDA_ERROR_INVALID_VALUE;
+        if (rows_per_slice < height || y > rows_per_slice - height)
+            return CUDA_ERROR_INVALID_VALUE;
+        if (__builtin_mul_overflow(pitch, rows_per_slice, &slice))
+            return CUDA_ERROR_INVALID_VALUE;
     }
     /* offset = z * slice + y * pitch + x; extent = (depth-1) * slice + (height-1) * pitch + w */
     if (__builtin_mul_overflow(z, slice, &offset) || __builtin_mul_overflow(y, pitch, &t) ||
@@ -108,8 +112,10 @@ static CUresult resolve_side(CUmemorytype type, const void *host, CUdeviceptr de
     out->extent = extent;
     out->device = cr__in_arena(addr);
     out->pinned = 0;
-    if (out->device) return cr__mem_check(addr, extent);
-    if (type == CU_MEMORYTYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+    if (out->device)
+        return cr__mem_check(addr, extent);
+    if (type == CU_MEMORYTYPE_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
     out->pinned = cr__host_is_pinned(out->ptr, extent);
     return CUDA_SUCCESS;
 }
@@ -119,7 +125,8 @@ static CUresult submit_copy(const copy_t *c, CUstream hStream, int async)
 {
     CUresult rc;
     cr__stream_t *s = async ? cr__stream_get(hStream) : cr__stream_get(NULL);
-    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    if (!s)
+        return CUDA_ERROR_INVALID_HANDLE;
     if (c->width == 0 || c->height == 0 || c->depth == 0) {
         cr__stream_put(s);
         return CUDA_SUCCESS;
@@ -165,7 +172,8 @@ static CUresult copy_1d(uint64_t dst, CUmemorytype dst_type, uint64_t src, CUmem
     CUresult rc;
     if (bytes == 0) { /* nothing to check or copy; the stream must still be valid */
         cr__stream_t *s = async ? cr__stream_get(hStream) : cr__stream_get(NULL);
-        if (!s) return CUDA_ERROR_INVALID_HANDLE;
+        if (!s)
+            return CUDA_ERROR_INVALID_HANDLE;
         cr__stream_put(s);
         return CUDA_SUCCESS;
     }
@@ -173,7 +181,8 @@ static CUresult copy_1d(uint64_t dst, CUmemorytype dst_type, uint64_t src, CUmem
     if (rc == CUDA_SUCCESS)
         rc =
             resolve_side(src_type, (void *)(uintptr_t)src, src, 0, 0, 0, 0, 0, bytes, 1, 1, &c.src);
-    if (rc != CUDA_SUCCESS) return rc;
+    if (rc != CUDA_SUCCESS)
+        return rc;
     return submit_copy(&c, hStream, async);
 }
 
@@ -236,15 +245,18 @@ static CUresult copy_2d(const CUDA_MEMCPY2D *p, CUstream hStream, int async)
 {
     copy_t c;
     CUresult rc;
-    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
     c = (copy_t){.width = p->WidthInBytes, .height = p->Height, .depth = 1};
-    if (c.width == 0 || c.height == 0) return submit_copy(&c, hStream, async);
+    if (c.width == 0 || c.height == 0)
+        return submit_copy(&c, hStream, async);
     rc = resolve_side(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, 0,
                       p->dstPitch, 0, c.width, c.height, 1, &c.dst);
     if (rc == CUDA_SUCCESS)
         rc = resolve_side(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY, 0,
                           p->srcPitch, 0, c.width, c.height, 1, &c.src);
-    if (rc != CUDA_SUCCESS) return rc;
+    if (rc != CUDA_SUCCESS)
+        return rc;
     return submit_copy(&c, hStream, async);
 }
 
@@ -273,13 +285,15 @@ static CUresult copy_3d(const CUDA_MEMCPY3D *p, CUstream hStream, int async)
     if (!p || p->srcLOD || p->dstLOD || p->reserved0 || p->reserved1)
         return CUDA_ERROR_INVALID_VALUE;
     c = (copy_t){.width = p->WidthInBytes, .height = p->Height, .depth = p->Depth};
-    if (c.width == 0 || c.height == 0 || c.depth == 0) return submit_copy(&c, hStream, async);
+    if (c.width == 0 || c.height == 0 || c.depth == 0)
+        return submit_copy(&c, hStream, async);
     rc = resolve_side(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, p->dstZ,
                       p->dstPitch, p->dstHeight, c.width, c.height, c.depth, &c.dst);
     if (rc == CUDA_SUCCESS)
         rc = resolve_side(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY,
                           p->srcZ, p->srcPitch, p->srcHeight, c.width, c.height, c.depth, &c.src);
-    if (rc != CUDA_SUCCESS) return rc;
+    if (rc != CUDA_SUCCESS)
+        return rc;
     return submit_copy(&c, hStream, async);
 }
 
@@ -336,19 +350,24 @@ static CUresult memset_common(CUdeviceptr dst, size_t pitch, unsigned elem, uint
     uint64_t row_bytes, extent;
     CUresult rc;
     cr__stream_t *s = async ? cr__stream_get(hStream) : cr__stream_get(NULL);
-    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    if (!s)
+        return CUDA_ERROR_INVALID_HANDLE;
     if (width == 0 || height == 0) {
         rc = CUDA_SUCCESS;
         goto out;
     }
     rc = CUDA_ERROR_INVALID_VALUE;
-    if (dst % elem != 0 || (height > 1 && pitch % elem != 0)) goto out;
-    if (__builtin_mul_overflow((uint64_t)width, (uint64_t)elem, &row_bytes)) goto out;
-    if (height > 1 && pitch < row_bytes) goto out;
+    if (dst % elem != 0 || (height > 1 && pitch % elem != 0))
+        goto out;
+    if (__builtin_mul_overflow((uint64_t)width, (uint64_t)elem, &row_bytes))
+        goto out;
+    if (height > 1 && pitch < row_bytes)
+        goto out;
     if (__builtin_mul_overflow((uint64_t)(height - 1), (uint64_t)pitch, &extent) ||
         __builtin_add_overflow(extent, row_bytes, &extent))
         goto out;
-    if ((rc = cr__mem_check(dst, extent)) != CUDA_SUCCESS) goto out;
+    if ((rc = cr__mem_check(dst, extent)) != CUDA_SUCCESS)
+        goto out;
     memset_op_t *m = calloc(1, sizeof *m);
     if (!m) {
         rc = CUDA_ERROR_OUT_OF_MEMORY;

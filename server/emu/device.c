@@ -86,7 +86,8 @@ CUresult cr__check_ctx(void)
 {
     if (!atomic_load_explicit(&cr__emu.initialized, memory_order_acquire))
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (current_ctx != cr__emu.ctx_handle) return CUDA_ERROR_INVALID_CONTEXT;
+    if (current_ctx != cr__emu.ctx_handle)
+        return CUDA_ERROR_INVALID_CONTEXT;
     return (CUresult)atomic_load_explicit(&cr__emu.context_fault, memory_order_acquire);
 }
 
@@ -96,7 +97,8 @@ static uint64_t default_memory(void)
     uint64_t mem = DEFAULT_MEMORY;
     if (pages > 0 && page > 0) {
         uint64_t half = (uint64_t)pages * (uint64_t)page / 2;
-        if (half < mem) mem = half / CR__ALIGN_LARGE * CR__ALIGN_LARGE;
+        if (half < mem)
+            mem = half / CR__ALIGN_LARGE * CR__ALIGN_LARGE;
     }
     return mem;
 }
@@ -110,7 +112,8 @@ static int known_capability(unsigned sm)
     int used;
     for (const char *p = CR_EMU_COMPUTE_CAPABILITIES;
          sscanf(p, "%u.%u%n", &major, &minor, &used) == 2; p += used)
-        if (major * 10 + minor == sm) return 1;
+        if (major * 10 + minor == sm)
+            return 1;
     return 0;
 }
 
@@ -118,13 +121,16 @@ int cr_emu_parse_compute_capability(const char *text, unsigned *out)
 {
     const char *p = text;
     unsigned major = 0;
-    if (!text) return CR_EINVAL;
+    if (!text)
+        return CR_EINVAL;
     /* one or two digits, '.', one digit, nothing else: not "9", "90", " 9.0" or "9.0.1" */
     for (; *p >= '0' && *p <= '9' && p - text < 2; p++)
         major = major * 10 + (unsigned)(*p - '0');
-    if (p == text || p[0] != '.' || p[1] < '0' || p[1] > '9' || p[2] != 0) return CR_EINVAL;
+    if (p == text || p[0] != '.' || p[1] < '0' || p[1] > '9' || p[2] != 0)
+        return CR_EINVAL;
     unsigned sm = major * 10 + (unsigned)(p[1] - '0');
-    if (!known_capability(sm)) return CR_EINVAL;
+    if (!known_capability(sm))
+        return CR_EINVAL;
     *out = sm;
     return 0;
 }
@@ -133,7 +139,8 @@ int cr_emu_configure(const cr_emu_config_t *cfg)
 {
     int rc = 0;
     char *path = NULL;
-    if (!cfg) return CR_EINVAL;
+    if (!cfg)
+        return CR_EINVAL;
     uint64_t base = cfg->va_base ? cfg->va_base : DEFAULT_VA_BASE;
     uint64_t mem =
         cfg->memory_bytes ? cr__round_up(cfg->memory_bytes, CR__ALIGN_LARGE) : default_memory();
@@ -141,7 +148,8 @@ int cr_emu_configure(const cr_emu_config_t *cfg)
     if (base % CR__ALIGN_LARGE || mem == 0 || base >= USER_VA_END || mem > USER_VA_END - base ||
         !known_capability(sm))
         return CR_EINVAL;
-    if (cfg->trace_path && !(path = strdup(cfg->trace_path))) return CR_ENOMEM;
+    if (cfg->trace_path && !(path = strdup(cfg->trace_path)))
+        return CR_ENOMEM;
     pthread_mutex_lock(&cr__emu.init_lock);
     if (atomic_load(&cr__emu.initialized)) {
         rc = CR_EBUSY;
@@ -167,8 +175,10 @@ void cr_emu_device_window(uint64_t *base, uint64_t *size)
         cr__emu.va_base = DEFAULT_VA_BASE;
         cr__emu.memory_bytes = default_memory();
     }
-    if (base) *base = cr__emu.va_base;
-    if (size) *size = cr__emu.memory_bytes;
+    if (base)
+        *base = cr__emu.va_base;
+    if (size)
+        *size = cr__emu.memory_bytes;
     pthread_mutex_unlock(&cr__emu.init_lock);
 }
 
@@ -199,10 +209,13 @@ CUresult cr_emu_cuInit(unsigned int Flags)
 {
     CUresult rc = CUDA_SUCCESS;
     int err;
-    if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
-    if (atomic_load_explicit(&cr__emu.initialized, memory_order_acquire)) return CUDA_SUCCESS;
+    if (Flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (atomic_load_explicit(&cr__emu.initialized, memory_order_acquire))
+        return CUDA_SUCCESS;
     pthread_mutex_lock(&cr__emu.init_lock);
-    if (atomic_load(&cr__emu.initialized)) goto out;
+    if (atomic_load(&cr__emu.initialized))
+        goto out;
     if (!cr__emu.va_base) {
         cr__emu.va_base = DEFAULT_VA_BASE;
         cr__emu.memory_bytes = default_memory();
@@ -235,7 +248,8 @@ out:
 
 CUresult cr_emu_cuDriverGetVersion(int *driverVersion)
 {
-    if (!driverVersion) return CUDA_ERROR_INVALID_VALUE;
+    if (!driverVersion)
+        return CUDA_ERROR_INVALID_VALUE;
     *driverVersion = CR__DRIVER_VERSION;
     return CUDA_SUCCESS;
 }
@@ -244,13 +258,15 @@ CUresult cr_emu_cuDriverGetVersion(int *driverVersion)
 
 #define CHECK_DEV(dev)                                                                             \
     do {                                                                                           \
-        if ((dev) != 0) return CUDA_ERROR_INVALID_DEVICE;                                          \
+        if ((dev) != 0)                                                                            \
+            return CUDA_ERROR_INVALID_DEVICE;                                                      \
     } while (0)
 
 CUresult cr_emu_cuDeviceGet(CUdevice *device, int ordinal)
 {
     CR__ENTER_INIT();
-    if (!device) return CUDA_ERROR_INVALID_VALUE;
+    if (!device)
+        return CUDA_ERROR_INVALID_VALUE;
     CHECK_DEV(ordinal);
     *device = 0;
     return CUDA_SUCCESS;
@@ -259,7 +275,8 @@ CUresult cr_emu_cuDeviceGet(CUdevice *device, int ordinal)
 CUresult cr_emu_cuDeviceGetCount(int *count)
 {
     CR__ENTER_INIT();
-    if (!count) return CUDA_ERROR_INVALID_VALUE;
+    if (!count)
+        return CUDA_ERROR_INVALID_VALUE;
     *count = 1;
     return CUDA_SUCCESS;
 }
@@ -267,7 +284,8 @@ CUresult cr_emu_cuDeviceGetCount(int *count)
 CUresult cr_emu_cuDeviceGetName(char *name, int len, CUdevice dev)
 {
     CR__ENTER_INIT();
-    if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+    if (!name || len <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
     CHECK_DEV(dev);
     snprintf(name, (size_t)len, "%s", DEVICE_NAME);
     return CUDA_SUCCESS;
@@ -278,7 +296,8 @@ CUresult cr_emu_cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
     static const unsigned char bytes[16] = {'c',  'r',  '-',  'e',  'm',  'u',  0x4e, 0x55,
                                             0x9a, 0x1d, 0x90, 0x00, 0x00, 0x00, 0x00, 0x01};
     CR__ENTER_INIT();
-    if (!uuid) return CUDA_ERROR_INVALID_VALUE;
+    if (!uuid)
+        return CUDA_ERROR_INVALID_VALUE;
     CHECK_DEV(dev);
     memcpy(uuid->bytes, bytes, sizeof bytes);
     return CUDA_SUCCESS;
@@ -292,7 +311,8 @@ CUresult cr_emu_cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
 CUresult cr_emu_cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 {
     CR__ENTER_INIT();
-    if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+    if (!bytes)
+        return CUDA_ERROR_INVALID_VALUE;
     CHECK_DEV(dev);
     *bytes = cr__emu.memory_bytes;
     return CUDA_SUCCESS;
@@ -451,7 +471,8 @@ CUresult cr_emu_cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevic
 CUresult cr_emu_cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
 {
     CR__ENTER_INIT();
-    if (!pciBusId || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+    if (!pciBusId || len <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
     CHECK_DEV(dev);
     snprintf(
         pciBusId, (size_t)len, "%04x:%02x:%02x.0", attributes[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID],
@@ -463,7 +484,8 @@ CUresult cr_emu_cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId)
 {
     unsigned domain, bus, device, function = 0;
     CR__ENTER_INIT();
-    if (!dev || !pciBusId) return CUDA_ERROR_INVALID_VALUE;
+    if (!dev || !pciBusId)
+        return CUDA_ERROR_INVALID_VALUE;
     /* "domain:bus:device.function" or "bus:device.function" */
     if (sscanf(pciBusId, "%x:%x:%x.%x", &domain, &bus, &device, &function) < 3) {
         domain = 0;
@@ -481,7 +503,8 @@ CUresult cr_emu_cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId)
 CUresult cr_emu_cuDeviceComputeCapability(int *major, int *minor, CUdevice dev)
 {
     CR__ENTER_INIT();
-    if (!major || !minor) return CUDA_ERROR_INVALID_VALUE;
+    if (!major || !minor)
+        return CUDA_ERROR_INVALID_VALUE;
     CHECK_DEV(dev);
     *major = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
     *minor = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
@@ -491,7 +514,8 @@ CUresult cr_emu_cuDeviceComputeCapability(int *major, int *minor, CUdevice dev)
 CUresult cr_emu_cuDeviceGetProperties(CUdevprop *prop, CUdevice dev)
 {
     CR__ENTER_INIT();
-    if (!prop) return CUDA_ERROR_INVALID_VALUE;
+    if (!prop)
+        return CUDA_ERROR_INVALID_VALUE;
     CHECK_DEV(dev);
     prop->maxThreadsPerBlock = attributes[CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK];
     prop->maxThreadsDim[0] = attributes[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X];
@@ -518,7 +542,8 @@ CUresult cr_emu_cuDeviceGetProperties(CUdevprop *prop, CUdevice dev)
 CUresult cr_emu_cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
     CR__ENTER_INIT();
-    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
     CHECK_DEV(dev);
     atomic_fetch_add(&cr__emu.ctx_retains, 1);
     *pctx = (CUcontext)(uintptr_t)cr__emu.ctx_handle;
@@ -531,7 +556,8 @@ CUresult cr_emu_cuDevicePrimaryCtxRelease_v2(CUdevice dev)
     CHECK_DEV(dev);
     int n = atomic_load(&cr__emu.ctx_retains);
     do {
-        if (n <= 0) return CUDA_ERROR_INVALID_CONTEXT;
+        if (n <= 0)
+            return CUDA_ERROR_INVALID_CONTEXT;
     } while (!atomic_compare_exchange_weak(&cr__emu.ctx_retains, &n, n - 1));
     return CUDA_SUCCESS;
 }
@@ -551,7 +577,8 @@ CUresult cr_emu_cuDevicePrimaryCtxReset_v2(CUdevice dev)
 CUresult cr_emu_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
 {
     CR__ENTER_INIT();
-    if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
+    if (!flags || !active)
+        return CUDA_ERROR_INVALID_VALUE;
     CHECK_DEV(dev);
     *flags = atomic_load(&cr__emu.ctx_flags);
     *active = atomic_load(&cr__emu.ctx_retains) > 0;
@@ -574,7 +601,8 @@ CUresult cr_emu_cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
 /* ctx == NULL means the calling thread's current context. */
 static CUresult resolve_ctx(CUcontext ctx)
 {
-    if (!ctx) return current_ctx ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+    if (!ctx)
+        return current_ctx ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
     return (uint64_t)(uintptr_t)ctx == cr__emu.ctx_handle ? CUDA_SUCCESS
                                                           : CUDA_ERROR_INVALID_CONTEXT;
 }
@@ -582,7 +610,8 @@ static CUresult resolve_ctx(CUcontext ctx)
 CUresult cr_emu_cuCtxSetCurrent(CUcontext ctx)
 {
     CR__ENTER_INIT();
-    if (ctx && (uint64_t)(uintptr_t)ctx != cr__emu.ctx_handle) return CUDA_ERROR_INVALID_CONTEXT;
+    if (ctx && (uint64_t)(uintptr_t)ctx != cr__emu.ctx_handle)
+        return CUDA_ERROR_INVALID_CONTEXT;
     current_ctx = (uint64_t)(uintptr_t)ctx;
     return CUDA_SUCCESS;
 }
@@ -590,7 +619,8 @@ CUresult cr_emu_cuCtxSetCurrent(CUcontext ctx)
 CUresult cr_emu_cuCtxGetCurrent(CUcontext *pctx)
 {
     CR__ENTER_INIT();
-    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
     *pctx = (CUcontext)(uintptr_t)current_ctx;
     return CUDA_SUCCESS;
 }
@@ -598,7 +628,8 @@ CUresult cr_emu_cuCtxGetCurrent(CUcontext *pctx)
 CUresult cr_emu_cuCtxGetDevice(CUdevice *device)
 {
     CR__ENTER();
-    if (!device) return CUDA_ERROR_INVALID_VALUE;
+    if (!device)
+        return CUDA_ERROR_INVALID_VALUE;
     *device = 0;
     return CUDA_SUCCESS;
 }
@@ -607,8 +638,10 @@ CUresult cr_emu_cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 {
     CR__ENTER_INIT();
     CUresult rc = resolve_ctx(ctx);
-    if (rc != CUDA_SUCCESS) return rc;
-    if (!device) return CUDA_ERROR_INVALID_VALUE;
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (!device)
+        return CUDA_ERROR_INVALID_VALUE;
     *device = 0;
     return CUDA_SUCCESS;
 }
@@ -623,7 +656,8 @@ CUresult cr_emu_cuCtxSynchronize_v2(CUcontext ctx)
 {
     CR__ENTER_INIT();
     CUresult rc = resolve_ctx(ctx);
-    if (rc != CUDA_SUCCESS) return rc;
+    if (rc != CUDA_SUCCESS)
+        return rc;
     return cr__sync_all();
 }
 
@@ -643,8 +677,10 @@ static _Atomic size_t limits[CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED + 1] = {
 CUresult cr_emu_cuCtxGetLimit(size_t *pvalue, CUlimit limit)
 {
     CR__ENTER();
-    if (!pvalue) return CUDA_ERROR_INVALID_VALUE;
-    if ((unsigned)limit > CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED) return CUDA_ERROR_UNSUPPORTED_LIMIT;
+    if (!pvalue)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((unsigned)limit > CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED)
+        return CUDA_ERROR_UNSUPPORTED_LIMIT;
     *pvalue = atomic_load(&limits[limit]);
     return CUDA_SUCCESS;
 }
@@ -660,7 +696,8 @@ CUresult cr_emu_cuCtxSetLimit(CUlimit limit, size_t value)
     case CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT:
         break;
     case CU_LIMIT_MAX_L2_FETCH_GRANULARITY:
-        if (value > 128) return CUDA_ERROR_INVALID_VALUE;
+        if (value > 128)
+            return CUDA_ERROR_INVALID_VALUE;
         break;
     case CU_LIMIT_PERSISTING_L2_CACHE_SIZE:
         if (value > (size_t)attributes[CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE])
@@ -677,15 +714,18 @@ CUresult cr_emu_cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPri
 {
     CR__ENTER();
     /* Either pointer may be NULL, as in the driver. */
-    if (leastPriority) *leastPriority = CR__PRIORITY_LEAST;
-    if (greatestPriority) *greatestPriority = CR__PRIORITY_GREATEST;
+    if (leastPriority)
+        *leastPriority = CR__PRIORITY_LEAST;
+    if (greatestPriority)
+        *greatestPriority = CR__PRIORITY_GREATEST;
     return CUDA_SUCCESS;
 }
 
 CUresult cr_emu_cuCtxGetCacheConfig(CUfunc_cache *pconfig)
 {
     CR__ENTER();
-    if (!pconfig) return CUDA_ERROR_INVALID_VALUE;
+    if (!pconfig)
+        return CUDA_ERROR_INVALID_VALUE;
     *pconfig = (CUfunc_cache)atomic_load(&cr__emu.cache_config);
     return CUDA_SUCCESS;
 }
@@ -693,7 +733,8 @@ CUresult cr_emu_cuCtxGetCacheConfig(CUfunc_cache *pconfig)
 CUresult cr_emu_cuCtxSetCacheConfig(CUfunc_cache config)
 {
     CR__ENTER();
-    if ((unsigned)config > CU_FUNC_CACHE_PREFER_EQUAL) return CUDA_ERROR_INVALID_VALUE;
+    if ((unsigned)config > CU_FUNC_CACHE_PREFER_EQUAL)
+        return CUDA_ERROR_INVALID_VALUE;
     atomic_store(&cr__emu.cache_config, (int)config);
     return CUDA_SUCCESS;
 }
@@ -702,8 +743,10 @@ CUresult cr_emu_cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 {
     CR__ENTER_INIT();
     CUresult rc = resolve_ctx(ctx);
-    if (rc != CUDA_SUCCESS) return rc;
-    if (!version) return CUDA_ERROR_INVALID_VALUE;
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (!version)
+        return CUDA_ERROR_INVALID_VALUE;
     *version = CR__DRIVER_VERSION;
     return CUDA_SUCCESS;
 }
@@ -711,7 +754,8 @@ CUresult cr_emu_cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 CUresult cr_emu_cuCtxGetFlags(unsigned int *flags)
 {
     CR__ENTER();
-    if (!flags) return CUDA_ERROR_INVALID_VALUE;
+    if (!flags)
+        return CUDA_ERROR_INVALID_VALUE;
     *flags = atomic_load(&cr__emu.ctx_flags);
     return CUDA_SUCCESS;
 }
@@ -719,7 +763,8 @@ CUresult cr_emu_cuCtxGetFlags(unsigned int *flags)
 CUresult cr_emu_cuCtxSetFlags(unsigned int flags)
 {
     CR__ENTER();
-    if (flags & ~CTX_FLAGS_MASK) return CUDA_ERROR_INVALID_VALUE;
+    if (flags & ~CTX_FLAGS_MASK)
+        return CUDA_ERROR_INVALID_VALUE;
     atomic_store(&cr__emu.ctx_flags, flags);
     return CUDA_SUCCESS;
 }
@@ -728,8 +773,10 @@ CUresult cr_emu_cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
 {
     CR__ENTER_INIT();
     CUresult rc = resolve_ctx(ctx);
-    if (rc != CUDA_SUCCESS) return rc;
-    if (!ctxId) return CUDA_ERROR_INVALID_VALUE;
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (!ctxId)
+        return CUDA_ERROR_INVALID_VALUE;
     *ctxId = 1;
     return CUDA_SUCCESS;
 }

@@ -93,9 +93,9 @@ void AnnotateIgnoreReadsBegin(const char *file, int line);
 void AnnotateIgnoreReadsEnd(const char *file, int line);
 void AnnotateIgnoreWritesBegin(const char *file, int line);
 void AnnotateIgnoreWritesEnd(const char *file, int line);
-#define CR__DEVICE_ACCESS_BEGIN()                                                              \
+#define CR__DEVICE_ACCESS_BEGIN()                                                                  \
     (AnnotateIgnoreReadsBegin(__FILE__, __LINE__), AnnotateIgnoreWritesBegin(__FILE__, __LINE__))
-#define CR__DEVICE_ACCESS_END()                                                                \
+#define CR__DEVICE_ACCESS_END()                                                                    \
     (AnnotateIgnoreWritesEnd(__FILE__, __LINE__), AnnotateIgnoreReadsEnd(__FILE__, __LINE__))
 #else
 #define CR__DEVICE_ACCESS_BEGIN() ((void)0)
@@ -148,11 +148,11 @@ typedef struct {
     _Atomic int cache_config;
     cr_emu_launch_hook_t hook;
     void *hook_user;
-    int no_execute; /* cr_emu_set_execution(0): launches are only recorded */
-    int context_faults;          /* cr_emu_config_t.context_faults */
-    int serial_callbacks;        /* cr_emu_config_t.serial_callbacks */
+    int no_execute;       /* cr_emu_set_execution(0): launches are only recorded */
+    int context_faults;   /* cr_emu_config_t.context_faults */
+    int serial_callbacks; /* cr_emu_config_t.serial_callbacks */
     unsigned sm; /* compute capability, major * 10 + minor: set before cuInit, fixed after */
-    _Atomic int context_fault;   /* with context_faults: the fault every call now returns */
+    _Atomic int context_fault; /* with context_faults: the fault every call now returns */
 } cr__emu_t;
 
 extern cr__emu_t cr__emu;
@@ -169,12 +169,14 @@ int64_t cr__now_ns(void);            /* CLOCK_MONOTONIC */
 #define CR__ENTER_INIT()                                                                           \
     do {                                                                                           \
         CUresult enter_rc_ = cr__check_init();                                                     \
-        if (enter_rc_ != CUDA_SUCCESS) return enter_rc_;                                           \
+        if (enter_rc_ != CUDA_SUCCESS)                                                             \
+            return enter_rc_;                                                                      \
     } while (0)
 #define CR__ENTER()                                                                                \
     do {                                                                                           \
         CUresult enter_rc_ = cr__check_ctx();                                                      \
-        if (enter_rc_ != CUDA_SUCCESS) return enter_rc_;                                           \
+        if (enter_rc_ != CUDA_SUCCESS)                                                             \
+            return enter_rc_;                                                                      \
     } while (0)
 
 /* ---- handles (handle.c) ----
@@ -312,7 +314,7 @@ struct cr__stream_s {
     uint64_t submitted;         /* seq of the last op submitted (under streams lock + lock) */
     _Atomic uint64_t completed; /* seq of the last op completed */
     int thread_started;
-    int spun;       /* the idle worker already looked for work before sleeping */
+    int spun; /* the idle worker already looked for work before sleeping */
     int destroying;
     int in_list;
     CUresult error; /* first asynchronous error, reported once by a synchronize */

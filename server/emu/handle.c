@@ -53,7 +53,8 @@ static int grow(void)
 {
     size_t count = bucket_count ? bucket_count * 2 : 256;
     entry_t **nb = calloc(count, sizeof *nb);
-    if (!nb) return CR_ENOMEM;
+    if (!nb)
+        return CR_ENOMEM;
     for (size_t i = 0; i < bucket_count; i++) {
         entry_t *e = buckets[i];
         while (e) {
@@ -74,7 +75,8 @@ uint64_t cr__handle_new(cr__htype_t type, cr__obj_t *owner, void *ptr)
 {
     uint64_t handle = 0;
     entry_t *e = malloc(sizeof *e);
-    if (!e) return 0;
+    if (!e)
+        return 0;
     pthread_mutex_lock(&registry_lock);
     if (entry_count >= bucket_count && grow() != 0) {
         pthread_mutex_unlock(&registry_lock);
@@ -98,16 +100,19 @@ uint64_t cr__handle_new(cr__htype_t type, cr__obj_t *owner, void *ptr)
 void *cr__handle_get(uint64_t handle, unsigned mask, cr__obj_t **owner, cr__htype_t *type)
 {
     void *ptr = NULL;
-    if ((handle & ((uint64_t)0xFF << 56)) != HANDLE_TAG) return NULL;
+    if ((handle & ((uint64_t)0xFF << 56)) != HANDLE_TAG)
+        return NULL;
     pthread_mutex_lock(&registry_lock);
     if (bucket_count) {
         for (entry_t *e = buckets[bucket_of(handle, bucket_count)]; e; e = e->next) {
-            if (e->handle != handle) continue;
+            if (e->handle != handle)
+                continue;
             if (mask & CR__HMASK(e->type)) {
                 ptr = e->ptr;
                 cr__obj_ref(e->owner);
                 *owner = e->owner;
-                if (type) *type = e->type;
+                if (type)
+                    *type = e->type;
             }
             break;
         }
@@ -119,12 +124,14 @@ void *cr__handle_get(uint64_t handle, unsigned mask, cr__obj_t **owner, cr__htyp
 int cr__handle_del(uint64_t handle, unsigned mask)
 {
     entry_t *found = NULL;
-    if ((handle & ((uint64_t)0xFF << 56)) != HANDLE_TAG) return -1;
+    if ((handle & ((uint64_t)0xFF << 56)) != HANDLE_TAG)
+        return -1;
     pthread_mutex_lock(&registry_lock);
     if (bucket_count) {
         entry_t **link = &buckets[bucket_of(handle, bucket_count)];
         for (; *link; link = &(*link)->next) {
-            if ((*link)->handle != handle) continue;
+            if ((*link)->handle != handle)
+                continue;
             if (mask & CR__HMASK((*link)->type)) {
                 found = *link;
                 *link = found->next;
@@ -134,7 +141,8 @@ int cr__handle_del(uint64_t handle, unsigned mask)
         }
     }
     pthread_mutex_unlock(&registry_lock);
-    if (!found) return -1;
+    if (!found)
+        return -1;
     cr__obj_unref(found->owner);
     free(found);
     return 0;

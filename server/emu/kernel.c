@@ -21,10 +21,14 @@ static const cr_image_entry_t *ptx_entry(const cr_image_t *img)
     unsigned sm = cr__emu.sm;
     for (uint32_t i = 0; i < img->entry_count; i++) {
         const cr_image_entry_t *e = &img->entries[i];
-        if (e->kind != CR_IMAGE_PTX || e->arch > sm) continue;
-        if (e->arch_suffix == 'a' && e->arch != sm) continue;
-        if (e->arch_suffix == 'f' && e->arch / 10 != sm / 10) continue;
-        if (!best || e->arch > best->arch) best = e;
+        if (e->kind != CR_IMAGE_PTX || e->arch > sm)
+            continue;
+        if (e->arch_suffix == 'a' && e->arch != sm)
+            continue;
+        if (e->arch_suffix == 'f' && e->arch / 10 != sm / 10)
+            continue;
+        if (!best || e->arch > best->arch)
+            best = e;
     }
     return best;
 }
@@ -39,7 +43,8 @@ unsigned cr__library_newest_ptx(const cr__library_t *lib)
     unsigned newest = 0;
     for (uint32_t i = 0; i < lib->image->entry_count; i++) {
         const cr_image_entry_t *e = &lib->image->entries[i];
-        if (e->kind == CR_IMAGE_PTX && e->arch > newest) newest = e->arch;
+        if (e->kind == CR_IMAGE_PTX && e->arch > newest)
+            newest = e->arch;
     }
     return newest;
 }
@@ -138,6 +143,7 @@ CUresult cr__kernel_run(const cr__run_t *run, cr__stream_t *s)
     };
     cr_ptx_fault_t fault;
     int rc = cr_ptx_launch(m, name, &launch, &env, &fault);
-    if (rc != 0) CR_WARN("emu: kernel fault (CUresult %d): %s", rc, fault.message);
+    if (rc != 0)
+        CR_WARN("emu: kernel fault (CUresult %d): %s", rc, fault.message);
     return (CUresult)rc;
 }

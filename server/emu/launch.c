@@ -58,7 +58,8 @@ int cr__trace_open(const char *path)
         CR_ERROR("emu: cannot open the launch trace %s: %s", path, strerror(errno));
         return CR_EIO;
     }
-    if (trace_fd >= 0) close(trace_fd);
+    if (trace_fd >= 0)
+        close(trace_fd);
     trace_fd = fd;
     return 0;
 }
@@ -73,7 +74,8 @@ typedef struct {
 
 static void sb_reserve(sbuf_t *b, size_t more)
 {
-    if (b->failed || b->len + more + 1 <= b->cap) return;
+    if (b->failed || b->len + more + 1 <= b->cap)
+        return;
     size_t cap = b->cap ? b->cap : 256;
     while (cap < b->len + more + 1)
         cap *= 2;
@@ -98,7 +100,8 @@ static void sb_printf(sbuf_t *b, const char *fmt, ...)
         return;
     }
     sb_reserve(b, (size_t)n);
-    if (b->failed) return;
+    if (b->failed)
+        return;
     va_start(ap, fmt);
     vsnprintf(b->buf + b->len, b->cap - b->len, fmt, ap);
     va_end(ap);
@@ -144,7 +147,8 @@ static void trace_write(const launch_op_t *l, const cr__stream_t *s, uint64_t se
         sb_printf(&b, "%s[%d", i ? "," : "", a->id);
         for (int j = 0; j < a->count; j++)
             sb_printf(&b, ",%lld", (long long)a->values[j]);
-        if (a->id == CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW) sb_printf(&b, ",%.9g", a->ratio);
+        if (a->id == CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW)
+            sb_printf(&b, ",%.9g", a->ratio);
         sb_printf(&b, "]");
     }
     sb_printf(&b, "]}\n");
@@ -207,11 +211,13 @@ static CUresult launch_run(cr__op_t *op, cr__stream_t *s)
             .param_size = l->param_size,
         };
         rc = cr__kernel_run(&run, s);
-        if (rc != CUDA_SUCCESS) cr__stream_fault(s, rc);
+        if (rc != CUDA_SUCCESS)
+            cr__stream_fault(s, rc);
     }
     pthread_mutex_lock(&trace_lock);
     uint64_t seq = ++trace_seq;
-    if (trace_fd >= 0) trace_write(l, s, seq);
+    if (trace_fd >= 0)
+        trace_write(l, s, seq);
     pthread_mutex_unlock(&trace_lock);
     return rc;
 }
@@ -232,10 +238,13 @@ static CUresult build_params(const cr__kernel_t *k, void **kernelParams, void **
     const cr_kernel_info_t *info = k->info;
     uint32_t size = info->param_size;
     uint8_t *buf;
-    if (kernelParams && extra) return CUDA_ERROR_INVALID_VALUE;
-    if (size > MAX_PARAM_BYTES) return CUDA_ERROR_INVALID_VALUE;
+    if (kernelParams && extra)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (size > MAX_PARAM_BYTES)
+        return CUDA_ERROR_INVALID_VALUE;
     buf = calloc(1, size ? size : 1);
-    if (!buf) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!buf)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     if (extra) {
         const void *pbuf = NULL;
         const size_t *psize = NULL;
@@ -247,13 +256,17 @@ static CUresult build_params(const cr__kernel_t *k, void **kernelParams, void **
             else
                 goto invalid;
         }
-        if (size > 0 && (!pbuf || !psize || *psize < size)) goto invalid;
-        if (size > 0) memcpy(buf, pbuf, size);
+        if (size > 0 && (!pbuf || !psize || *psize < size))
+            goto invalid;
+        if (size > 0)
+            memcpy(buf, pbuf, size);
     } else if (info->param_count > 0) {
-        if (!kernelParams) goto invalid;
+        if (!kernelParams)
+            goto invalid;
         for (uint32_t i = 0; i < info->param_count; i++) {
             const cr_param_t *p = &info->params[i];
-            if (!kernelParams[i] || p->offset > size || p->size > size - p->offset) goto invalid;
+            if (!kernelParams[i] || p->offset > size || p->size > size - p->offset)
+                goto invalid;
             memcpy(buf + p->offset, kernelParams[i], p->size);
         }
     }
@@ -287,7 +300,8 @@ static CUresult take_attribute(const CUlaunchAttribute *in, attr_t *out, uint64_
         out->values[out->count++] = v->accessPolicyWindow.hitProp;
         out->values[out->count++] = v->accessPolicyWindow.missProp;
         out->ratio = v->accessPolicyWindow.hitRatio;
-        if (!(out->ratio >= 0.0 && out->ratio <= 1.0)) return CUDA_ERROR_INVALID_VALUE;
+        if (!(out->ratio >= 0.0 && out->ratio <= 1.0))
+            return CUDA_ERROR_INVALID_VALUE;
         break;
     case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
         out->values[out->count++] = v->cooperative;
@@ -318,7 +332,8 @@ static CUresult take_attribute(const CUlaunchAttribute *in, attr_t *out, uint64_
         CUevent ev = in->id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT
                          ? v->programmaticEvent.event
                          : v->launchCompletionEvent.event;
-        if (!cr__event_valid((uint64_t)(uintptr_t)ev)) return CUDA_ERROR_INVALID_HANDLE;
+        if (!cr__event_valid((uint64_t)(uintptr_t)ev))
+            return CUDA_ERROR_INVALID_HANDLE;
         events[(*event_count)++] = (uint64_t)(uintptr_t)ev;
         if (in->id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT) {
             out->values[out->count++] = v->programmaticEvent.flags;
@@ -371,9 +386,11 @@ static CUresult launch(uint64_t fh, const launch_args_t *a, void **kernelParams,
     int cooperative = a->cooperative;
     CUresult rc;
     cr__kernel_t *k = cr__kernel_get(fh, &owner);
-    if (!k) return CUDA_ERROR_INVALID_HANDLE;
+    if (!k)
+        return CUDA_ERROR_INVALID_HANDLE;
     rc = CUDA_ERROR_INVALID_VALUE;
-    if (a->attr_count && !a->attrs) goto out;
+    if (a->attr_count && !a->attrs)
+        goto out;
     /* dimensions */
     if (!a->grid[0] || !a->grid[1] || !a->grid[2] || !a->block[0] || !a->block[1] || !a->block[2])
         goto out;
@@ -382,9 +399,11 @@ static CUresult launch(uint64_t fh, const launch_args_t *a, void **kernelParams,
         a->block[1] > CR__MAX_BLOCK_XY || a->block[2] > CR__MAX_BLOCK_Z)
         goto out;
     uint64_t threads = (uint64_t)a->block[0] * a->block[1] * a->block[2];
-    if (threads > CR__MAX_THREADS_PER_BLOCK) goto out;
+    if (threads > CR__MAX_THREADS_PER_BLOCK)
+        goto out;
     /* over __launch_bounds__ a GPU answers CUDA_ERROR_INVALID_VALUE (seen on an H100) */
-    if (k->info->max_threads_per_block && threads > k->info->max_threads_per_block) goto out;
+    if (k->info->max_threads_per_block && threads > k->info->max_threads_per_block)
+        goto out;
     if (threads > (uint64_t)cr__kernel_max_threads(k)) {
         rc = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES; /* too many registers for the block */
         goto out;
@@ -409,7 +428,8 @@ static CUresult launch(uint64_t fh, const launch_args_t *a, void **kernelParams,
         goto out;
     }
     rc = CUDA_ERROR_OUT_OF_MEMORY;
-    if (!(l = calloc(1, sizeof *l))) goto out;
+    if (!(l = calloc(1, sizeof *l)))
+        goto out;
     l->op.run = launch_run;
     l->op.destroy = launch_destroy;
     l->lib = k->lib;
@@ -427,10 +447,12 @@ static CUresult launch(uint64_t fh, const launch_args_t *a, void **kernelParams,
                           !(events = calloc(a->attr_count, sizeof *events))))
         goto out;
     for (unsigned i = 0; i < a->attr_count; i++) {
-        if (a->attrs[i].id == CU_LAUNCH_ATTRIBUTE_IGNORE) continue;
+        if (a->attrs[i].id == CU_LAUNCH_ATTRIBUTE_IGNORE)
+            continue;
         rc = take_attribute(&a->attrs[i], &l->attrs[l->attr_count], events, &event_count,
                             &cooperative, cluster);
-        if (rc != CUDA_SUCCESS) goto out;
+        if (rc != CUDA_SUCCESS)
+            goto out;
         l->attr_count++;
     }
     if (a->cooperative) { /* cuLaunchCooperativeKernel */
@@ -455,17 +477,21 @@ static CUresult launch(uint64_t fh, const launch_args_t *a, void **kernelParams,
         uint64_t resident =
             (uint64_t)cr__occupancy_blocks(k, (int)threads, a->shared) * CR__SM_COUNT;
         rc = CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
-        if (blocks > resident) goto out;
+        if (blocks > resident)
+            goto out;
     }
-    if ((rc = build_params(k, kernelParams, extra, &l->params)) != CUDA_SUCCESS) goto out;
+    if ((rc = build_params(k, kernelParams, extra, &l->params)) != CUDA_SUCCESS)
+        goto out;
     rc = CUDA_ERROR_INVALID_HANDLE;
-    if (!(s = cr__stream_get(a->stream))) goto out;
+    if (!(s = cr__stream_get(a->stream)))
+        goto out;
     rc = cr__stream_submit(s, &l->op, NULL);
     l = NULL; /* the stream owns it, even on failure */
     for (unsigned i = 0; rc == CUDA_SUCCESS && i < event_count; i++)
         rc = cr__event_record(events[i], s);
 out:
-    if (l) launch_destroy(&l->op);
+    if (l)
+        launch_destroy(&l->op);
     cr__stream_put(s);
     free(events);
     cr__obj_unref(owner);
@@ -505,7 +531,8 @@ CUresult cr_emu_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, voi
                                  void **extra)
 {
     CR__ENTER();
-    if (!config) return CUDA_ERROR_INVALID_VALUE;
+    if (!config)
+        return CUDA_ERROR_INVALID_VALUE;
     launch_args_t a = {.grid = {config->gridDimX, config->gridDimY, config->gridDimZ},
                        .block = {config->blockDimX, config->blockDimY, config->blockDimZ},
                        .shared = config->sharedMemBytes,
@@ -520,29 +547,35 @@ CUresult cr_emu_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, voi
 int cr__occupancy_blocks(const cr__kernel_t *k, int block_size, size_t dynamic_shared)
 {
     const cr_kernel_info_t *info = k->info;
-    if (block_size <= 0 || block_size > cr__kernel_max_threads(k)) return 0;
+    if (block_size <= 0 || block_size > cr__kernel_max_threads(k))
+        return 0;
     int warps = (block_size + CR__WARP - 1) / CR__WARP;
     int blocks = CR__MAX_BLOCKS_PER_SM;
     int by_warps = CR__MAX_THREADS_PER_SM / CR__WARP / warps;
-    if (by_warps < blocks) blocks = by_warps;
+    if (by_warps < blocks)
+        blocks = by_warps;
     if (info->num_regs) {
         int per_warp = (int)cr__round_up((uint64_t)info->num_regs * CR__WARP, CR__REG_ALLOC_UNIT);
         int by_regs = CR__REGS_PER_SM / per_warp / warps;
-        if (by_regs < blocks) blocks = by_regs;
+        if (by_regs < blocks)
+            blocks = by_regs;
     }
     uint64_t shared = (uint64_t)info->static_shared_bytes + dynamic_shared;
-    if (shared > CR__SHARED_PER_BLOCK_OPTIN) return 0;
+    if (shared > CR__SHARED_PER_BLOCK_OPTIN)
+        return 0;
     uint64_t per_block =
         cr__round_up(shared + CR__SHARED_RESERVED_PER_BLOCK, CR__SHARED_ALLOC_UNIT);
     uint64_t by_shared = CR__SHARED_PER_SM / per_block;
-    if (by_shared < (uint64_t)blocks) blocks = (int)by_shared;
+    if (by_shared < (uint64_t)blocks)
+        blocks = (int)by_shared;
     return blocks;
 }
 
 #define GET_KERNEL(k, owner, f)                                                                    \
     cr__obj_t *owner;                                                                              \
     cr__kernel_t *k = cr__kernel_get((uint64_t)(uintptr_t)(f), &owner);                            \
-    if (!k) return CUDA_ERROR_INVALID_HANDLE
+    if (!k)                                                                                        \
+    return CUDA_ERROR_INVALID_HANDLE
 
 CUresult cr_emu_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks,
                                                                      CUfunction func, int blockSize,
@@ -577,12 +610,14 @@ cr_emu_cuOccupancyMaxPotentialBlockSizeWithFlags(int *minGridSize, int *blockSiz
         return CUDA_ERROR_INVALID_VALUE;
     GET_KERNEL(k, owner, func);
     int limit = cr__kernel_max_threads(k);
-    if (blockSizeLimit > 0 && blockSizeLimit < limit) limit = blockSizeLimit;
+    if (blockSizeLimit > 0 && blockSizeLimit < limit)
+        limit = blockSizeLimit;
     /* As cudart's occupancy calculator: try block sizes from the largest down in warp steps,
      * keep the one with the most resident threads (the largest on ties). */
     int best_size = 0, best_blocks = 0, best_threads = 0;
     int start = limit / CR__WARP * CR__WARP;
-    if (start == 0) start = limit;
+    if (start == 0)
+        start = limit;
     for (int size = start; size > 0; size -= (size % CR__WARP) ? size % CR__WARP : CR__WARP) {
         size_t smem =
             blockSizeToDynamicSMemSize ? blockSizeToDynamicSMemSize(size) : dynamicSMemSize;
@@ -592,7 +627,8 @@ cr_emu_cuOccupancyMaxPotentialBlockSizeWithFlags(int *minGridSize, int *blockSiz
             best_blocks = blocks;
             best_size = size;
         }
-        if (best_threads == CR__MAX_THREADS_PER_SM) break;
+        if (best_threads == CR__MAX_THREADS_PER_SM)
+            break;
     }
     *blockSize = best_size;
     *minGridSize = best_blocks * CR__SM_COUNT;
@@ -613,7 +649,8 @@ CUresult cr_emu_cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize,
                                                         int numBlocks, int blockSize)
 {
     CR__ENTER();
-    if (!dynamicSmemSize || numBlocks <= 0 || blockSize <= 0) return CUDA_ERROR_INVALID_VALUE;
+    if (!dynamicSmemSize || numBlocks <= 0 || blockSize <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
     GET_KERNEL(k, owner, func);
     size_t avail = 0;
     /* numBlocks blocks must fit by threads and registers with no dynamic memory at all */
@@ -621,7 +658,8 @@ CUresult cr_emu_cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize,
         uint64_t per_block =
             CR__SHARED_PER_SM / (uint64_t)numBlocks / CR__SHARED_ALLOC_UNIT * CR__SHARED_ALLOC_UNIT;
         uint64_t used = (uint64_t)k->info->static_shared_bytes + CR__SHARED_RESERVED_PER_BLOCK;
-        if (per_block > used) avail = per_block - used;
+        if (per_block > used)
+            avail = per_block - used;
         if (avail + k->info->static_shared_bytes > CR__SHARED_PER_BLOCK_OPTIN)
             avail = CR__SHARED_PER_BLOCK_OPTIN - k->info->static_shared_bytes;
     }
@@ -648,13 +686,15 @@ CUresult cr_emu_cuOccupancyMaxPotentialClusterSize(int *clusterSize, CUfunction 
                                                    const CUlaunchConfig *config)
 {
     CR__ENTER();
-    if (!clusterSize || !config) return CUDA_ERROR_INVALID_VALUE;
+    if (!clusterSize || !config)
+        return CUDA_ERROR_INVALID_VALUE;
     GET_KERNEL(k, owner, func);
     int threads = (int)(config->blockDimX * config->blockDimY * config->blockDimZ);
     int size = atomic_load(&k->non_portable_cluster) ? 16 : 8;
     /* a cluster runs on SMs of one GPC (18 SMs here): blocks per SM bound it too */
     int per_sm = cr__occupancy_blocks(k, threads, config->sharedMemBytes);
-    if (per_sm * 18 < size) size = per_sm * 18;
+    if (per_sm * 18 < size)
+        size = per_sm * 18;
     *clusterSize = size;
     cr__obj_unref(owner);
     return CUDA_SUCCESS;
@@ -664,7 +704,8 @@ CUresult cr_emu_cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func,
                                              const CUlaunchConfig *config)
 {
     CR__ENTER();
-    if (!numClusters || !config) return CUDA_ERROR_INVALID_VALUE;
+    if (!numClusters || !config)
+        return CUDA_ERROR_INVALID_VALUE;
     GET_KERNEL(k, owner, func);
     int threads = (int)(config->blockDimX * config->blockDimY * config->blockDimZ);
     int cluster = config_cluster(config, k);

@@ -42,7 +42,8 @@ static size_t page_size;
 int cr__arena_init(void)
 {
     void *want = (void *)(uintptr_t)cr__emu.va_base;
-    if (free_ranges) return 0; /* mapped by an earlier cuInit that failed later */
+    if (free_ranges)
+        return 0; /* mapped by an earlier cuInit that failed later */
     page_size = (size_t)sysconf(_SC_PAGESIZE);
     void *p = mmap(want, cr__emu.memory_bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
@@ -76,10 +77,12 @@ uint64_t cr__alloc_granule(uint64_t bytes)
 
 static int free_reserve(size_t n)
 {
-    if (n <= free_cap) return 0;
+    if (n <= free_cap)
+        return 0;
     size_t cap = free_cap * 2 > n ? free_cap * 2 : n;
     range_t *r = realloc(free_ranges, cap * sizeof *r);
-    if (!r) return CR_ENOMEM;
+    if (!r)
+        return CR_ENOMEM;
     free_ranges = r;
     free_cap = cap;
     return 0;
@@ -91,28 +94,35 @@ int cr__arena_take(uint64_t bytes, uint64_t *base, uint64_t *reserved)
     uint64_t need = cr__round_up(bytes, align);
     size_t best = SIZE_MAX;
     uint64_t best_waste = UINT64_MAX;
-    if (bytes == 0 || need < bytes) return CR_ENOMEM;
+    if (bytes == 0 || need < bytes)
+        return CR_ENOMEM;
     for (size_t i = 0; i < free_count; i++) {
         uint64_t start = cr__round_up(free_ranges[i].start, align);
         uint64_t end = free_ranges[i].start + free_ranges[i].size;
-        if (start >= end || end - start < need) continue;
+        if (start >= end || end - start < need)
+            continue;
         uint64_t waste = free_ranges[i].size - need;
         if (waste < best_waste) {
             best = i;
             best_waste = waste;
-            if (waste == 0) break;
+            if (waste == 0)
+                break;
         }
     }
-    if (best == SIZE_MAX) return CR_ENOMEM;
+    if (best == SIZE_MAX)
+        return CR_ENOMEM;
     /* A leading fragment (alignment) and a trailing one may remain: at most one more range. */
-    if (free_reserve(free_count + 1) != 0) return CR_ENOMEM;
+    if (free_reserve(free_count + 1) != 0)
+        return CR_ENOMEM;
     range_t r = free_ranges[best];
     uint64_t start = cr__round_up(r.start, align);
     uint64_t end = r.start + r.size;
     range_t pieces[2];
     size_t n = 0;
-    if (start > r.start) pieces[n++] = (range_t){r.start, start - r.start};
-    if (end > start + need) pieces[n++] = (range_t){start + need, end - (start + need)};
+    if (start > r.start)
+        pieces[n++] = (range_t){r.start, start - r.start};
+    if (end > start + need)
+        pieces[n++] = (range_t){start + need, end - (start + need)};
     if (n == 0) {
         memmove(&free_ranges[best], &free_ranges[best + 1],
                 (free_count - best - 1) * sizeof *free_ranges);
@@ -175,10 +185,13 @@ void cr__arena_give(uint64_t base, uint64_t reserved)
     }
     /* Give back to the OS every page the freed block touched that is now entirely free. */
     uint64_t lo_page = base / page_size * page_size;
-    if (lo_page < merged.start) lo_page += page_size;
+    if (lo_page < merged.start)
+        lo_page += page_size;
     uint64_t hi_page = cr__round_up(base + reserved, page_size);
-    if (hi_page > merged.start + merged.size) hi_page -= page_size;
-    if (hi_page > lo_page) madvise((void *)(uintptr_t)lo_page, hi_page - lo_page, MADV_DONTNEED);
+    if (hi_page > merged.start + merged.size)
+        hi_page -= page_size;
+    if (hi_page > lo_page)
+        madvise((void *)(uintptr_t)lo_page, hi_page - lo_page, MADV_DONTNEED);
 }
 
 int cr__in_arena(uint64_t addr)
@@ -207,7 +220,8 @@ int cr__alloc_insert(const cr__alloc_t *a)
     if (alloc_count == alloc_cap) {
         size_t cap = alloc_cap ? alloc_cap * 2 : 64;
         cr__alloc_t *n = realloc(allocs, cap * sizeof *n);
-        if (!n) return CR_ENOMEM;
+        if (!n)
+            return CR_ENOMEM;
         allocs = n;
         alloc_cap = cap;
     }
@@ -222,7 +236,8 @@ int cr__alloc_insert(const cr__alloc_t *a)
 cr__alloc_t *cr__alloc_find(uint64_t addr)
 {
     size_t i = alloc_upper(addr);
-    if (i == 0) return NULL;
+    if (i == 0)
+        return NULL;
     cr__alloc_t *a = &allocs[i - 1];
     return addr - a->base < a->size ? a : NULL;
 }
@@ -230,8 +245,10 @@ cr__alloc_t *cr__alloc_find(uint64_t addr)
 int cr__alloc_remove(uint64_t base, cr__alloc_t *out)
 {
     size_t i = alloc_upper(base);
-    if (i == 0 || allocs[i - 1].base != base) return CR_ENOTFOUND;
-    if (out) *out = allocs[i - 1];
+    if (i == 0 || allocs[i - 1].base != base)
+        return CR_ENOTFOUND;
+    if (out)
+        *out = allocs[i - 1];
     memmove(&allocs[i - 1], &allocs[i], (alloc_count - i) * sizeof *allocs);
     alloc_count--;
     return 0;
@@ -241,16 +258,19 @@ int cr__mem_alloc(uint64_t bytes, cr__alloc_kind_t kind, uint64_t *dptr)
 {
     uint64_t base, reserved;
     int rc;
-    if (bytes == 0) return CR_EINVAL;
+    if (bytes == 0)
+        return CR_EINVAL;
     pthread_rwlock_wrlock(&cr__mem_lock);
     rc = cr__arena_take(bytes, &base, &reserved);
     if (rc == 0) {
         cr__alloc_t a = {.base = base, .size = bytes, .reserved = reserved, .kind = kind};
         rc = cr__alloc_insert(&a);
-        if (rc != 0) cr__arena_give(base, reserved);
+        if (rc != 0)
+            cr__arena_give(base, reserved);
     }
     pthread_rwlock_unlock(&cr__mem_lock);
-    if (rc == 0) *dptr = base;
+    if (rc == 0)
+        *dptr = base;
     return rc;
 }
 
@@ -311,7 +331,8 @@ static CUresult release_run(cr__op_t *op, cr__stream_t *s)
 cr__op_t *cr__mem_release_op(uint64_t base)
 {
     release_op_t *r = calloc(1, sizeof *r);
-    if (!r) return NULL;
+    if (!r)
+        return NULL;
     r->op.run = release_run;
     r->base = base;
     return &r->op;
@@ -320,10 +341,12 @@ cr__op_t *cr__mem_release_op(uint64_t base)
 CUresult cr__mem_check(uint64_t addr, uint64_t len)
 {
     CUresult rc = CUDA_ERROR_INVALID_VALUE;
-    if (len == 0 || addr + len < addr) return CUDA_ERROR_INVALID_VALUE;
+    if (len == 0 || addr + len < addr)
+        return CUDA_ERROR_INVALID_VALUE;
     pthread_rwlock_rdlock(&cr__mem_lock);
     cr__alloc_t *a = cr__alloc_find(addr);
-    if (a && !a->free_pending && addr + len - a->base <= a->size) rc = CUDA_SUCCESS;
+    if (a && !a->free_pending && addr + len - a->base <= a->size)
+        rc = CUDA_SUCCESS;
     pthread_rwlock_unlock(&cr__mem_lock);
     return rc;
 }
@@ -334,9 +357,11 @@ CUresult cr_emu_cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
     uint64_t p;
     CR__ENTER();
-    if (!dptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (!dptr || bytesize == 0)
+        return CUDA_ERROR_INVALID_VALUE;
     int rc = cr__mem_alloc(bytesize, CR__ALLOC_USER, &p);
-    if (rc != 0) return cr__error_to_cuda(rc);
+    if (rc != 0)
+        return cr__error_to_cuda(rc);
     *dptr = (CUdeviceptr)p;
     return CUDA_SUCCESS;
 }
@@ -344,9 +369,11 @@ CUresult cr_emu_cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 CUresult cr_emu_cuMemFree_v2(CUdeviceptr dptr)
 {
     CR__ENTER();
-    if (dptr == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (dptr == 0)
+        return CUDA_ERROR_INVALID_VALUE;
     cr__op_t *op = cr__mem_release_op(dptr);
-    if (!op) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!op)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     if (cr__mem_mark_free(dptr, (1u << CR__ALLOC_USER) | (1u << CR__ALLOC_POOL)) != 0) {
         cr__op_free(op);
         return CUDA_ERROR_INVALID_VALUE;
@@ -361,14 +388,16 @@ CUresult cr_emu_cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t Wid
 {
     uint64_t p, bytes;
     CR__ENTER();
-    if (!dptr || !pPitch || WidthInBytes == 0 || Height == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (!dptr || !pPitch || WidthInBytes == 0 || Height == 0)
+        return CUDA_ERROR_INVALID_VALUE;
     if (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16)
         return CUDA_ERROR_INVALID_VALUE;
     uint64_t pitch = cr__round_up(WidthInBytes, CR__PITCH_ALIGN);
     if (pitch < WidthInBytes || __builtin_mul_overflow(pitch, (uint64_t)Height, &bytes))
         return CUDA_ERROR_INVALID_VALUE;
     int rc = cr__mem_alloc(bytes, CR__ALLOC_USER, &p);
-    if (rc != 0) return cr__error_to_cuda(rc);
+    if (rc != 0)
+        return cr__error_to_cuda(rc);
     *dptr = (CUdeviceptr)p;
     *pPitch = pitch;
     return CUDA_SUCCESS;
@@ -377,7 +406,8 @@ CUresult cr_emu_cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t Wid
 CUresult cr_emu_cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 {
     CR__ENTER();
-    if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
+    if (!free_bytes || !total)
+        return CUDA_ERROR_INVALID_VALUE;
     pthread_rwlock_rdlock(&cr__mem_lock);
     *free_bytes = cr__emu.memory_bytes - arena_used;
     pthread_rwlock_unlock(&cr__mem_lock);
@@ -392,8 +422,10 @@ CUresult cr_emu_cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdev
     pthread_rwlock_rdlock(&cr__mem_lock);
     cr__alloc_t *a = cr__alloc_find(dptr);
     if (a && !a->free_pending) {
-        if (pbase) *pbase = a->base;
-        if (psize) *psize = a->size;
+        if (pbase)
+            *pbase = a->base;
+        if (psize)
+            *psize = a->size;
         rc = CUDA_SUCCESS;
     }
     pthread_rwlock_unlock(&cr__mem_lock);
@@ -430,7 +462,8 @@ static size_t host_upper(uintptr_t p)
 static host_range_t *host_find(uintptr_t p)
 {
     size_t i = host_upper(p);
-    if (i == 0) return NULL;
+    if (i == 0)
+        return NULL;
     host_range_t *r = &host_ranges[i - 1];
     return p - r->base < r->size ? r : NULL;
 }
@@ -486,7 +519,8 @@ int cr__host_is_pinned(const void *p, size_t len)
     uintptr_t a = (uintptr_t)p;
     pthread_mutex_lock(&host_lock);
     host_range_t *r = host_find(a);
-    if (r && len <= r->size - (a - r->base)) pinned = 1;
+    if (r && len <= r->size - (a - r->base))
+        pinned = 1;
     pthread_mutex_unlock(&host_lock);
     return pinned;
 }
@@ -494,13 +528,15 @@ int cr__host_is_pinned(const void *p, size_t len)
 CUresult cr_emu_cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
 {
     CR__ENTER();
-    if (!pp || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (!pp || bytesize == 0)
+        return CUDA_ERROR_INVALID_VALUE;
     if (Flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
                             CU_MEMHOSTALLOC_WRITECOMBINED))
         return CUDA_ERROR_INVALID_VALUE;
     size_t size = cr__round_up(bytesize, page_size);
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (p == MAP_FAILED)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult rc = host_add((uintptr_t)p, size, Flags, 1);
     if (rc != CUDA_SUCCESS) {
         munmap(p, size);
@@ -553,7 +589,8 @@ CUresult cr_emu_cuMemFreeHost(void *p)
     host_range_t r;
     CR__ENTER();
     unmap_op_t *u = calloc(1, sizeof *u);
-    if (!u) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!u)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     if (!p || host_remove((uintptr_t)p, 1, &r) != 0) {
         free(u);
         return CUDA_ERROR_INVALID_VALUE;
@@ -573,7 +610,8 @@ CUresult cr_emu_cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flag
     if (Flags & ~(unsigned)(CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
                             CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY))
         return CUDA_ERROR_INVALID_VALUE;
-    if (Flags & CU_MEMHOSTREGISTER_IOMEMORY) return CUDA_ERROR_NOT_SUPPORTED;
+    if (Flags & CU_MEMHOSTREGISTER_IOMEMORY)
+        return CUDA_ERROR_NOT_SUPPORTED;
     /* Device memory is not host memory, even though it is mapped in this process. */
     uint64_t a = (uint64_t)(uintptr_t)p;
     if (a < cr__emu.va_base + cr__emu.memory_bytes && a + bytesize > cr__emu.va_base)
@@ -585,8 +623,10 @@ CUresult cr_emu_cuMemHostUnregister(void *p)
 {
     host_range_t r;
     CR__ENTER();
-    if (!p) return CUDA_ERROR_INVALID_VALUE;
-    if (host_remove((uintptr_t)p, 0, &r) != 0) return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (host_remove((uintptr_t)p, 0, &r) != 0)
+        return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
     return CUDA_SUCCESS;
 }
 
@@ -594,7 +634,8 @@ CUresult cr_emu_cuMemHostGetFlags(unsigned int *pFlags, void *p)
 {
     CUresult rc = CUDA_ERROR_INVALID_VALUE;
     CR__ENTER();
-    if (!pFlags || !p) return CUDA_ERROR_INVALID_VALUE;
+    if (!pFlags || !p)
+        return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&host_lock);
     host_range_t *r = host_find((uintptr_t)p);
     if (r) {
@@ -625,7 +666,8 @@ static void pointer_info(uint64_t ptr, pointer_info_t *info)
         info->pool_handle = a->pool ? cr__pool_handle_of(a->pool) : 0;
     }
     pthread_rwlock_unlock(&cr__mem_lock);
-    if (info->kind) return;
+    if (info->kind)
+        return;
     pthread_mutex_lock(&host_lock);
     host_range_t *r = host_find((uintptr_t)ptr);
     if (r) {
@@ -648,11 +690,13 @@ static CUresult pointer_attribute(const pointer_info_t *info, uint64_t ptr,
         *(unsigned *)data = dev ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
-        if (!dev) return CUDA_ERROR_INVALID_VALUE; /* mapped host memory is not supported */
+        if (!dev)
+            return CUDA_ERROR_INVALID_VALUE; /* mapped host memory is not supported */
         *(CUdeviceptr *)data = ptr;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-        if (dev) return CUDA_ERROR_INVALID_VALUE;
+        if (dev)
+            return CUDA_ERROR_INVALID_VALUE;
         *(void **)data = (void *)(uintptr_t)ptr;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
@@ -700,10 +744,13 @@ CUresult cr_emu_cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
 {
     pointer_info_t info;
     CR__ENTER();
-    if (!data) return CUDA_ERROR_INVALID_VALUE;
-    if (attribute == CU_POINTER_ATTRIBUTE_P2P_TOKENS) return CUDA_ERROR_NOT_SUPPORTED;
+    if (!data)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (attribute == CU_POINTER_ATTRIBUTE_P2P_TOKENS)
+        return CUDA_ERROR_NOT_SUPPORTED;
     pointer_info(ptr, &info);
-    if (!info.kind) return CUDA_ERROR_INVALID_VALUE;
+    if (!info.kind)
+        return CUDA_ERROR_INVALID_VALUE;
     return pointer_attribute(&info, ptr, attribute, data);
 }
 
@@ -712,17 +759,21 @@ CUresult cr_emu_cuPointerGetAttributes(unsigned int numAttributes, CUpointer_att
 {
     pointer_info_t info;
     CR__ENTER();
-    if (numAttributes == 0 || !attributes || !data) return CUDA_ERROR_INVALID_VALUE;
+    if (numAttributes == 0 || !attributes || !data)
+        return CUDA_ERROR_INVALID_VALUE;
     pointer_info(ptr, &info);
     /* Unlike cuPointerGetAttribute, an unknown pointer is no error: attributes that do not
      * apply get zero values (MEMORY_TYPE 0, CONTEXT NULL, ...). */
     for (unsigned i = 0; i < numAttributes; i++) {
-        if (!data[i]) return CUDA_ERROR_INVALID_VALUE;
+        if (!data[i])
+            return CUDA_ERROR_INVALID_VALUE;
         CUpointer_attribute at = attributes[i];
-        if (at == CU_POINTER_ATTRIBUTE_P2P_TOKENS) return CUDA_ERROR_NOT_SUPPORTED;
+        if (at == CU_POINTER_ATTRIBUTE_P2P_TOKENS)
+            return CUDA_ERROR_NOT_SUPPORTED;
         if (at < CU_POINTER_ATTRIBUTE_CONTEXT || at > CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE)
             return CUDA_ERROR_INVALID_VALUE;
-        if (info.kind && pointer_attribute(&info, ptr, at, data[i]) == CUDA_SUCCESS) continue;
+        if (info.kind && pointer_attribute(&info, ptr, at, data[i]) == CUDA_SUCCESS)
+            continue;
         switch (at) { /* zero of the attribute's size */
         case CU_POINTER_ATTRIBUTE_CONTEXT:
         case CU_POINTER_ATTRIBUTE_HOST_POINTER:

@@ -24,7 +24,8 @@ static void library_release(cr__obj_t *obj)
 {
     cr__library_t *lib = (cr__library_t *)obj;
     for (uint32_t i = 0; i < lib->global_count; i++) {
-        if (lib->globals[i].address) cr__mem_free(lib->globals[i].address, 1u << CR__ALLOC_GLOBAL);
+        if (lib->globals[i].address)
+            cr__mem_free(lib->globals[i].address, 1u << CR__ALLOC_GLOBAL);
         free(lib->globals[i].name);
     }
     free(lib->globals);
@@ -50,19 +51,24 @@ static void library_unload(cr__library_t *lib)
 static CUresult create_globals(cr__library_t *lib)
 {
     const cr_image_t *img = lib->image;
-    if (img->global_count == 0) return CUDA_SUCCESS;
+    if (img->global_count == 0)
+        return CUDA_SUCCESS;
     lib->globals = calloc(img->global_count, sizeof *lib->globals);
-    if (!lib->globals) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!lib->globals)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     for (uint32_t i = 0; i < img->global_count; i++) {
         const cr_global_info_t *g = &img->globals[i];
         cr__global_t *dst = &lib->globals[lib->global_count];
         uint64_t addr;
-        if (!g->name) continue;
-        if (!(dst->name = strdup(g->name))) return CUDA_ERROR_OUT_OF_MEMORY;
+        if (!g->name)
+            continue;
+        if (!(dst->name = strdup(g->name)))
+            return CUDA_ERROR_OUT_OF_MEMORY;
         lib->global_count++;
         /* a zero-sized global still gets a distinct address */
         int rc = cr__mem_alloc(g->size ? g->size : 1, CR__ALLOC_GLOBAL, &addr);
-        if (rc != 0) return cr__error_to_cuda(rc);
+        if (rc != 0)
+            return cr__error_to_cuda(rc);
         dst->address = addr;
         dst->size = g->size;
         if (g->init && g->size)
@@ -87,7 +93,8 @@ static void say_no_binary(const cr_image_t *img)
                          e->arch_suffix == 'a'   ? "a"
                          : e->arch_suffix == 'f' ? "f"
                                                  : "");
-        if (n > 0) used += (size_t)n;
+        if (n > 0)
+            used += (size_t)n;
     }
     CR_WARN("emu: no code a compute capability %u.%u device can load in an image of %u kernels "
             "(%s%s%s): CUDA_ERROR_NO_BINARY_FOR_GPU",
@@ -106,7 +113,8 @@ static CUresult load_image(const void *code, int as_library, cr__library_t **out
     cr__library_t *lib = NULL;
     CUresult rc;
     int err;
-    if (!code) return CUDA_ERROR_INVALID_VALUE;
+    if (!code)
+        return CUDA_ERROR_INVALID_VALUE;
     if ((err = cr_image_measure(code, &start, &size, &kind)) != 0)
         return err == CR_ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_IMAGE;
     if ((err = cr_image_parse(start, size, &img)) != 0)
@@ -129,7 +137,8 @@ static CUresult load_image(const void *code, int as_library, cr__library_t **out
     rc = CUDA_ERROR_OUT_OF_MEMORY;
     if (img->kernel_count) {
         lib->kernels = calloc(img->kernel_count, sizeof *lib->kernels);
-        if (!lib->kernels) goto fail;
+        if (!lib->kernels)
+            goto fail;
     }
     lib->kernel_count = img->kernel_count;
     for (uint32_t i = 0; i < lib->kernel_count; i++) {
@@ -142,15 +151,19 @@ static CUresult load_image(const void *code, int as_library, cr__library_t **out
                                                 : 0);
         atomic_init(&k->carveout, -1);
     }
-    if ((rc = create_globals(lib)) != CUDA_SUCCESS) goto fail;
+    if ((rc = create_globals(lib)) != CUDA_SUCCESS)
+        goto fail;
     rc = CUDA_ERROR_OUT_OF_MEMORY;
-    if (as_library && !(lib->lib_handle = cr__handle_new(CR__H_LIBRARY, &lib->obj, lib))) goto fail;
-    if (!(lib->mod_handle = cr__handle_new(CR__H_MODULE, &lib->obj, lib))) goto fail;
+    if (as_library && !(lib->lib_handle = cr__handle_new(CR__H_LIBRARY, &lib->obj, lib)))
+        goto fail;
+    if (!(lib->mod_handle = cr__handle_new(CR__H_MODULE, &lib->obj, lib)))
+        goto fail;
     for (uint32_t i = 0; i < lib->kernel_count; i++) {
         cr__kernel_t *k = &lib->kernels[i];
         if (as_library && !(k->kernel_handle = cr__handle_new(CR__H_KERNEL, &lib->obj, k)))
             goto fail;
-        if (!(k->func_handle = cr__handle_new(CR__H_FUNCTION, &lib->obj, k))) goto fail;
+        if (!(k->func_handle = cr__handle_new(CR__H_FUNCTION, &lib->obj, k)))
+            goto fail;
     }
     CR_DEBUG("emu: loaded %s image: %u kernels, %u globals, sm_%u %s",
              as_library ? "library" : "module", lib->kernel_count, lib->global_count, entry->arch,
@@ -170,15 +183,19 @@ CUresult cr_emu_cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_op
 {
     cr__library_t *lib;
     CR__ENTER();
-    if (!library || !code) return CUDA_ERROR_INVALID_VALUE;
-    if (numJitOptions && (!jitOptions || !jitOptionsValues)) return CUDA_ERROR_INVALID_VALUE;
+    if (!library || !code)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (numJitOptions && (!jitOptions || !jitOptionsValues))
+        return CUDA_ERROR_INVALID_VALUE;
     if (numLibraryOptions && (!libraryOptions || !libraryOptionValues))
         return CUDA_ERROR_INVALID_VALUE;
     for (unsigned i = 0; i < numLibraryOptions; i++)
-        if ((unsigned)libraryOptions[i] >= CU_LIBRARY_NUM_OPTIONS) return CUDA_ERROR_INVALID_VALUE;
+        if ((unsigned)libraryOptions[i] >= CU_LIBRARY_NUM_OPTIONS)
+            return CUDA_ERROR_INVALID_VALUE;
     /* JIT options only tune a compilation that does not happen here. */
     CUresult rc = load_image(code, 1, &lib);
-    if (rc != CUDA_SUCCESS) return rc;
+    if (rc != CUDA_SUCCESS)
+        return rc;
     *library = (CUlibrary)(uintptr_t)lib->lib_handle;
     cr__obj_unref(&lib->obj);
     return CUDA_SUCCESS;
@@ -189,10 +206,13 @@ CUresult cr_emu_cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned
 {
     cr__library_t *lib;
     CR__ENTER();
-    if (!module || !image) return CUDA_ERROR_INVALID_VALUE;
-    if (numOptions && (!options || !optionValues)) return CUDA_ERROR_INVALID_VALUE;
+    if (!module || !image)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (numOptions && (!options || !optionValues))
+        return CUDA_ERROR_INVALID_VALUE;
     CUresult rc = load_image(image, 0, &lib);
-    if (rc != CUDA_SUCCESS) return rc;
+    if (rc != CUDA_SUCCESS)
+        return rc;
     *module = (CUmodule)(uintptr_t)lib->mod_handle;
     cr__obj_unref(&lib->obj);
     return CUDA_SUCCESS;
@@ -220,7 +240,8 @@ CUresult cr_emu_cuLibraryUnload(CUlibrary library)
     cr__obj_t *owner;
     CR__ENTER();
     cr__library_t *lib = lib_get(H(library), CR__H_LIBRARY, &owner);
-    if (!lib) return CUDA_ERROR_INVALID_HANDLE;
+    if (!lib)
+        return CUDA_ERROR_INVALID_HANDLE;
     if (cr__handle_del(H(library), CR__HMASK(CR__H_LIBRARY)) != 0) { /* lost a race */
         cr__obj_unref(owner);
         return CUDA_ERROR_INVALID_HANDLE;
@@ -235,7 +256,8 @@ CUresult cr_emu_cuModuleUnload(CUmodule hmod)
     cr__obj_t *owner;
     CR__ENTER();
     cr__library_t *lib = lib_get(H(hmod), CR__H_MODULE, &owner);
-    if (!lib) return CUDA_ERROR_INVALID_HANDLE;
+    if (!lib)
+        return CUDA_ERROR_INVALID_HANDLE;
     /* The module of a library goes with the library (cuLibraryUnload). */
     if (lib->lib_handle || cr__handle_del(H(hmod), CR__HMASK(CR__H_MODULE)) != 0) {
         cr__obj_unref(owner);
@@ -249,14 +271,16 @@ CUresult cr_emu_cuModuleUnload(CUmodule hmod)
 static cr__kernel_t *kernel_by_name(cr__library_t *lib, const char *name)
 {
     const cr_kernel_info_t *info = cr_image_kernel(lib->image, name);
-    if (!info) return NULL;
+    if (!info)
+        return NULL;
     return &lib->kernels[info - lib->image->kernels];
 }
 
 static const cr__global_t *global_by_name(const cr__library_t *lib, const char *name)
 {
     for (uint32_t i = 0; i < lib->global_count; i++)
-        if (strcmp(lib->globals[i].name, name) == 0) return &lib->globals[i];
+        if (strcmp(lib->globals[i].name, name) == 0)
+            return &lib->globals[i];
     return NULL;
 }
 
@@ -264,11 +288,14 @@ CUresult cr_emu_cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const c
 {
     cr__obj_t *owner;
     CR__ENTER();
-    if (!pKernel || !name) return CUDA_ERROR_INVALID_VALUE;
+    if (!pKernel || !name)
+        return CUDA_ERROR_INVALID_VALUE;
     cr__library_t *lib = lib_get(H(library), CR__H_LIBRARY, &owner);
-    if (!lib) return CUDA_ERROR_INVALID_HANDLE;
+    if (!lib)
+        return CUDA_ERROR_INVALID_HANDLE;
     cr__kernel_t *k = kernel_by_name(lib, name);
-    if (k) *pKernel = (CUkernel)(uintptr_t)k->kernel_handle;
+    if (k)
+        *pKernel = (CUkernel)(uintptr_t)k->kernel_handle;
     cr__obj_unref(owner);
     return k ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }
@@ -277,11 +304,14 @@ CUresult cr_emu_cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char
 {
     cr__obj_t *owner;
     CR__ENTER();
-    if (!hfunc || !name) return CUDA_ERROR_INVALID_VALUE;
+    if (!hfunc || !name)
+        return CUDA_ERROR_INVALID_VALUE;
     cr__library_t *lib = lib_get(H(hmod), CR__H_MODULE, &owner);
-    if (!lib) return CUDA_ERROR_INVALID_HANDLE;
+    if (!lib)
+        return CUDA_ERROR_INVALID_HANDLE;
     cr__kernel_t *k = kernel_by_name(lib, name);
-    if (k) *hfunc = (CUfunction)(uintptr_t)k->func_handle;
+    if (k)
+        *hfunc = (CUfunction)(uintptr_t)k->func_handle;
     cr__obj_unref(owner);
     return k ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }
@@ -290,13 +320,17 @@ static CUresult get_global(CUdeviceptr *dptr, size_t *bytes, uint64_t h, cr__hty
                            const char *name)
 {
     cr__obj_t *owner;
-    if (!name) return CUDA_ERROR_INVALID_VALUE;
+    if (!name)
+        return CUDA_ERROR_INVALID_VALUE;
     cr__library_t *lib = lib_get(h, type, &owner);
-    if (!lib) return CUDA_ERROR_INVALID_HANDLE;
+    if (!lib)
+        return CUDA_ERROR_INVALID_HANDLE;
     const cr__global_t *g = global_by_name(lib, name);
     if (g) {
-        if (dptr) *dptr = g->address;
-        if (bytes) *bytes = g->size;
+        if (dptr)
+            *dptr = g->address;
+        if (bytes)
+            *bytes = g->size;
     }
     cr__obj_unref(owner);
     return g ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
@@ -320,9 +354,11 @@ CUresult cr_emu_cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
 {
     cr__obj_t *owner;
     CR__ENTER();
-    if (!pMod) return CUDA_ERROR_INVALID_VALUE;
+    if (!pMod)
+        return CUDA_ERROR_INVALID_VALUE;
     cr__library_t *lib = lib_get(H(library), CR__H_LIBRARY, &owner);
-    if (!lib) return CUDA_ERROR_INVALID_HANDLE;
+    if (!lib)
+        return CUDA_ERROR_INVALID_HANDLE;
     *pMod = (CUmodule)(uintptr_t)lib->mod_handle;
     cr__obj_unref(owner);
     return CUDA_SUCCESS;
@@ -332,9 +368,11 @@ CUresult cr_emu_cuLibraryGetKernelCount(unsigned int *count, CUlibrary lib_h)
 {
     cr__obj_t *owner;
     CR__ENTER();
-    if (!count) return CUDA_ERROR_INVALID_VALUE;
+    if (!count)
+        return CUDA_ERROR_INVALID_VALUE;
     cr__library_t *lib = lib_get(H(lib_h), CR__H_LIBRARY, &owner);
-    if (!lib) return CUDA_ERROR_INVALID_HANDLE;
+    if (!lib)
+        return CUDA_ERROR_INVALID_HANDLE;
     *count = lib->kernel_count;
     cr__obj_unref(owner);
     return CUDA_SUCCESS;
@@ -345,9 +383,11 @@ CUresult cr_emu_cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int numKer
 {
     cr__obj_t *owner;
     CR__ENTER();
-    if (!kernels && numKernels) return CUDA_ERROR_INVALID_VALUE;
+    if (!kernels && numKernels)
+        return CUDA_ERROR_INVALID_VALUE;
     cr__library_t *lib = lib_get(H(lib_h), CR__H_LIBRARY, &owner);
-    if (!lib) return CUDA_ERROR_INVALID_HANDLE;
+    if (!lib)
+        return CUDA_ERROR_INVALID_HANDLE;
     for (unsigned i = 0; i < numKernels && i < lib->kernel_count; i++)
         kernels[i] = (CUkernel)(uintptr_t)lib->kernels[i].kernel_handle;
     cr__obj_unref(owner);
@@ -358,9 +398,11 @@ CUresult cr_emu_cuModuleGetFunctionCount(unsigned int *count, CUmodule mod)
 {
     cr__obj_t *owner;
     CR__ENTER();
-    if (!count) return CUDA_ERROR_INVALID_VALUE;
+    if (!count)
+        return CUDA_ERROR_INVALID_VALUE;
     cr__library_t *lib = lib_get(H(mod), CR__H_MODULE, &owner);
-    if (!lib) return CUDA_ERROR_INVALID_HANDLE;
+    if (!lib)
+        return CUDA_ERROR_INVALID_HANDLE;
     *count = lib->kernel_count;
     cr__obj_unref(owner);
     return CUDA_SUCCESS;
@@ -371,9 +413,11 @@ CUresult cr_emu_cuModuleEnumerateFunctions(CUfunction *functions, unsigned int n
 {
     cr__obj_t *owner;
     CR__ENTER();
-    if (!functions && numFunctions) return CUDA_ERROR_INVALID_VALUE;
+    if (!functions && numFunctions)
+        return CUDA_ERROR_INVALID_VALUE;
     cr__library_t *lib = lib_get(H(mod), CR__H_MODULE, &owner);
-    if (!lib) return CUDA_ERROR_INVALID_HANDLE;
+    if (!lib)
+        return CUDA_ERROR_INVALID_HANDLE;
     for (unsigned i = 0; i < numFunctions && i < lib->kernel_count; i++)
         functions[i] = (CUfunction)(uintptr_t)lib->kernels[i].func_handle;
     cr__obj_unref(owner);
@@ -383,7 +427,8 @@ CUresult cr_emu_cuModuleEnumerateFunctions(CUfunction *functions, unsigned int n
 CUresult cr_emu_cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
 {
     CR__ENTER_INIT();
-    if (!mode) return CUDA_ERROR_INVALID_VALUE;
+    if (!mode)
+        return CUDA_ERROR_INVALID_VALUE;
     *mode = CU_MODULE_EAGER_LOADING; /* everything is ready once loaded */
     return CUDA_SUCCESS;
 }
@@ -405,7 +450,8 @@ int cr__kernel_max_threads(const cr__kernel_t *k)
         int per_warp =
             (int)cr__round_up((uint64_t)k->info->num_regs * CR__WARP, CR__REG_ALLOC_UNIT);
         int threads = CR__REGS_PER_BLOCK / per_warp * CR__WARP;
-        if (threads < max) max = threads;
+        if (threads < max)
+            max = threads;
     }
     return max;
 }
@@ -415,10 +461,12 @@ int cr__kernel_max_threads(const cr__kernel_t *k)
 static int ptx_version(const cr__library_t *lib)
 {
     unsigned best = 0;
-    if (lib->entry->kind == CR_IMAGE_PTX) return (int)lib->entry->arch;
+    if (lib->entry->kind == CR_IMAGE_PTX)
+        return (int)lib->entry->arch;
     for (uint32_t i = 0; i < lib->image->entry_count; i++) {
         const cr_image_entry_t *e = &lib->image->entries[i];
-        if (e->kind == CR_IMAGE_PTX && e->arch <= cr__emu.sm && e->arch > best) best = e->arch;
+        if (e->kind == CR_IMAGE_PTX && e->arch <= cr__emu.sm && e->arch > best)
+            best = e->arch;
     }
     return (int)(best ? best : lib->entry->arch);
 }
@@ -487,18 +535,21 @@ static CUresult kernel_set_attribute(cr__kernel_t *k, CUfunction_attribute attri
         atomic_store(&k->max_dynamic_shared, value);
         return CUDA_SUCCESS;
     case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
-        if (value < -1 || value > 100) return CUDA_ERROR_INVALID_VALUE;
+        if (value < -1 || value > 100)
+            return CUDA_ERROR_INVALID_VALUE;
         atomic_store(&k->carveout, value);
         return CUDA_SUCCESS;
     case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
     case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
     case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
-        if (value < 0 || value > 16) return CUDA_ERROR_INVALID_VALUE;
+        if (value < 0 || value > 16)
+            return CUDA_ERROR_INVALID_VALUE;
         atomic_store(&k->required_cluster[attrib - CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH],
                      value);
         return CUDA_SUCCESS;
     case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
-        if (value != 0 && value != 1) return CUDA_ERROR_INVALID_VALUE;
+        if (value != 0 && value != 1)
+            return CUDA_ERROR_INVALID_VALUE;
         atomic_store(&k->non_portable_cluster, value);
         return CUDA_SUCCESS;
     case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
@@ -517,7 +568,8 @@ static CUresult kernel_set_attribute(cr__kernel_t *k, CUfunction_attribute attri
     do {                                                                                           \
         cr__obj_t *owner_;                                                                         \
         cr__kernel_t *k = cr__kernel_get(H(handle), &owner_);                                      \
-        if (!k) return CUDA_ERROR_INVALID_HANDLE;                                                  \
+        if (!k)                                                                                    \
+            return CUDA_ERROR_INVALID_HANDLE;                                                      \
         CUresult rc_ = CUDA_SUCCESS;                                                               \
         body;                                                                                      \
         cr__obj_unref(owner_);                                                                     \
@@ -527,28 +579,32 @@ static CUresult kernel_set_attribute(cr__kernel_t *k, CUfunction_attribute attri
 CUresult cr_emu_cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
 {
     CR__ENTER();
-    if (!pFunc) return CUDA_ERROR_INVALID_VALUE;
+    if (!pFunc)
+        return CUDA_ERROR_INVALID_VALUE;
     WITH_KERNEL(kernel, *pFunc = (CUfunction)(uintptr_t)k->func_handle);
 }
 
 CUresult cr_emu_cuKernelGetName(const char **name, CUkernel hfunc)
 {
     CR__ENTER();
-    if (!name) return CUDA_ERROR_INVALID_VALUE;
+    if (!name)
+        return CUDA_ERROR_INVALID_VALUE;
     WITH_KERNEL(hfunc, *name = k->info->name);
 }
 
 CUresult cr_emu_cuFuncGetName(const char **name, CUfunction hfunc)
 {
     CR__ENTER();
-    if (!name) return CUDA_ERROR_INVALID_VALUE;
+    if (!name)
+        return CUDA_ERROR_INVALID_VALUE;
     WITH_KERNEL(hfunc, *name = k->info->name);
 }
 
 CUresult cr_emu_cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel)
 {
     CR__ENTER();
-    if (!pLib) return CUDA_ERROR_INVALID_VALUE;
+    if (!pLib)
+        return CUDA_ERROR_INVALID_VALUE;
     WITH_KERNEL(kernel, {
         if (k->lib->lib_handle)
             *pLib = (CUlibrary)(uintptr_t)k->lib->lib_handle;
@@ -560,7 +616,8 @@ CUresult cr_emu_cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel)
 CUresult cr_emu_cuFuncGetModule(CUmodule *hmod, CUfunction hfunc)
 {
     CR__ENTER();
-    if (!hmod) return CUDA_ERROR_INVALID_VALUE;
+    if (!hmod)
+        return CUDA_ERROR_INVALID_VALUE;
     WITH_KERNEL(hfunc, *hmod = (CUmodule)(uintptr_t)k->lib->mod_handle);
 }
 
@@ -568,15 +625,18 @@ CUresult cr_emu_cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUker
                                      CUdevice dev)
 {
     CR__ENTER();
-    if (!pi) return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+    if (!pi)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
     WITH_KERNEL(kernel, rc_ = cr__kernel_attribute(k, attrib, pi));
 }
 
 CUresult cr_emu_cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc)
 {
     CR__ENTER();
-    if (!pi) return CUDA_ERROR_INVALID_VALUE;
+    if (!pi)
+        return CUDA_ERROR_INVALID_VALUE;
     WITH_KERNEL(hfunc, rc_ = cr__kernel_attribute(k, attrib, pi));
 }
 
@@ -584,7 +644,8 @@ CUresult cr_emu_cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUker
                                      CUdevice dev)
 {
     CR__ENTER();
-    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
     WITH_KERNEL(kernel, rc_ = kernel_set_attribute(k, attrib, val));
 }
 
@@ -597,23 +658,28 @@ CUresult cr_emu_cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib
 CUresult cr_emu_cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice dev)
 {
     CR__ENTER();
-    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-    if ((unsigned)config > CU_FUNC_CACHE_PREFER_EQUAL) return CUDA_ERROR_INVALID_VALUE;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    if ((unsigned)config > CU_FUNC_CACHE_PREFER_EQUAL)
+        return CUDA_ERROR_INVALID_VALUE;
     WITH_KERNEL(kernel, atomic_store(&k->cache_config, (int)config));
 }
 
 CUresult cr_emu_cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config)
 {
     CR__ENTER();
-    if ((unsigned)config > CU_FUNC_CACHE_PREFER_EQUAL) return CUDA_ERROR_INVALID_VALUE;
+    if ((unsigned)config > CU_FUNC_CACHE_PREFER_EQUAL)
+        return CUDA_ERROR_INVALID_VALUE;
     WITH_KERNEL(hfunc, atomic_store(&k->cache_config, (int)config));
 }
 
 static CUresult param_info(const cr__kernel_t *k, size_t index, size_t *offset, size_t *size)
 {
-    if (index >= k->info->param_count) return CUDA_ERROR_INVALID_VALUE;
+    if (index >= k->info->param_count)
+        return CUDA_ERROR_INVALID_VALUE;
     *offset = k->info->params[index].offset;
-    if (size) *size = k->info->params[index].size;
+    if (size)
+        *size = k->info->params[index].size;
     return CUDA_SUCCESS;
 }
 
@@ -621,7 +687,8 @@ CUresult cr_emu_cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t 
                                      size_t *paramSize)
 {
     CR__ENTER();
-    if (!paramOffset) return CUDA_ERROR_INVALID_VALUE;
+    if (!paramOffset)
+        return CUDA_ERROR_INVALID_VALUE;
     WITH_KERNEL(kernel, rc_ = param_info(k, paramIndex, paramOffset, paramSize));
 }
 
@@ -629,14 +696,16 @@ CUresult cr_emu_cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *p
                                    size_t *paramSize)
 {
     CR__ENTER();
-    if (!paramOffset) return CUDA_ERROR_INVALID_VALUE;
+    if (!paramOffset)
+        return CUDA_ERROR_INVALID_VALUE;
     WITH_KERNEL(func, rc_ = param_info(k, paramIndex, paramOffset, paramSize));
 }
 
 CUresult cr_emu_cuFuncIsLoaded(CUfunctionLoadingState *state, CUfunction function)
 {
     CR__ENTER();
-    if (!state) return CUDA_ERROR_INVALID_VALUE;
+    if (!state)
+        return CUDA_ERROR_INVALID_VALUE;
     WITH_KERNEL(function, *state = CU_FUNCTION_LOADING_STATE_LOADED);
 }
 
@@ -652,7 +721,8 @@ int cr_emu_launch_global(const cr_emu_launch_t *launch, const char *name, uint64
                          uint64_t *size)
 {
     const cr__library_t *lib = launch ? launch->library : NULL;
-    if (!lib || !name) return CR_EINVAL;
+    if (!lib || !name)
+        return CR_EINVAL;
     return cr__library_global(lib, name, address, size);
 }
 
@@ -660,8 +730,11 @@ int cr__library_global(const cr__library_t *lib, const char *name, uint64_t *add
                        uint64_t *size)
 {
     const cr__global_t *g = global_by_name(lib, name);
-    if (!g) return CR_ENOTFOUND;
-    if (address) *address = g->address;
-    if (size) *size = g->size;
+    if (!g)
+        return CR_ENOTFOUND;
+    if (address)
+        *address = g->address;
+    if (size)
+        *size = g->size;
     return 0;
 }

@@ -51,7 +51,8 @@ static void pool_release(cr__obj_t *obj)
 static cr__pool_t *pool_new(void)
 {
     cr__pool_t *p = calloc(1, sizeof *p);
-    if (!p) return NULL;
+    if (!p)
+        return NULL;
     cr__obj_init(&p->obj, pool_release);
     p->reuse_follow_event = p->reuse_opportunistic = p->reuse_internal = 1;
     p->handle = cr__handle_new(CR__H_POOL, &p->obj, p);
@@ -66,9 +67,11 @@ static cr__pool_t *pool_new(void)
 
 int cr__pools_init(void)
 {
-    if (default_pool) return 0; /* an earlier cuInit got this far */
+    if (default_pool)
+        return 0; /* an earlier cuInit got this far */
     default_pool = pool_new();
-    if (!default_pool) return CR_ENOMEM;
+    if (!default_pool)
+        return CR_ENOMEM;
     default_pool->is_default = 1; /* default_pool keeps the creation reference */
     current_pool = default_pool;
     cr__obj_ref(&default_pool->obj); /* current_pool's reference */
@@ -126,16 +129,19 @@ static int pool_alloc_locked(cr__pool_t *p, uint64_t bytes, uint64_t *dptr)
         reserved = p->cache[best].reserved;
         p->cache[best] = p->cache[--p->cache_count];
     } else {
-        if (p->max_size && p->reserved_current + need > p->max_size) return CR_ENOMEM;
+        if (p->max_size && p->reserved_current + need > p->max_size)
+            return CR_ENOMEM;
         int rc = cr__arena_take(bytes, &base, &reserved);
         if (rc != 0 && p->cache_count > 0) {
             /* free the cache to make room, then try again */
             pool_trim_locked(p, 0);
             rc = cr__arena_take(bytes, &base, &reserved);
         }
-        if (rc != 0) return rc;
+        if (rc != 0)
+            return rc;
         p->reserved_current += reserved;
-        if (p->reserved_current > p->reserved_high) p->reserved_high = p->reserved_current;
+        if (p->reserved_current > p->reserved_high)
+            p->reserved_high = p->reserved_current;
     }
     cr__alloc_t a = {
         .base = base, .size = bytes, .reserved = reserved, .kind = CR__ALLOC_POOL, .pool = p};
@@ -150,7 +156,8 @@ static int pool_alloc_locked(cr__pool_t *p, uint64_t bytes, uint64_t *dptr)
     }
     cr__obj_ref(&p->obj);
     p->used_current += reserved;
-    if (p->used_current > p->used_high) p->used_high = p->used_current;
+    if (p->used_current > p->used_high)
+        p->used_high = p->used_current;
     *dptr = base;
     return 0;
 }
@@ -162,9 +169,11 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, cr__pool_t *pool
     cr__pool_t *p = pool_or_null;
     uint64_t base;
     int rc;
-    if (!dptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (!dptr || bytesize == 0)
+        return CUDA_ERROR_INVALID_VALUE;
     cr__stream_t *s = cr__stream_get(hStream);
-    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    if (!s)
+        return CUDA_ERROR_INVALID_HANDLE;
     if (!p) {
         p = cr__handle_get(pool_handle, CR__HMASK(CR__H_POOL), &owner, NULL);
         if (!p) {
@@ -180,7 +189,8 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, cr__pool_t *pool
     pthread_rwlock_unlock(&cr__mem_lock);
     cr__obj_unref(owner);
     cr__stream_put(s);
-    if (rc != 0) return cr__error_to_cuda(rc);
+    if (rc != 0)
+        return cr__error_to_cuda(rc);
     *dptr = base;
     return CUDA_SUCCESS;
 }
@@ -207,9 +217,11 @@ CUresult cr_emu_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUme
 CUresult cr_emu_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 {
     CR__ENTER();
-    if (dptr == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (dptr == 0)
+        return CUDA_ERROR_INVALID_VALUE;
     cr__stream_t *s = cr__stream_get(hStream);
-    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    if (!s)
+        return CUDA_ERROR_INVALID_HANDLE;
     cr__op_t *op = cr__mem_release_op(dptr);
     CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
     if (op) {
@@ -229,8 +241,10 @@ CUresult cr_emu_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 
 static CUresult check_location(const CUmemLocation *loc, CUmemAllocationType type)
 {
-    if (!loc) return CUDA_ERROR_INVALID_VALUE;
-    if (type != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_NOT_SUPPORTED;
+    if (!loc)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (type != CU_MEM_ALLOCATION_TYPE_PINNED)
+        return CUDA_ERROR_NOT_SUPPORTED;
     if (loc->type != CU_MEM_LOCATION_TYPE_DEVICE)
         return CUDA_ERROR_NOT_SUPPORTED; /* host pools are not emulated */
     return loc->id == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
@@ -239,8 +253,10 @@ static CUresult check_location(const CUmemLocation *loc, CUmemAllocationType typ
 CUresult cr_emu_cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
 {
     CR__ENTER_INIT();
-    if (!pool_out) return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+    if (!pool_out)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
     *pool_out = (CUmemoryPool)(uintptr_t)default_pool->handle;
     return CUDA_SUCCESS;
 }
@@ -248,8 +264,10 @@ CUresult cr_emu_cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
 CUresult cr_emu_cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 {
     CR__ENTER_INIT();
-    if (!pool) return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+    if (!pool)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
     pthread_rwlock_rdlock(&cr__mem_lock);
     *pool = (CUmemoryPool)(uintptr_t)current_pool->handle;
     pthread_rwlock_unlock(&cr__mem_lock);
@@ -261,9 +279,11 @@ CUresult cr_emu_cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
     cr__obj_t *owner;
     CUresult rc = CUDA_SUCCESS;
     CR__ENTER_INIT();
-    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
     cr__pool_t *p = cr__handle_get((uint64_t)(uintptr_t)pool, CR__HMASK(CR__H_POOL), &owner, NULL);
-    if (!p) return CUDA_ERROR_INVALID_HANDLE;
+    if (!p)
+        return CUDA_ERROR_INVALID_HANDLE;
     cr__pool_t *old = NULL;
     pthread_rwlock_wrlock(&cr__mem_lock);
     if (p->destroyed) {
@@ -275,7 +295,8 @@ CUresult cr_emu_cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
     }
     pthread_rwlock_unlock(&cr__mem_lock);
     cr__obj_unref(owner);
-    if (old) cr__obj_unref(&old->obj);
+    if (old)
+        cr__obj_unref(&old->obj);
     return rc;
 }
 
@@ -284,7 +305,8 @@ CUresult cr_emu_cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *lo
 {
     CR__ENTER_INIT();
     CUresult rc = check_location(location, type);
-    if (rc != CUDA_SUCCESS) return rc;
+    if (rc != CUDA_SUCCESS)
+        return rc;
     return cr_emu_cuDeviceGetDefaultMemPool(pool_out, 0);
 }
 
@@ -293,7 +315,8 @@ CUresult cr_emu_cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location,
 {
     CR__ENTER_INIT();
     CUresult rc = check_location(location, type);
-    if (rc != CUDA_SUCCESS) return rc;
+    if (rc != CUDA_SUCCESS)
+        return rc;
     return cr_emu_cuDeviceGetMemPool(pool, 0);
 }
 
@@ -302,20 +325,26 @@ CUresult cr_emu_cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType typ
 {
     CR__ENTER_INIT();
     CUresult rc = check_location(location, type);
-    if (rc != CUDA_SUCCESS) return rc;
+    if (rc != CUDA_SUCCESS)
+        return rc;
     return cr_emu_cuDeviceSetMemPool(0, pool);
 }
 
 CUresult cr_emu_cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
 {
     CR__ENTER();
-    if (!pool || !poolProps) return CUDA_ERROR_INVALID_VALUE;
-    if (poolProps->allocType != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
-    if (poolProps->handleTypes != CU_MEM_HANDLE_TYPE_NONE) return CUDA_ERROR_NOT_SUPPORTED;
+    if (!pool || !poolProps)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (poolProps->allocType != CU_MEM_ALLOCATION_TYPE_PINNED)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (poolProps->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
+        return CUDA_ERROR_NOT_SUPPORTED;
     CUresult rc = check_location(&poolProps->location, poolProps->allocType);
-    if (rc != CUDA_SUCCESS) return rc;
+    if (rc != CUDA_SUCCESS)
+        return rc;
     cr__pool_t *p = pool_new();
-    if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!p)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     p->max_size = poolProps->maxSize;
     *pool = (CUmemoryPool)(uintptr_t)p->handle;
     cr__obj_unref(&p->obj); /* the registry's reference keeps it */
@@ -329,7 +358,8 @@ CUresult cr_emu_cuMemPoolDestroy(CUmemoryPool pool)
     CR__ENTER();
     uint64_t h = (uint64_t)(uintptr_t)pool;
     cr__pool_t *p = cr__handle_get(h, CR__HMASK(CR__H_POOL), &owner, NULL);
-    if (!p) return CUDA_ERROR_INVALID_HANDLE;
+    if (!p)
+        return CUDA_ERROR_INVALID_HANDLE;
     if (p->is_default) {
         cr__obj_unref(owner);
         return CUDA_ERROR_INVALID_VALUE;
@@ -349,7 +379,8 @@ CUresult cr_emu_cuMemPoolDestroy(CUmemoryPool pool)
     pthread_rwlock_unlock(&cr__mem_lock);
     /* Live allocations keep the pool object alive; freeing them returns their memory to the
      * arena directly. */
-    if (old) cr__obj_unref(&old->obj);
+    if (old)
+        cr__obj_unref(&old->obj);
     cr__obj_unref(owner);
     return CUDA_SUCCESS;
 }
@@ -359,9 +390,11 @@ CUresult cr_emu_cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute att
     cr__obj_t *owner;
     CUresult rc = CUDA_SUCCESS;
     CR__ENTER();
-    if (!value) return CUDA_ERROR_INVALID_VALUE;
+    if (!value)
+        return CUDA_ERROR_INVALID_VALUE;
     cr__pool_t *p = cr__handle_get((uint64_t)(uintptr_t)pool, CR__HMASK(CR__H_POOL), &owner, NULL);
-    if (!p) return CUDA_ERROR_INVALID_HANDLE;
+    if (!p)
+        return CUDA_ERROR_INVALID_HANDLE;
     pthread_rwlock_wrlock(&cr__mem_lock);
     switch (attr) {
     case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
@@ -403,9 +436,11 @@ CUresult cr_emu_cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute att
     cr__obj_t *owner;
     CUresult rc = CUDA_SUCCESS;
     CR__ENTER();
-    if (!value) return CUDA_ERROR_INVALID_VALUE;
+    if (!value)
+        return CUDA_ERROR_INVALID_VALUE;
     cr__pool_t *p = cr__handle_get((uint64_t)(uintptr_t)pool, CR__HMASK(CR__H_POOL), &owner, NULL);
-    if (!p) return CUDA_ERROR_INVALID_HANDLE;
+    if (!p)
+        return CUDA_ERROR_INVALID_HANDLE;
     pthread_rwlock_rdlock(&cr__mem_lock);
     switch (attr) {
     case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
@@ -446,7 +481,8 @@ CUresult cr_emu_cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
     cr__obj_t *owner;
     CR__ENTER();
     cr__pool_t *p = cr__handle_get((uint64_t)(uintptr_t)pool, CR__HMASK(CR__H_POOL), &owner, NULL);
-    if (!p) return CUDA_ERROR_INVALID_HANDLE;
+    if (!p)
+        return CUDA_ERROR_INVALID_HANDLE;
     pthread_rwlock_wrlock(&cr__mem_lock);
     pool_trim_locked(p, minBytesToKeep);
     pthread_rwlock_unlock(&cr__mem_lock);

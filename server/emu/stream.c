@@ -45,27 +45,32 @@ static void list_add(cr__stream_t *s) /* under streams_lock */
 {
     s->prev = NULL;
     s->next = stream_list;
-    if (stream_list) stream_list->prev = s;
+    if (stream_list)
+        stream_list->prev = s;
     stream_list = s;
     s->in_list = 1;
 }
 
 static void list_remove(cr__stream_t *s) /* under streams_lock */
 {
-    if (!s->in_list) return;
+    if (!s->in_list)
+        return;
     if (s->prev)
         s->prev->next = s->next;
     else
         stream_list = s->next;
-    if (s->next) s->next->prev = s->prev;
+    if (s->next)
+        s->next->prev = s->prev;
     s->in_list = 0;
 }
 
 static void stream_release(cr__obj_t *obj)
 {
     cr__stream_t *s = (cr__stream_t *)obj;
-    if (s->out_release) s->out_release(s->out_user);
-    if (s->is_legacy || s == &reaper_stream) return; /* static */
+    if (s->out_release)
+        s->out_release(s->out_user);
+    if (s->is_legacy || s == &reaper_stream)
+        return; /* static */
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->work_cond);
     pthread_cond_destroy(&s->done_cond);
@@ -80,7 +85,8 @@ static int stream_init(cr__stream_t *s, unsigned flags, int priority, int legacy
     s->is_legacy = legacy;
     s->id = legacy ? 0 : atomic_fetch_add(&next_stream_id, 1);
     atomic_init(&s->completed, 0);
-    if (pthread_mutex_init(&s->lock, NULL) != 0) return CR_ENOMEM;
+    if (pthread_mutex_init(&s->lock, NULL) != 0)
+        return CR_ENOMEM;
     if (pthread_cond_init(&s->work_cond, NULL) != 0) {
         pthread_mutex_destroy(&s->lock);
         return CR_ENOMEM;
@@ -96,9 +102,11 @@ static int stream_init(cr__stream_t *s, unsigned flags, int priority, int legacy
 int cr__streams_init(void)
 {
     static int ready;
-    if (ready) return 0; /* an earlier cuInit got this far (cuInit calls are serialized) */
+    if (ready)
+        return 0; /* an earlier cuInit got this far (cuInit calls are serialized) */
     int rc = stream_init(&legacy_stream, 0, 0, 1);
-    if (rc != 0) return rc;
+    if (rc != 0)
+        return rc;
     if ((rc = stream_init(&reaper_stream, CU_STREAM_NON_BLOCKING, 0, 0)) != 0)
         return rc; /* (cuInit fails; the legacy stream's mutex stays) */
     reaper_stream.id = UINT64_MAX;
@@ -123,7 +131,8 @@ cr__stream_t *cr__stream_get(CUstream h)
 
 void cr__stream_put(cr__stream_t *s)
 {
-    if (s) cr__obj_unref(&s->obj);
+    if (s)
+        cr__obj_unref(&s->obj);
 }
 
 void cr__op_free(cr__op_t *op)
@@ -140,7 +149,8 @@ void cr__op_free(cr__op_t *op)
 int cr__op_add_dep(cr__op_t *op, cr__stream_t *t, uint64_t seq)
 {
     cr__dep_t *d = realloc(op->deps, (op->dep_count + 1) * sizeof *d);
-    if (!d) return CR_ENOMEM;
+    if (!d)
+        return CR_ENOMEM;
     op->deps = d;
     cr__obj_ref(&t->obj);
     d[op->dep_count++] = (cr__dep_t){t, seq};
@@ -149,7 +159,8 @@ int cr__op_add_dep(cr__op_t *op, cr__stream_t *t, uint64_t seq)
 
 void cr__stream_wait(cr__stream_t *s, uint64_t seq)
 {
-    if (atomic_load_explicit(&s->completed, memory_order_acquire) >= seq) return;
+    if (atomic_load_explicit(&s->completed, memory_order_acquire) >= seq)
+        return;
     pthread_mutex_lock(&s->lock);
     while (atomic_load_explicit(&s->completed, memory_order_acquire) < seq)
         pthread_cond_wait(&s->done_cond, &s->lock);
@@ -159,9 +170,11 @@ void cr__stream_wait(cr__stream_t *s, uint64_t seq)
 /* Marks the head op (seq) complete; under s->lock. */
 static void complete_head(cr__stream_t *s, cr__op_t *op, CUresult rc)
 {
-    if (rc != CUDA_SUCCESS && s->error == CUDA_SUCCESS) s->error = rc;
+    if (rc != CUDA_SUCCESS && s->error == CUDA_SUCCESS)
+        s->error = rc;
     s->head = op->next;
-    if (!s->head) s->tail = NULL;
+    if (!s->head)
+        s->tail = NULL;
     atomic_store_explicit(&s->completed, op->seq, memory_order_release);
     pthread_cond_broadcast(&s->done_cond);
 }
@@ -194,7 +207,8 @@ static void *worker(void *arg)
         }
         if (!op || op->run_inline) {
             /* nothing to do, or the submitting thread runs the head op */
-            if (!op && s->destroying) break;
+            if (!op && s->destroying)
+                break;
             pthread_cond_wait(&s->work_cond, &s->lock);
             continue;
         }
@@ -222,7 +236,8 @@ static int add_implicit_deps(cr__stream_t *s, cr__op_t *op)
 {
     if (s->is_legacy) {
         for (cr__stream_t *t = stream_list; t; t = t->next) {
-            if (t == s || (t->flags & CU_STREAM_NON_BLOCKING)) continue;
+            if (t == s || (t->flags & CU_STREAM_NON_BLOCKING))
+                continue;
             if (t->submitted > atomic_load(&t->completed) &&
                 cr__op_add_dep(op, t, t->submitted) != 0)
                 return CR_ENOMEM;
@@ -238,13 +253,15 @@ static int add_implicit_deps(cr__stream_t *s, cr__op_t *op)
 /* 1 when s and everything a new op on s would wait for are idle; under streams_lock. */
 static int ready_locked(cr__stream_t *s)
 {
-    if (s->submitted != atomic_load(&s->completed)) return 0;
+    if (s->submitted != atomic_load(&s->completed))
+        return 0;
     if (s->is_legacy) {
         for (cr__stream_t *t = stream_list; t; t = t->next)
             if (!(t->flags & CU_STREAM_NON_BLOCKING) && t->submitted != atomic_load(&t->completed))
                 return 0;
     } else if (!(s->flags & CU_STREAM_NON_BLOCKING)) {
-        if (legacy_stream.submitted != atomic_load(&legacy_stream.completed)) return 0;
+        if (legacy_stream.submitted != atomic_load(&legacy_stream.completed))
+            return 0;
     }
     return 1;
 }
@@ -274,7 +291,8 @@ static CUresult submit_locked(cr__stream_t *s, cr__op_t *op, uint64_t *seq)
 {
     if (s->destroying) /* looked up just before it was destroyed */
         return CUDA_ERROR_INVALID_HANDLE;
-    if (add_implicit_deps(s, op) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (add_implicit_deps(s, op) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     if (!s->thread_started) {
         pthread_attr_t attr;
         pthread_t thread;
@@ -292,7 +310,8 @@ static CUresult submit_locked(cr__stream_t *s, cr__op_t *op, uint64_t *seq)
         s->thread_started = 1;
     }
     uint64_t n = append_locked(s, op);
-    if (seq) *seq = n;
+    if (seq)
+        *seq = n;
     return CUDA_SUCCESS;
 }
 
@@ -301,7 +320,8 @@ CUresult cr__stream_submit(cr__stream_t *s, cr__op_t *op, uint64_t *seq)
     pthread_mutex_lock(&streams_lock);
     CUresult rc = submit_locked(s, op, seq);
     pthread_mutex_unlock(&streams_lock);
-    if (rc != CUDA_SUCCESS) cr__op_free(op);
+    if (rc != CUDA_SUCCESS)
+        cr__op_free(op);
     return rc;
 }
 
@@ -318,9 +338,11 @@ CUresult cr__after_all(cr__op_t *op)
         op = rc == CUDA_SUCCESS ? NULL : op;
     }
     pthread_mutex_unlock(&streams_lock);
-    if (!op) return CUDA_SUCCESS;
+    if (!op)
+        return CUDA_SUCCESS;
     /* nothing pending, or no way to queue: wait here (rarely) and run it now */
-    if (nomem || rc != CUDA_SUCCESS) (void)cr__sync_all();
+    if (nomem || rc != CUDA_SUCCESS)
+        (void)cr__sync_all();
     rc = op->run ? op->run(op, NULL) : CUDA_SUCCESS;
     cr__op_free(op);
     return rc;
@@ -349,9 +371,11 @@ CUresult cr__stream_run_sync(cr__stream_t *s, cr__op_t *op)
 {
     CUresult rc;
     uint64_t seq;
-    if (cr__stream_try_inline(s, op, &rc)) return rc;
+    if (cr__stream_try_inline(s, op, &rc))
+        return rc;
     rc = cr__stream_submit(s, op, &seq);
-    if (rc == CUDA_SUCCESS) cr__stream_wait(s, seq);
+    if (rc == CUDA_SUCCESS)
+        cr__stream_wait(s, seq);
     return rc;
 }
 
@@ -368,7 +392,8 @@ static CUresult take_error(cr__stream_t *s)
 void cr__stream_fault(cr__stream_t *s, CUresult fault)
 {
     pthread_mutex_lock(&s->lock);
-    if (s->fault == CUDA_SUCCESS) s->fault = fault;
+    if (s->fault == CUDA_SUCCESS)
+        s->fault = fault;
     pthread_mutex_unlock(&s->lock);
     if (cr__emu.context_faults) { /* the first fault breaks the context for good */
         int none = CUDA_SUCCESS;
@@ -380,7 +405,8 @@ int cr_emu_stream_set_output(void *stream, cr_emu_output_fn fn, void (*release)(
                              void *user)
 {
     cr__stream_t *s = cr__stream_get((CUstream)stream);
-    if (!s) return CR_EINVAL;
+    if (!s)
+        return CR_EINVAL;
     pthread_mutex_lock(&s->lock);
     void (*old_release)(void *) = s->out_release;
     void *old_user = s->out_user;
@@ -389,8 +415,10 @@ int cr_emu_stream_set_output(void *stream, cr_emu_output_fn fn, void (*release)(
     s->out_user = fn ? user : NULL;
     pthread_mutex_unlock(&s->lock);
     cr__stream_put(s);
-    if (old_release) old_release(old_user);
-    if (!fn && release) release(user);
+    if (old_release)
+        old_release(old_user);
+    if (!fn && release)
+        release(user);
     return 0;
 }
 
@@ -404,7 +432,8 @@ CUresult cr__sync_all(void)
         if (n == cap) {
             size_t ncap = cap ? cap * 2 : 16;
             cr__dep_t *w = realloc(waits, ncap * sizeof *w);
-            if (!w) break; /* wait for what we have; better than failing */
+            if (!w)
+                break; /* wait for what we have; better than failing */
             waits = w;
             cap = ncap;
         }
@@ -415,7 +444,8 @@ CUresult cr__sync_all(void)
     for (size_t i = 0; i < n; i++) {
         cr__stream_wait(waits[i].stream, waits[i].seq);
         CUresult e = take_error(waits[i].stream);
-        if (rc == CUDA_SUCCESS) rc = e;
+        if (rc == CUDA_SUCCESS)
+            rc = e;
         cr__obj_unref(&waits[i].stream->obj);
     }
     free(waits);
@@ -426,14 +456,18 @@ CUresult cr__sync_all(void)
 
 #define GET_STREAM(s, h)                                                                           \
     cr__stream_t *s = cr__stream_get(h);                                                           \
-    if (!s) return CUDA_ERROR_INVALID_HANDLE
+    if (!s)                                                                                        \
+    return CUDA_ERROR_INVALID_HANDLE
 
 CUresult cr_emu_cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
 {
     CR__ENTER();
-    if (!phStream || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
-    if (priority < CR__PRIORITY_GREATEST) priority = CR__PRIORITY_GREATEST;
-    if (priority > CR__PRIORITY_LEAST) priority = CR__PRIORITY_LEAST;
+    if (!phStream || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (priority < CR__PRIORITY_GREATEST)
+        priority = CR__PRIORITY_GREATEST;
+    if (priority > CR__PRIORITY_LEAST)
+        priority = CR__PRIORITY_LEAST;
     cr__stream_t *s = calloc(1, sizeof *s);
     if (!s || stream_init(s, flags, priority, 0) != 0) {
         free(s);
@@ -472,7 +506,8 @@ CUresult cr_emu_cuStreamDestroy_v2(CUstream hStream)
     pthread_cond_signal(&s->work_cond);
     int started = s->thread_started;
     pthread_mutex_unlock(&s->lock);
-    if (!started) list_remove(s);
+    if (!started)
+        list_remove(s);
     pthread_mutex_unlock(&streams_lock);
     cr__stream_put(s);
     return CUDA_SUCCESS;
@@ -509,7 +544,8 @@ CUresult cr_emu_cuStreamQuery(CUstream hStream)
 CUresult cr_emu_cuStreamGetPriority(CUstream hStream, int *priority)
 {
     CR__ENTER();
-    if (!priority) return CUDA_ERROR_INVALID_VALUE;
+    if (!priority)
+        return CUDA_ERROR_INVALID_VALUE;
     GET_STREAM(s, hStream);
     *priority = s->priority;
     cr__stream_put(s);
@@ -519,7 +555,8 @@ CUresult cr_emu_cuStreamGetPriority(CUstream hStream, int *priority)
 CUresult cr_emu_cuStreamGetFlags(CUstream hStream, unsigned int *flags)
 {
     CR__ENTER();
-    if (!flags) return CUDA_ERROR_INVALID_VALUE;
+    if (!flags)
+        return CUDA_ERROR_INVALID_VALUE;
     GET_STREAM(s, hStream);
     *flags = s->flags;
     cr__stream_put(s);
@@ -529,7 +566,8 @@ CUresult cr_emu_cuStreamGetFlags(CUstream hStream, unsigned int *flags)
 CUresult cr_emu_cuStreamGetId(CUstream hStream, unsigned long long *streamId)
 {
     CR__ENTER();
-    if (!streamId) return CUDA_ERROR_INVALID_VALUE;
+    if (!streamId)
+        return CUDA_ERROR_INVALID_VALUE;
     GET_STREAM(s, hStream);
     *streamId = s->id;
     cr__stream_put(s);
@@ -539,7 +577,8 @@ CUresult cr_emu_cuStreamGetId(CUstream hStream, unsigned long long *streamId)
 CUresult cr_emu_cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
 {
     CR__ENTER();
-    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
     GET_STREAM(s, hStream);
     *pctx = (CUcontext)(uintptr_t)cr__emu.ctx_handle;
     cr__stream_put(s);
@@ -549,7 +588,8 @@ CUresult cr_emu_cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
 CUresult cr_emu_cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx)
 {
     CR__ENTER();
-    if (!pCtx || !pGreenCtx) return CUDA_ERROR_INVALID_VALUE;
+    if (!pCtx || !pGreenCtx)
+        return CUDA_ERROR_INVALID_VALUE;
     GET_STREAM(s, hStream);
     *pCtx = (CUcontext)(uintptr_t)cr__emu.ctx_handle;
     *pGreenCtx = NULL;
@@ -560,7 +600,8 @@ CUresult cr_emu_cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx 
 CUresult cr_emu_cuStreamGetDevice(CUstream hStream, CUdevice *device)
 {
     CR__ENTER();
-    if (!device) return CUDA_ERROR_INVALID_VALUE;
+    if (!device)
+        return CUDA_ERROR_INVALID_VALUE;
     GET_STREAM(s, hStream);
     *device = 0;
     cr__stream_put(s);
@@ -606,7 +647,8 @@ static void *callback_main(void *unused)
             pthread_cond_wait(&callback_cond, &callback_lock);
         host_op_t *h = calls_head;
         calls_head = h->next_call;
-        if (!calls_head) calls_tail = NULL;
+        if (!calls_head)
+            calls_tail = NULL;
         pthread_mutex_unlock(&callback_lock);
         call_host(h);
         pthread_mutex_lock(&callback_lock);
@@ -673,7 +715,8 @@ static CUresult submit_host(CUstream hStream, CUhostFn fn, CUstreamCallback cb, 
 CUresult cr_emu_cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
 {
     CR__ENTER();
-    if (!fn) return CUDA_ERROR_INVALID_VALUE;
+    if (!fn)
+        return CUDA_ERROR_INVALID_VALUE;
     return submit_host(hStream, fn, NULL, userData);
 }
 
@@ -681,7 +724,8 @@ CUresult cr_emu_cuStreamAddCallback(CUstream hStream, CUstreamCallback callback,
                                     unsigned int flags)
 {
     CR__ENTER();
-    if (!callback || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    if (!callback || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
     return submit_host(hStream, NULL, callback, userData);
 }
 
@@ -697,10 +741,14 @@ typedef struct {
 static int value_reached(uint32_t v, uint32_t want, unsigned condition)
 {
     switch (condition) {
-    case CU_STREAM_WAIT_VALUE_GEQ: return (int32_t)(v - want) >= 0;
-    case CU_STREAM_WAIT_VALUE_EQ: return v == want;
-    case CU_STREAM_WAIT_VALUE_AND: return (v & want) != 0;
-    default: return ~(v | ~want) != 0; /* CU_STREAM_WAIT_VALUE_NOR */
+    case CU_STREAM_WAIT_VALUE_GEQ:
+        return (int32_t)(v - want) >= 0;
+    case CU_STREAM_WAIT_VALUE_EQ:
+        return v == want;
+    case CU_STREAM_WAIT_VALUE_AND:
+        return (v & want) != 0;
+    default:
+        return ~(v | ~want) != 0; /* CU_STREAM_WAIT_VALUE_NOR */
     }
 }
 
@@ -712,7 +760,8 @@ static CUresult wait_value_run(cr__op_t *op, cr__stream_t *s)
     while (!value_reached(atomic_load_explicit(w->addr, memory_order_acquire), w->value,
                           w->condition)) {
         nanosleep(&pause, NULL);
-        if (pause.tv_nsec < 200000) pause.tv_nsec *= 2; /* a GPU polls; this backs off */
+        if (pause.tv_nsec < 200000)
+            pause.tv_nsec *= 2; /* a GPU polls; this backs off */
     }
     return CUDA_SUCCESS;
 }
@@ -722,7 +771,8 @@ CUresult cr_emu_cuStreamWaitValue32_v2(CUstream hStream, CUdeviceptr addr, cuuin
 {
     CR__ENTER();
     unsigned condition = flags & ~(unsigned)CU_STREAM_WAIT_VALUE_FLUSH;
-    if (condition > CU_STREAM_WAIT_VALUE_NOR || addr % 4) return CUDA_ERROR_INVALID_VALUE;
+    if (condition > CU_STREAM_WAIT_VALUE_NOR || addr % 4)
+        return CUDA_ERROR_INVALID_VALUE;
     /* page-locked host memory or device memory: both are this process's memory here */
     if (!cr__host_mapped((uintptr_t)addr, 4) && cr__mem_check(addr, 4) != CUDA_SUCCESS)
         return CUDA_ERROR_INVALID_VALUE;
@@ -760,7 +810,8 @@ typedef struct {
 static void event_release(cr__obj_t *obj)
 {
     event_t *e = (event_t *)obj;
-    if (e->stream) cr__obj_unref(&e->stream->obj);
+    if (e->stream)
+        cr__obj_unref(&e->stream->obj);
     pthread_mutex_destroy(&e->lock);
     free(e);
 }
@@ -843,7 +894,8 @@ static CUresult event_record(event_t *e, cr__stream_t *s)
 {
     uint64_t seq;
     record_op_t *r = calloc(1, sizeof *r);
-    if (!r) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!r)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     r->op.run = record_run;
     r->op.destroy = record_destroy;
     r->event = e;
@@ -861,7 +913,8 @@ static CUresult event_record(event_t *e, cr__stream_t *s)
         e->seq = seq;
     }
     pthread_mutex_unlock(&e->lock);
-    if (old) cr__obj_unref(&old->obj);
+    if (old)
+        cr__obj_unref(&old->obj);
     return rc;
 }
 
@@ -870,7 +923,8 @@ CUresult cr__event_record(uint64_t handle, cr__stream_t *s)
 {
     cr__obj_t *owner;
     event_t *e = event_get((CUevent)(uintptr_t)handle, &owner);
-    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    if (!e)
+        return CUDA_ERROR_INVALID_HANDLE;
     CUresult rc = event_record(e, s);
     cr__obj_unref(owner);
     return rc;
@@ -879,7 +933,8 @@ CUresult cr__event_record(uint64_t handle, cr__stream_t *s)
 int cr__event_valid(uint64_t handle)
 {
     cr__obj_t *owner;
-    if (!event_get((CUevent)(uintptr_t)handle, &owner)) return 0;
+    if (!event_get((CUevent)(uintptr_t)handle, &owner))
+        return 0;
     cr__obj_unref(owner);
     return 1;
 }
@@ -888,9 +943,11 @@ CUresult cr_emu_cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigne
 {
     cr__obj_t *owner;
     CR__ENTER();
-    if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
+    if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL)
+        return CUDA_ERROR_INVALID_VALUE;
     event_t *e = event_get(hEvent, &owner);
-    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    if (!e)
+        return CUDA_ERROR_INVALID_HANDLE;
     cr__stream_t *s = cr__stream_get(hStream);
     if (!s) {
         cr__obj_unref(owner);
@@ -913,9 +970,11 @@ static cr__stream_t *event_position(event_t *e, uint64_t *seq, uint64_t *gen)
 {
     pthread_mutex_lock(&e->lock);
     cr__stream_t *s = e->stream;
-    if (s) cr__obj_ref(&s->obj);
+    if (s)
+        cr__obj_ref(&s->obj);
     *seq = e->seq;
-    if (gen) *gen = e->gen;
+    if (gen)
+        *gen = e->gen;
     pthread_mutex_unlock(&e->lock);
     return s;
 }
@@ -935,7 +994,8 @@ CUresult cr_emu_cuEventQuery(CUevent hEvent)
     uint64_t seq;
     CR__ENTER();
     event_t *e = event_get(hEvent, &owner);
-    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    if (!e)
+        return CUDA_ERROR_INVALID_HANDLE;
     CUresult rc = CUDA_SUCCESS;
     uint64_t gen;
     cr__stream_t *s = event_position(e, &seq, &gen);
@@ -954,7 +1014,8 @@ CUresult cr_emu_cuEventSynchronize(CUevent hEvent)
     uint64_t seq;
     CR__ENTER();
     event_t *e = event_get(hEvent, &owner);
-    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    if (!e)
+        return CUDA_ERROR_INVALID_HANDLE;
     uint64_t gen;
     CUresult rc = CUDA_SUCCESS;
     cr__stream_t *s = event_position(e, &seq, &gen);
@@ -973,14 +1034,19 @@ static CUresult event_time(event_t *e, int64_t *ns)
 {
     uint64_t seq, gen;
     CUresult rc = CUDA_SUCCESS;
-    if (e->flags & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
+    if (e->flags & CU_EVENT_DISABLE_TIMING)
+        return CUDA_ERROR_INVALID_HANDLE;
     cr__stream_t *s = event_position(e, &seq, &gen);
-    if (!s) return CUDA_ERROR_INVALID_HANDLE;
-    if (atomic_load(&s->completed) < seq) rc = CUDA_ERROR_NOT_READY;
+    if (!s)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (atomic_load(&s->completed) < seq)
+        rc = CUDA_ERROR_NOT_READY;
     cr__stream_put(s);
-    if (rc != CUDA_SUCCESS) return rc;
+    if (rc != CUDA_SUCCESS)
+        return rc;
     pthread_mutex_lock(&e->lock);
-    if (e->gen != gen || e->time_gen != gen) rc = CUDA_ERROR_NOT_READY; /* re-recorded meanwhile */
+    if (e->gen != gen || e->time_gen != gen)
+        rc = CUDA_ERROR_NOT_READY; /* re-recorded meanwhile */
     *ns = e->time_ns;
     pthread_mutex_unlock(&e->lock);
     return rc;
@@ -992,7 +1058,8 @@ CUresult cr_emu_cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUev
     int64_t t1 = 0, t2 = 0;
     CUresult rc;
     CR__ENTER();
-    if (!pMilliseconds) return CUDA_ERROR_INVALID_VALUE;
+    if (!pMilliseconds)
+        return CUDA_ERROR_INVALID_VALUE;
     event_t *start = event_get(hStart, &o1);
     event_t *end = event_get(hEnd, &o2);
     if (!start || !end) {
@@ -1000,8 +1067,10 @@ CUresult cr_emu_cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUev
         goto out;
     }
     rc = event_time(start, &t1);
-    if (rc == CUDA_SUCCESS) rc = event_time(end, &t2);
-    if (rc == CUDA_SUCCESS) *pMilliseconds = (float)((double)(t2 - t1) / 1e6);
+    if (rc == CUDA_SUCCESS)
+        rc = event_time(end, &t2);
+    if (rc == CUDA_SUCCESS)
+        *pMilliseconds = (float)((double)(t2 - t1) / 1e6);
 out:
     cr__obj_unref(o1);
     cr__obj_unref(o2);
@@ -1022,9 +1091,11 @@ CUresult cr_emu_cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int
     cr__obj_t *owner;
     uint64_t seq;
     CR__ENTER();
-    if (Flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
+    if (Flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL)
+        return CUDA_ERROR_INVALID_VALUE;
     event_t *e = event_get(hEvent, &owner);
-    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    if (!e)
+        return CUDA_ERROR_INVALID_HANDLE;
     cr__stream_t *s = cr__stream_get(hStream);
     if (!s) {
         cr__obj_unref(owner);

@@ -118,7 +118,8 @@ static CUresult check_tensor(CUtensorMap *map, CUtensorMapDataType type, cuuint3
     if (!map || (uintptr_t)map % 64 || !dims || !element_strides || (rank > 1 && !strides))
         return CUDA_ERROR_INVALID_VALUE;
     unsigned bits = element_bits(type);
-    if (!bits) return CUDA_ERROR_INVALID_VALUE;
+    if (!bits)
+        return CUDA_ERROR_INVALID_VALUE;
     if ((unsigned)interleave > CU_TENSOR_MAP_INTERLEAVE_32B ||
         (unsigned)swizzle > CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B ||
         (unsigned)l2 > CU_TENSOR_MAP_L2_PROMOTION_L2_256B ||
@@ -130,17 +131,21 @@ static CUresult check_tensor(CUtensorMap *map, CUtensorMapDataType type, cuuint3
 
     /* 32-byte units where the layout is in 32-byte units, else 16 */
     uint64_t unit = interleave == CU_TENSOR_MAP_INTERLEAVE_32B || is_align16_packed(type) ? 32 : 16;
-    if ((uintptr_t)address % unit) return CUDA_ERROR_INVALID_VALUE;
+    if ((uintptr_t)address % unit)
+        return CUDA_ERROR_INVALID_VALUE;
     for (cuuint32_t i = 0; i < rank; i++)
-        if (dims[i] == 0 || dims[i] > ((uint64_t)1 << 32)) return CUDA_ERROR_INVALID_VALUE;
+        if (dims[i] == 0 || dims[i] > ((uint64_t)1 << 32))
+            return CUDA_ERROR_INVALID_VALUE;
     if ((is_align16_packed(type) && dims[0] % 128) ||
         (type == CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B && dims[0] % 2))
         return CUDA_ERROR_INVALID_VALUE;
     for (cuuint32_t i = 0; i + 1 < rank; i++)
-        if (strides[i] % unit || strides[i] >= ((uint64_t)1 << 40)) return CUDA_ERROR_INVALID_VALUE;
+        if (strides[i] % unit || strides[i] >= ((uint64_t)1 << 40))
+            return CUDA_ERROR_INVALID_VALUE;
     /* with no interleave dimension 0 has no stride: its element stride is ignored */
     for (cuuint32_t i = interleave == CU_TENSOR_MAP_INTERLEAVE_NONE; i < rank; i++)
-        if (element_strides[i] == 0 || element_strides[i] > 8) return CUDA_ERROR_INVALID_VALUE;
+        if (element_strides[i] == 0 || element_strides[i] > 8)
+            return CUDA_ERROR_INVALID_VALUE;
 
     /* the modes that go together */
     if (interleave == CU_TENSOR_MAP_INTERLEAVE_32B && swizzle != CU_TENSOR_MAP_SWIZZLE_32B)
@@ -197,18 +202,22 @@ CUresult cr_emu_cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUtensorMapDataTy
                                        CUtensorMapFloatOOBfill oobFill)
 {
     CR__ENTER();
-    if (!boxDim || tensorRank == 0 || tensorRank > MAX_RANK) return CUDA_ERROR_INVALID_VALUE;
+    if (!boxDim || tensorRank == 0 || tensorRank > MAX_RANK)
+        return CUDA_ERROR_INVALID_VALUE;
     CUresult r = check_tensor(tensorMap, tensorDataType, tensorRank, 1, globalAddress, globalDim,
                               globalStrides, elementStrides, boxDim[0], interleave, swizzle,
                               l2Promotion, oobFill);
-    if (r != CUDA_SUCCESS) return r;
+    if (r != CUDA_SUCCESS)
+        return r;
     for (cuuint32_t i = 0; i < tensorRank; i++)
-        if (boxDim[i] == 0 || boxDim[i] > 256) return CUDA_ERROR_INVALID_VALUE;
+        if (boxDim[i] == 0 || boxDim[i] > 256)
+            return CUDA_ERROR_INVALID_VALUE;
     /* a box row is whole 16-byte units, and the 16-byte packed types move 128 values */
     if (interleave == CU_TENSOR_MAP_INTERLEAVE_NONE &&
         (uint64_t)boxDim[0] * element_bits(tensorDataType) % 128)
         return CUDA_ERROR_INVALID_VALUE;
-    if (is_align16_packed(tensorDataType) && boxDim[0] != 128) return CUDA_ERROR_INVALID_VALUE;
+    if (is_align16_packed(tensorDataType) && boxDim[0] != 128)
+        return CUDA_ERROR_INVALID_VALUE;
 
     uint8_t b[sizeof(CUtensorMap)] = {0};
     encode_tensor(b, KIND_TILED, tensorDataType, tensorRank, globalAddress, globalDim,
@@ -227,12 +236,14 @@ CUresult cr_emu_cuTensorMapEncodeIm2col(
     CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill)
 {
     CR__ENTER();
-    if (!pixelBoxLowerCorner || !pixelBoxUpperCorner) return CUDA_ERROR_INVALID_VALUE;
+    if (!pixelBoxLowerCorner || !pixelBoxUpperCorner)
+        return CUDA_ERROR_INVALID_VALUE;
     /* channels: dimension 0, batch: the last one; 1 to 3 spatial ones between */
     CUresult r = check_tensor(tensorMap, tensorDataType, tensorRank, 3, globalAddress, globalDim,
                               globalStrides, elementStrides, channelsPerPixel, interleave, swizzle,
                               l2Promotion, oobFill);
-    if (r != CUDA_SUCCESS) return r;
+    if (r != CUDA_SUCCESS)
+        return r;
     /* the corner offsets get fewer bits the more spatial dimensions share them */
     int limit = tensorRank == 3 ? 32768 : tensorRank == 4 ? 128 : 16;
     for (cuuint32_t i = 0; i + 2 < tensorRank; i++) {
@@ -240,7 +251,8 @@ CUresult cr_emu_cuTensorMapEncodeIm2col(
         if (lo < -limit || lo >= limit || hi < -limit || hi >= limit)
             return CUDA_ERROR_INVALID_VALUE;
         /* the box's start positions run from lo to dim + hi (exclusive): none is no area */
-        if ((int64_t)globalDim[i + 1] + hi - lo <= 0) return CUDA_ERROR_INVALID_VALUE;
+        if ((int64_t)globalDim[i + 1] + hi - lo <= 0)
+            return CUDA_ERROR_INVALID_VALUE;
     }
     if (channelsPerPixel == 0 || channelsPerPixel > 256 ||
         (is_align16_packed(tensorDataType) && channelsPerPixel != 128) || pixelsPerColumn == 0 ||

@@ -13,34 +13,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CK(call)                                                                             \
-    do {                                                                                     \
-        CUresult r_ = (call);                                                                \
-        if (r_ != CUDA_SUCCESS) {                                                            \
-            const char *n_ = "?";                                                            \
-            cuGetErrorName(r_, &n_);                                                         \
-            fprintf(stderr, "%s:%d: %s failed: %s (%d)\n", __FILE__, __LINE__, #call, n_,    \
-                    (int)r_);                                                                \
-            exit(1);                                                                         \
-        }                                                                                    \
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        CUresult r_ = (call);                                                                      \
+        if (r_ != CUDA_SUCCESS) {                                                                  \
+            const char *n_ = "?";                                                                  \
+            cuGetErrorName(r_, &n_);                                                               \
+            fprintf(stderr, "%s:%d: %s failed: %s (%d)\n", __FILE__, __LINE__, #call, n_,          \
+                    (int)r_);                                                                      \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
-#define EXPECT(call, expected)                                                               \
-    do {                                                                                     \
-        CUresult r_ = (call);                                                                \
-        if (r_ != (expected)) {                                                              \
-            fprintf(stderr, "%s:%d: %s returned %d, expected %d\n", __FILE__, __LINE__, #call,  \
-                    (int)r_, (int)(expected));                                               \
-            exit(1);                                                                         \
-        }                                                                                    \
+#define EXPECT(call, expected)                                                                     \
+    do {                                                                                           \
+        CUresult r_ = (call);                                                                      \
+        if (r_ != (expected)) {                                                                    \
+            fprintf(stderr, "%s:%d: %s returned %d, expected %d\n", __FILE__, __LINE__, #call,     \
+                    (int)r_, (int)(expected));                                                     \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
-#define CHECK(cond)                                                                          \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond);         \
-            exit(1);                                                                         \
-        }                                                                                    \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond);               \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 static void expect_launch(const char *kernel, unsigned grid, unsigned block, unsigned shared,
@@ -94,8 +94,8 @@ static void test_device(CUdevice dev)
     EXPECT(cuDeviceGet(&dev, 3), CUDA_ERROR_INVALID_DEVICE);
     CK(cuCtxGetStreamPriorityRange(&lo, &hi)); /* two signed outputs */
     CHECK(lo == 0 && hi < 0);
-    printf("device: %s, cc %d.%d, %zu MiB, priorities %d..%d\n", name, major, minor,
-           total >> 20, lo, hi);
+    printf("device: %s, cc %d.%d, %zu MiB, priorities %d..%d\n", name, major, minor, total >> 20,
+           lo, hi);
 }
 
 static void test_contexts(CUdevice dev, CUcontext primary)
@@ -425,8 +425,8 @@ static void test_tensor_maps(CUdevice dev)
     cuuint32_t box[2] = {32, 32}, elems[2] = {1, 1};
     memset(&map, 0, sizeof map);
     CK(cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)p, dims, strides,
-                              box, elems, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                              CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                              box, elems, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                              CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
     static const uint8_t zero[sizeof(CUtensorMap)];
     CHECK(memcmp(&map, zero, sizeof map) != 0);
@@ -488,18 +488,16 @@ static void test_tensor_maps(CUdevice dev)
     cuuint32_t elems4[4] = {1, 1, 1, 1};
     int lower[2] = {0, 0}, upper[2] = {0, 0};
     memset(&map, 0, sizeof map);
-    CK(cuTensorMapEncodeIm2col(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4, (void *)p, nhwc,
-                               nhwc_strides, lower, upper, 64, 64, elems4,
-                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                               CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+    CK(cuTensorMapEncodeIm2col(
+        &map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4, (void *)p, nhwc, nhwc_strides, lower, upper, 64,
+        64, elems4, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+        CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
     CHECK(memcmp(&map, zero, sizeof map) != 0);
     /* im2col needs at least one spatial dimension besides channels and batch */
-    EXPECT(cuTensorMapEncodeIm2col(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, (void *)p, nhwc,
-                                   nhwc_strides, lower, upper, 64, 64, elems4,
-                                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                   CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+    EXPECT(cuTensorMapEncodeIm2col(
+               &map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, (void *)p, nhwc, nhwc_strides, lower,
+               upper, 64, 64, elems4, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+               CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
            CUDA_ERROR_INVALID_VALUE);
     CK(cuMemFree(p));
 }
@@ -521,7 +519,7 @@ static void test_deferred_errors(const char *ptx_path)
     void *args[] = {&p};
     CK(cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, NULL, args, NULL));
     EXPECT(cuCtxSynchronize(), CUDA_ERROR_INVALID_VALUE); /* what an H100 answers */
-    CK(cuCtxSynchronize()); /* reported once, not sticky */
+    CK(cuCtxSynchronize());                               /* reported once, not sticky */
     CK(cuMemFree(p));
     CK(cuModuleUnload(mod));
     free(ptx);

@@ -107,7 +107,8 @@ static inline void order_fn(void *arg) /* a CUhostFn */
 {
     order_item_t *it = arg;
     pthread_mutex_lock(&it->log->lock);
-    if (it->log->count < 64) it->log->items[it->log->count++] = it->value;
+    if (it->log->count < 64)
+        it->log->items[it->log->count++] = it->value;
     pthread_mutex_unlock(&it->log->lock);
 }
 

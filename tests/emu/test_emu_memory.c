@@ -20,8 +20,10 @@ static size_t resident_pages(uint64_t p, size_t n)
     size_t page = (size_t)sysconf(_SC_PAGESIZE), count = 0;
     unsigned char vec[4096];
     size_t pages = n / page;
-    if (pages > sizeof vec) pages = sizeof vec;
-    if (mincore((void *)(uintptr_t)p, pages * page, vec) != 0) return (size_t)-1;
+    if (pages > sizeof vec)
+        pages = sizeof vec;
+    if (mincore((void *)(uintptr_t)p, pages * page, vec) != 0)
+        return (size_t)-1;
     for (size_t i = 0; i < pages; i++)
         count += vec[i] & 1;
     return count;

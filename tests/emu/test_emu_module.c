@@ -23,9 +23,11 @@ static void *read_file(const char *name, size_t *size)
     long n = ftell(f);
     rewind(f);
     char *buf = calloc(1, (size_t)n + 1); /* NUL-terminated, for PTX */
-    if (fread(buf, 1, (size_t)n, f) != (size_t)n) exit(1);
+    if (fread(buf, 1, (size_t)n, f) != (size_t)n)
+        exit(1);
     fclose(f);
-    if (size) *size = (size_t)n;
+    if (size)
+        *size = (size_t)n;
     return buf;
 }
 
@@ -33,7 +35,8 @@ static void *read_file(const char *name, size_t *size)
 static int trace_lines(cJSON **out, int max)
 {
     FILE *f = fopen(trace_path, "rb");
-    if (!f) return -1;
+    if (!f)
+        return -1;
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;
@@ -609,7 +612,8 @@ static void test_launches(void)
     CHECK_EQ_U64(free_soon(free_before_load), free_before_load);
     n = trace_lines(lines, 16);
     CHECK_EQ_INT(n, 9);
-    if (n == 9) CHECK_EQ_STR(json_str(lines[8], "kernel"), "mixed");
+    if (n == 9)
+        CHECK_EQ_STR(json_str(lines[8], "kernel"), "mixed");
     for (int i = 0; i < n; i++)
         cJSON_Delete(lines[i]);
     CHECK_OK(cr_emu_cuStreamDestroy_v2(s));

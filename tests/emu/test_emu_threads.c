@@ -45,7 +45,8 @@ static void *worker(void *arg)
         fill_random(src, n, seed);
         WCHECK(cr_emu_cuMemAlloc_v2(&d1, n) == CUDA_SUCCESS);
         WCHECK(cr_emu_cuMemAllocAsync(&d2, n, s) == CUDA_SUCCESS);
-        if (!d1 || !d2) continue;
+        if (!d1 || !d2)
+            continue;
         WCHECK(cr_emu_cuMemcpyHtoD_v2(d1, src, n) == CUDA_SUCCESS);
         WCHECK(cr_emu_cuMemcpyDtoDAsync_v2(d2, d1, n, s) == CUDA_SUCCESS);
         WCHECK(cr_emu_cuLaunchHostFunc(s, count_fn, a->host_calls) == CUDA_SUCCESS);

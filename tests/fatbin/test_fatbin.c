@@ -102,8 +102,7 @@ static int raw_entries(const uint8_t *p, raw_entry_t *out, int max)
 }
 
 /* Offset and size of a named section of a (trusted) ELF64 file; 0 when absent. */
-static int find_section(const uint8_t *p, size_t size, const char *name, size_t *off,
-                        size_t *len)
+static int find_section(const uint8_t *p, size_t size, const char *name, size_t *off, size_t *len)
 {
     Elf64_Ehdr eh;
     Elf64_Shdr sh, names;
@@ -744,8 +743,8 @@ static void check_select(const cr_image_t *img, unsigned sm, cr_image_kind_t kin
     if (!e)
         return;
     if (e->kind != kind || e->arch != arch)
-        fprintf(stderr, "select(%u) gave kind %d arch %u, expected kind %d arch %u\n", sm,
-                e->kind, e->arch, kind, arch);
+        fprintf(stderr, "select(%u) gave kind %d arch %u, expected kind %d arch %u\n", sm, e->kind,
+                e->arch, kind, arch);
     CHECK(e->kind == kind && e->arch == arch);
 }
 
@@ -1082,8 +1081,8 @@ static void truncations(const char *name, int binary)
             CHECK(0);
         }
     }
-    fprintf(stderr, "%s: %zu truncations, %u parsed, %u corrupt, %u other\n", name, b.size,
-            t.ok, t.corrupt, t.other);
+    fprintf(stderr, "%s: %zu truncations, %u parsed, %u corrupt, %u other\n", name, b.size, t.ok,
+            t.corrupt, t.other);
     free(b.data);
 }
 
@@ -1167,10 +1166,9 @@ int main(int argc, char **argv)
         const char *name;
         void (*fn)(void);
     } groups[] = {
-        {"measure", test_measure},   {"elf", test_elf},
-        {"ptx", test_ptx},           {"compressed", test_compressed},
-        {"select", test_select},     {"executable", test_executable},
-        {"hostile", test_hostile},   {"mutate", test_mutate},
+        {"measure", test_measure},       {"elf", test_elf},       {"ptx", test_ptx},
+        {"compressed", test_compressed}, {"select", test_select}, {"executable", test_executable},
+        {"hostile", test_hostile},       {"mutate", test_mutate},
     };
     int ran = 0;
 

@@ -26,10 +26,14 @@ static uint64_t le(const uint8_t *p, int n)
 /* The verdict the layout dictates, computed independently of frame.c. */
 static int expected(const uint8_t *p)
 {
-    if (le(p, 4) != CR_FRAME_MAGIC) return CR_EPROTO;
-    if (le(p + 4, 2) != CR_PROTOCOL_VERSION) return CR_EVERSION;
-    if (le(p + 8, 4) & ~(uint64_t)CR_FRAME_KNOWN_FLAGS) return CR_EPROTO;
-    if (le(p + 12, 4) > CR_FRAME_MAX_BODY || le(p + 24, 8) > CR_FRAME_MAX_BULK) return CR_ETOOBIG;
+    if (le(p, 4) != CR_FRAME_MAGIC)
+        return CR_EPROTO;
+    if (le(p + 4, 2) != CR_PROTOCOL_VERSION)
+        return CR_EVERSION;
+    if (le(p + 8, 4) & ~(uint64_t)CR_FRAME_KNOWN_FLAGS)
+        return CR_EPROTO;
+    if (le(p + 12, 4) > CR_FRAME_MAX_BODY || le(p + 24, 8) > CR_FRAME_MAX_BULK)
+        return CR_ETOOBIG;
     return 0;
 }
 

@@ -77,12 +77,14 @@ static void check_image(const cr_image_t *img, const uint8_t *data, size_t size)
         FUZZ_CHECK_EQ(e->kind, want);
         FUZZ_CHECK(e->size <= size);
         FUZZ_CHECK(memcmp(e->data, data, e->size) == 0);
-        if (want == CR_IMAGE_PTX) FUZZ_CHECK_EQ(e->size, strnlen((const char *)data, size));
+        if (want == CR_IMAGE_PTX)
+            FUZZ_CHECK_EQ(e->size, strnlen((const char *)data, size));
     }
     for (uint32_t i = 0; i < img->kernel_count; i++) {
         const cr_kernel_info_t *k = &img->kernels[i];
         FUZZ_CHECK(k->name != NULL);
-        if (i > 0) FUZZ_CHECK(strcmp(img->kernels[i - 1].name, k->name) < 0);
+        if (i > 0)
+            FUZZ_CHECK(strcmp(img->kernels[i - 1].name, k->name) < 0);
         FUZZ_CHECK(cr_image_kernel(img, k->name) == k);
         FUZZ_CHECK(k->param_count == 0 || k->params != NULL);
         for (uint32_t j = 0; j < k->param_count; j++)
@@ -91,17 +93,21 @@ static void check_image(const cr_image_t *img, const uint8_t *data, size_t size)
     for (uint32_t i = 0; i < img->global_count; i++) {
         const cr_global_info_t *g = &img->globals[i];
         FUZZ_CHECK(g->name != NULL);
-        if (i > 0) FUZZ_CHECK(strcmp(img->globals[i - 1].name, g->name) < 0);
+        if (i > 0)
+            FUZZ_CHECK(strcmp(img->globals[i - 1].name, g->name) < 0);
         FUZZ_CHECK(cr_image_global(img, g->name) == g);
-        if (g->init) touch(g->init, g->size);
+        if (g->init)
+            touch(g->init, g->size);
     }
     static const unsigned sms[] = {75, 80, 86, 89, 90, 100, 120};
     for (size_t i = 0; i < sizeof sms / sizeof sms[0]; i++) {
         const cr_image_entry_t *e = cr_image_select(img, sms[i]);
-        if (!e) continue;
+        if (!e)
+            continue;
         FUZZ_CHECK(e >= img->entries && e < img->entries + img->entry_count);
         FUZZ_CHECK(e->arch <= sms[i]);
-        if (e->arch_suffix == 'a') FUZZ_CHECK_EQ(e->arch, sms[i]);
+        if (e->arch_suffix == 'a')
+            FUZZ_CHECK_EQ(e->arch, sms[i]);
         if (e->arch_suffix == 'f' || e->kind == CR_IMAGE_ELF)
             FUZZ_CHECK_EQ(e->arch / 10, sms[i] / 10);
     }
@@ -113,7 +119,8 @@ static void one_image(const uint8_t *data, size_t size)
     size_t measured = 0;
     int fits = cr_image_measure_bounded(data, size, &measured) == 0 && measured <= size;
     cr_image_t *img = NULL;
-    if (size == 0 || cr_image_parse(data, size, &img) != 0) return;
+    if (size == 0 || cr_image_parse(data, size, &img) != 0)
+        return;
     check_image(img, data, size);
     /* a cubin or PTX text is what its own headers or NUL say, whatever follows it */
     if (fits && img->kind != CR_IMAGE_FATBIN) {
@@ -134,14 +141,16 @@ static size_t decoded_size(const uint8_t *p, size_t n, int zstd, uint8_t *probe)
 {
     if (zstd) {
         size_t got = ZSTD_decompress(probe, PROBE_MAX, p, n);
-        if (!ZSTD_isError(got) && got > 0) return got;
+        if (!ZSTD_isError(got) && got > 0)
+            return got;
         /* too large to try here: state what the frame says, within reason */
         unsigned long long fcs = ZSTD_getFrameContentSize(p, n);
         if (fcs != ZSTD_CONTENTSIZE_ERROR && fcs != ZSTD_CONTENTSIZE_UNKNOWN)
             return fcs > 4 * PROBE_MAX ? 4 * PROBE_MAX : (size_t)fcs;
     } else {
         int got = LZ4_decompress_safe((const char *)p, (char *)probe, (int)n, PROBE_MAX);
-        if (got > 0) return (size_t)got;
+        if (got > 0)
+            return (size_t)got;
     }
     return 2 * n + 1;
 }
@@ -153,7 +162,8 @@ static void one_compressed(const uint8_t *data, size_t size, int zstd, uint8_t *
     size_t padded = (size + 7) & ~(size_t)7;
     size_t total = 16 + ENTRY_HEADER + padded;
     uint8_t *img = calloc(1, total);
-    if (!img) return;
+    if (!img)
+        return;
     cr_le_put32(img, CR_FATBIN_MAGIC);
     cr_le_put16(img + 4, 1);
     cr_le_put16(img + 6, 16);
@@ -181,7 +191,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static uint8_t probe[PROBE_MAX];
     one_image(data, size);
-    if (size == 0 || size > UINT32_MAX) return 0;
+    if (size == 0 || size > UINT32_MAX)
+        return 0;
     memset(probe, 0, 4);
     one_compressed(data, size, 1, probe);
     memset(probe, 0, 4);

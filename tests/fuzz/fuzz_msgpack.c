@@ -35,7 +35,8 @@ static void check_fields(const msgpack_object *map)
         /* keys as the server names them: NUL-terminated, never empty (cr_mp_field with ""
          * would pass memcmp the NULL pointer msgpack-c gives an empty string) */
         size_t n = k->type == MSGPACK_OBJECT_STR ? k->via.str.size : 0;
-        if (n == 0 || n >= sizeof key || memchr(k->via.str.ptr, 0, n)) continue;
+        if (n == 0 || n >= sizeof key || memchr(k->via.str.ptr, 0, n))
+            continue;
         memcpy(key, k->via.str.ptr, n);
         key[n] = '\0';
         uint32_t first = 0;
@@ -96,7 +97,8 @@ static void walk(walk_t *w, const msgpack_object *o)
         break;
     }
     /* the lookups refuse anything that is not a map */
-    if (o->type != MSGPACK_OBJECT_MAP) FUZZ_CHECK(cr_mp_field(o, "protocol") == NULL);
+    if (o->type != MSGPACK_OBJECT_MAP)
+        FUZZ_CHECK(cr_mp_field(o, "protocol") == NULL);
 }
 
 /* Unpacks exactly one object from data into zone and packs it into out: what cr_mpcheck

@@ -44,7 +44,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static uint8_t params[4096];
     cr_ptx_module_t *m = NULL;
     char err[256], name[128];
-    if (cr_ptx_module_load((const char *)data, size, &m, err, sizeof err) != 0) return 0;
+    if (cr_ptx_module_load((const char *)data, size, &m, err, sizeof err) != 0)
+        return 0;
     const char *text = (const char *)data, *end = text + size;
     for (const char *p = text; p + 6 < end; p++) {
         if (memcmp(p, ".entry", 6) != 0 || !entry_name(p + 6, end, name, sizeof name) ||

@@ -103,7 +103,8 @@ static int verbose;
 static int generic_outputs(unsigned op)
 {
     const cr_dispatch_entry_t *e = op < CR_OP_COUNT ? &cr_dispatch_table[op] : NULL;
-    if (!e || e->hand || !e->desc) return -1;
+    if (!e || e->hand || !e->desc)
+        return -1;
     int n = 0;
     for (int i = 0; i < e->desc->param_count; i++) {
         uint8_t k = e->desc->params[i].kind;
@@ -117,7 +118,8 @@ static void show(const char *dir, const cr_frame_header_t *h, const msgpack_obje
 {
     fprintf(stderr, "%s %s (%u) call %llu flags %x bulk %llu: ", dir, cr_opcode_name(h->opcode),
             h->opcode, (unsigned long long)h->call_id, h->flags, (unsigned long long)h->bulk_len);
-    if (body) msgpack_object_print(stderr, *body);
+    if (body)
+        msgpack_object_print(stderr, *body);
     fputc('\n', stderr);
 }
 
@@ -148,7 +150,8 @@ static void check_message(cr_session_t *s, const cr_outmsg_t *m)
                   MSGPACK_UNPACK_SUCCESS);
     FUZZ_CHECK_EQ(off, h.body_len);
     FUZZ_CHECK_EQ(root.type, MSGPACK_OBJECT_ARRAY);
-    if (verbose) show("<-", &h, &root);
+    if (verbose)
+        show("<-", &h, &root);
     const msgpack_object_array *a = &root.via.array;
     int has_result = a->size > 0 && (a->ptr[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER ||
                                      a->ptr[0].type == MSGPACK_OBJECT_NEGATIVE_INTEGER);
@@ -166,7 +169,8 @@ static void check_message(cr_session_t *s, const cr_outmsg_t *m)
         int outputs = generic_outputs(h.opcode);
         if (final && outputs >= 0 && a->ptr[0].via.u64 == CUDA_SUCCESS)
             FUZZ_CHECK_EQ(a->size, 1 + (unsigned)outputs);
-        if (c == &conn.calls[conn.status_call]) conn.status_answered = 1;
+        if (c == &conn.calls[conn.status_call])
+            conn.status_answered = 1;
         pthread_cond_broadcast(&conn.cond);
     } else {
         switch (h.opcode) {
@@ -206,7 +210,8 @@ void cr_server_send(cr_session_t *s, cr_outmsg_t *m)
         pthread_mutex_unlock(&conn.lock);
     }
     /* written: the sender's release runs outside our lock, as after a socket write */
-    if (m->release) m->release(m->release_arg);
+    if (m->release)
+        m->release(m->release_arg);
     cr_buf_free(&m->head);
     free(m);
 }
@@ -224,7 +229,8 @@ void cr_server_close_connection(cr_session_t *s)
 {
     pthread_mutex_lock(&conn.lock);
     FUZZ_CHECK(s == conn.session);
-    if (verbose) fprintf(stderr, "the server closes the connection\n");
+    if (verbose)
+        fprintf(stderr, "the server closes the connection\n");
     conn.close_requested = 1;
     pthread_cond_broadcast(&conn.cond);
     pthread_mutex_unlock(&conn.lock);
@@ -256,9 +262,11 @@ static void answer_host_functions(void)
 /* A client's memfd for @shm_attach, sealed as the client seals it unless told otherwise. */
 static int shm_fd(unsigned flags)
 {
-    if (flags & SHM_NO_FD) return -1;
+    if (flags & SHM_NO_FD)
+        return -1;
     int fd = memfd_create("fuzz-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (fd < 0) return -1;
+    if (fd < 0)
+        return -1;
     if (ftruncate(fd, SHM_REGION_BYTES) != 0 ||
         (!(flags & SHM_UNSEALED) && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) != 0)) {
         close(fd);
@@ -308,25 +316,32 @@ static int receive(cr_session_t *s, unsigned flags, uint16_t opcode, const uint8
     conn.calls[call_id] = (call_t){opcode, (uint8_t)waits, 0};
     pthread_mutex_unlock(&conn.lock);
 
-    cr_frame_header_t h = {CR_PROTOCOL_VERSION, opcode, flags & CR_FRAME_KNOWN_FLAGS, body_len,
-                           opcode == CR_OP_HOST_FUNC_DONE ? answers : call_id, bulk_len};
+    cr_frame_header_t h = {CR_PROTOCOL_VERSION,
+                           opcode,
+                           flags & CR_FRAME_KNOWN_FLAGS,
+                           body_len,
+                           opcode == CR_OP_HOST_FUNC_DONE ? answers : call_id,
+                           bulk_len};
     uint8_t raw[CR_FRAME_HEADER_SIZE];
     cr_frame_encode(&h, raw);
-    if (cr_frame_decode(raw, &h) != 0) return -1;
-    if (cr_request_admissible(&h, admitted) != 0 ||
-        (h.flags & (CR_FRAME_REPLY | CR_FRAME_PARTIAL)))
+    if (cr_frame_decode(raw, &h) != 0)
+        return -1;
+    if (cr_request_admissible(&h, admitted) != 0 || (h.flags & (CR_FRAME_REPLY | CR_FRAME_PARTIAL)))
         return -1;
     cr_request_t *req = cr_request_new(s, &h);
     FUZZ_CHECK(req != NULL);
     memcpy(req->body, body, body_len);
-    if (bulk_len) memcpy(req->bulk, bulk, bulk_len);
+    if (bulk_len)
+        memcpy(req->bulk, bulk, bulk_len);
     if (cr_dispatch_on_loop(req)) /* @host_func_done: answered in the loop, never submitted */
         return 0;
-    if (verbose) show("->", &h, NULL);
+    if (verbose)
+        show("->", &h, NULL);
     if (!admitted) {
         char why[256];
         if (cr_session_admit(s, req, why, sizeof why) != 0) { /* the refusal is sent */
-            if (verbose) fprintf(stderr, "refused: %s\n", why);
+            if (verbose)
+                fprintf(stderr, "refused: %s\n", why);
             cr_request_free(req);
             return -1;
         }
@@ -334,9 +349,11 @@ static int receive(cr_session_t *s, unsigned flags, uint16_t opcode, const uint8
         conn.admitted = 1;
         pthread_mutex_unlock(&conn.lock);
     }
-    if (h.opcode == CR_OP_SHM_ATTACH) req->fd = shm_fd(flags);
+    if (h.opcode == CR_OP_SHM_ATTACH)
+        req->fd = shm_fd(flags);
     if (cr_executor_submit(s, req)) { /* paused: the loop reads on once the executor asks */
-        if (verbose) fprintf(stderr, "reading paused\n");
+        if (verbose)
+            fprintf(stderr, "reading paused\n");
         return wait_for_resume(s);
     }
     return 0;
@@ -410,7 +427,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const uint8_t status_body[] = {0x90}; /* [] */
     static uint64_t next_session;
-    if (size < 1) return 0;
+    if (size < 1)
+        return 0;
     int small = data[0] & 1;
     const uint8_t *p = data + 1, *end = data + size;
 
@@ -424,7 +442,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(s != NULL);
 
     int refused = 0;
-    if (end - p < 3 || le(p + 1, 2) != CR_OP_HELLO) send_hello(s, small);
+    if (end - p < 3 || le(p + 1, 2) != CR_OP_HELLO)
+        send_hello(s, small);
     for (unsigned n = 0; n < MAX_FRAMES && end - p >= 9 && !refused; n++) {
         unsigned flags = p[0];
         uint16_t opcode = (uint16_t)le(p + 1, 2);
@@ -435,10 +454,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             answers = body_len;
             body_len = 0;
         }
-        if (body_len > (size_t)(end - p)) body_len = (uint32_t)(end - p);
+        if (body_len > (size_t)(end - p))
+            body_len = (uint32_t)(end - p);
         const uint8_t *body = p;
         p += body_len;
-        if (bulk_len > (size_t)(end - p)) bulk_len = (uint32_t)(end - p);
+        if (bulk_len > (size_t)(end - p))
+            bulk_len = (uint32_t)(end - p);
         const uint8_t *bulk = p;
         p += bulk_len;
         refused = receive(s, flags, opcode, body, body_len, bulk, bulk_len, answers) != 0;
@@ -462,7 +483,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pthread_mutex_lock(&conn.lock);
     while (!refused && !conn.status_answered && !conn.close_requested) {
         answer_host_functions();
-        if (pthread_cond_timedwait(&conn.cond, &conn.lock, &until) != 0) break;
+        if (pthread_cond_timedwait(&conn.cond, &conn.lock, &until) != 0)
+            break;
     }
     int complete = !refused && conn.status_answered && !conn.close_requested;
     int admitted = conn.admitted;
@@ -487,7 +509,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t free_bytes = 0, total = 0;
     for (int tries = 0;; tries++) {
         FUZZ_CHECK_EQ(backend.d.cuMemGetInfo_v2(&free_bytes, &total), CUDA_SUCCESS);
-        if (free_bytes == baseline_free || tries == 1000) break;
+        if (free_bytes == baseline_free || tries == 1000)
+            break;
         struct timespec pause = {0, 1000000};
         nanosleep(&pause, NULL);
     }

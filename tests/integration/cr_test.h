@@ -11,35 +11,35 @@
 
 #include <cuda_runtime.h>
 
-#define CHECK_CUDA(call)                                                                     \
-    do {                                                                                     \
-        cudaError_t e_ = (call);                                                             \
-        if (e_ != cudaSuccess) {                                                             \
-            fprintf(stderr, "%s:%d: %s failed: %s (%d)\n", __FILE__, __LINE__, #call,        \
-                    cudaGetErrorString(e_), (int)e_);                                        \
-            exit(1);                                                                         \
-        }                                                                                    \
+#define CHECK_CUDA(call)                                                                           \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "%s:%d: %s failed: %s (%d)\n", __FILE__, __LINE__, #call,              \
+                    cudaGetErrorString(e_), (int)e_);                                              \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
-#define EXPECT_CUDA_ERROR(call, expected)                                                    \
-    do {                                                                                     \
-        cudaError_t e_ = (call);                                                             \
-        if (e_ != (expected)) {                                                              \
-            fprintf(stderr, "%s:%d: %s returned %s (%d), expected %s (%d)\n", __FILE__,      \
-                    __LINE__, #call, cudaGetErrorName(e_), (int)e_,                          \
-                    cudaGetErrorName(expected), (int)(expected));                            \
-            exit(1);                                                                         \
-        }                                                                                    \
+#define EXPECT_CUDA_ERROR(call, expected)                                                          \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != (expected)) {                                                                    \
+            fprintf(stderr, "%s:%d: %s returned %s (%d), expected %s (%d)\n", __FILE__, __LINE__,  \
+                    #call, cudaGetErrorName(e_), (int)e_, cudaGetErrorName(expected),              \
+                    (int)(expected));                                                              \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
-#define CHECK(cond, ...)                                                                     \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);         \
-            fprintf(stderr, __VA_ARGS__);                                                    \
-            fprintf(stderr, "\n");                                                           \
-            exit(1);                                                                         \
-        }                                                                                    \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);               \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 // Announces a launch that the server's trace must contain (in announcement order).

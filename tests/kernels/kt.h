@@ -11,19 +11,19 @@
 
 static const char *kt_name = "?";
 
-#define KT_FAIL(...)                                                                         \
-    do {                                                                                     \
-        fprintf(stderr, "%s: FAILED: ", kt_name);                                            \
-        fprintf(stderr, __VA_ARGS__);                                                        \
-        fprintf(stderr, "\n");                                                               \
-        exit(1);                                                                             \
+#define KT_FAIL(...)                                                                               \
+    do {                                                                                           \
+        fprintf(stderr, "%s: FAILED: ", kt_name);                                                  \
+        fprintf(stderr, __VA_ARGS__);                                                              \
+        fprintf(stderr, "\n");                                                                     \
+        exit(1);                                                                                   \
     } while (0)
 
 // Launch check: the launch was accepted and the kernel ran to completion without error.
-#define KT_SYNC()                                                                            \
-    do {                                                                                     \
-        CHECK_CUDA(cudaGetLastError());                                                      \
-        CHECK_CUDA(cudaDeviceSynchronize());                                                 \
+#define KT_SYNC()                                                                                  \
+    do {                                                                                           \
+        CHECK_CUDA(cudaGetLastError());                                                            \
+        CHECK_CUDA(cudaDeviceSynchronize());                                                       \
     } while (0)
 
 static inline void kt_start(const char *name)
@@ -52,8 +52,8 @@ static inline void kt_check_u64(const char *what, size_t i, unsigned long long g
                                 unsigned long long expected)
 {
     if (got != expected)
-        KT_FAIL("%s[%zu]: got %llu (0x%llx), expected %llu (0x%llx)", what, i, got, got,
-                expected, expected);
+        KT_FAIL("%s[%zu]: got %llu (0x%llx), expected %llu (0x%llx)", what, i, got, got, expected,
+                expected);
 }
 
 // Bitwise-equal floats (NaNs of any payload count as equal).
@@ -63,8 +63,7 @@ static inline void kt_check_f32_exact(const char *what, size_t i, float got, flo
     memcpy(&g, &got, 4);
     memcpy(&e, &expected, 4);
     if (g != e && !(std::isnan(got) && std::isnan(expected)))
-        KT_FAIL("%s[%zu]: got %.9g (0x%08x), expected %.9g (0x%08x)", what, i, got, g, expected,
-                e);
+        KT_FAIL("%s[%zu]: got %.9g (0x%08x), expected %.9g (0x%08x)", what, i, got, g, expected, e);
 }
 
 static inline void kt_check_f64_exact(const char *what, size_t i, double got, double expected)
@@ -84,14 +83,16 @@ static inline void kt_check_close(const char *what, size_t i, double got, double
 {
     double s = std::fabs(scale) > std::fabs(expected) ? std::fabs(scale) : std::fabs(expected);
     if (!(std::fabs(got - expected) <= rel * s))
-        KT_FAIL("%s[%zu]: got %.17g, expected %.17g (difference %.3g, allowed %.3g)", what, i,
-                got, expected, std::fabs(got - expected), rel * s);
+        KT_FAIL("%s[%zu]: got %.17g, expected %.17g (difference %.3g, allowed %.3g)", what, i, got,
+                expected, std::fabs(got - expected), rel * s);
 }
 
 // Small deterministic pseudo-random numbers (the same on every host).
 struct KtRng {
     uint64_t s;
-    explicit KtRng(uint64_t seed) : s(seed * 0x9E3779B97F4A7C15ull + 1) {}
+    explicit KtRng(uint64_t seed) : s(seed * 0x9E3779B97F4A7C15ull + 1)
+    {
+    }
     uint32_t next()
     {
         s ^= s << 13;
@@ -100,6 +101,12 @@ struct KtRng {
         return (uint32_t)(s >> 16);
     }
     // uniform in [lo, hi]
-    int range(int lo, int hi) { return lo + (int)(next() % (uint32_t)(hi - lo + 1)); }
-    float unit() { return (next() >> 8) * (1.0f / 16777216.0f); }  // [0, 1)
+    int range(int lo, int hi)
+    {
+        return lo + (int)(next() % (uint32_t)(hi - lo + 1));
+    }
+    float unit()
+    {
+        return (next() >> 8) * (1.0f / 16777216.0f);
+    } // [0, 1)
 };

@@ -334,13 +334,20 @@ static outcome_t run_routine(const char *name)
         handle = NULL;
         return none;
     }
-    if (strcmp(name, "sgemm_64x64x64") == 0) return run_sgemm(64, 64, 64, "sgemm 64x64x64");
-    if (strcmp(name, "sgemm_37x53x29") == 0) return run_sgemm(37, 53, 29, "sgemm 37x53x29");
-    if (strcmp(name, "sgemm_16x16x16") == 0) return run_sgemm(16, 16, 16, "sgemm 16x16x16");
-    if (strcmp(name, "dgemm_48x40x24") == 0) return run_dgemm(48, 40, 24);
-    if (strcmp(name, "sgemv_100x70") == 0) return run_sgemv(100, 70);
-    if (strcmp(name, "saxpy_1000") == 0) return run_saxpy(1000);
-    if (strcmp(name, "sdot_1000") == 0) return run_sdot(1000);
+    if (strcmp(name, "sgemm_64x64x64") == 0)
+        return run_sgemm(64, 64, 64, "sgemm 64x64x64");
+    if (strcmp(name, "sgemm_37x53x29") == 0)
+        return run_sgemm(37, 53, 29, "sgemm 37x53x29");
+    if (strcmp(name, "sgemm_16x16x16") == 0)
+        return run_sgemm(16, 16, 16, "sgemm 16x16x16");
+    if (strcmp(name, "dgemm_48x40x24") == 0)
+        return run_dgemm(48, 40, 24);
+    if (strcmp(name, "sgemv_100x70") == 0)
+        return run_sgemv(100, 70);
+    if (strcmp(name, "saxpy_1000") == 0)
+        return run_saxpy(1000);
+    if (strcmp(name, "sdot_1000") == 0)
+        return run_sdot(1000);
     fprintf(stderr, "no routine %s\n", name);
     exit(2);
 }
@@ -389,7 +396,8 @@ static void print_outcome(FILE *f, const char *name, const outcome_t *o, const c
 static const expectation_t *find(const char *name)
 {
     for (size_t i = 0; i < ROUTINES; i++)
-        if (strcmp(expected[i].name, name) == 0) return &expected[i];
+        if (strcmp(expected[i].name, name) == 0)
+            return &expected[i];
     fprintf(stderr, "no routine %s\n", name);
     exit(2);
 }
@@ -401,14 +409,16 @@ int main(int argc, char **argv)
     int failures = 0;
     order[count++] = "cublas_create";
     for (int i = 1; i < argc && count < ROUTINES + 1; i++)
-        if (strcmp(argv[i], "cublas_create") != 0) order[count++] = find(argv[i])->name;
+        if (strcmp(argv[i], "cublas_create") != 0)
+            order[count++] = find(argv[i])->name;
     if (argc == 1)
         for (size_t i = 1; i < ROUTINES; i++)
             order[count++] = expected[i].name;
     for (size_t i = 0; i < count; i++) {
         const expectation_t *e = find(order[i]);
         outcome_t got = NOT_RUN;
-        if (strcmp(e->name, "cublas_create") == 0 || handle) got = run_routine(e->name);
+        if (strcmp(e->name, "cublas_create") == 0 || handle)
+            got = run_routine(e->name);
         int same =
             got.ran == e->outcome.ran && got.computes == e->outcome.computes &&
             (got.computes || (got.status == e->outcome.status && got.sync == e->outcome.sync));
@@ -429,6 +439,7 @@ int main(int argc, char **argv)
             print_outcome(stderr, e->name, &got, NULL);
         }
     }
-    if (failures) fprintf(stderr, "%d routine(s) did not behave as recorded\n", failures);
+    if (failures)
+        fprintf(stderr, "%d routine(s) did not behave as recorded\n", failures);
     return failures ? 1 : 0;
 }

@@ -44,11 +44,13 @@ static tally_t *tally(const char *insn, const char *why)
     char key[512];
     snprintf(key, sizeof key, "%s  [%s]", insn, why);
     for (size_t i = 0; i < ntallies; i++)
-        if (strcmp(tallies[i].text, key) == 0) return &tallies[i];
+        if (strcmp(tallies[i].text, key) == 0)
+            return &tallies[i];
     if (ntallies == cap_tallies) {
         cap_tallies = cap_tallies ? cap_tallies * 2 : 64;
         tallies = realloc(tallies, cap_tallies * sizeof *tallies);
-        if (!tallies) exit(1);
+        if (!tallies)
+            exit(1);
     }
     tallies[ntallies] = (tally_t){strdup(key), 0, 0};
     return &tallies[ntallies++];
@@ -57,7 +59,8 @@ static tally_t *tally(const char *insn, const char *why)
 static int by_kernels(const void *a, const void *b)
 {
     const tally_t *x = a, *y = b;
-    if (x->kernels != y->kernels) return x->kernels < y->kernels ? 1 : -1;
+    if (x->kernels != y->kernels)
+        return x->kernels < y->kernels ? 1 : -1;
     return strcmp(x->text, y->text);
 }
 
@@ -68,7 +71,8 @@ static uint8_t *read_file(const char *path, size_t *size)
     FILE *f = fopen(path, "rb");
     uint8_t *data = NULL;
     long len;
-    if (!f) return NULL;
+    if (!f)
+        return NULL;
     if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
         (data = malloc((size_t)len)) && fread(data, 1, (size_t)len, f) == (size_t)len) {
         *size = (size_t)len;
@@ -86,10 +90,14 @@ static const cr_image_entry_t *ptx_entry(const cr_image_t *img, unsigned sm)
     const cr_image_entry_t *best = NULL;
     for (uint32_t i = 0; i < img->entry_count; i++) {
         const cr_image_entry_t *e = &img->entries[i];
-        if (e->kind != CR_IMAGE_PTX || e->arch > sm) continue;
-        if (e->arch_suffix == 'a' && e->arch != sm) continue;
-        if (e->arch_suffix == 'f' && e->arch / 10 != sm / 10) continue;
-        if (!best || e->arch > best->arch) best = e;
+        if (e->kind != CR_IMAGE_PTX || e->arch > sm)
+            continue;
+        if (e->arch_suffix == 'a' && e->arch != sm)
+            continue;
+        if (e->arch_suffix == 'f' && e->arch / 10 != sm / 10)
+            continue;
+        if (!best || e->arch > best->arch)
+            best = e;
     }
     return best;
 }
@@ -108,9 +116,11 @@ static void print_entries(const cr_image_t *img)
 
 static int wanted(const char *name, char **kernels, int nkernels)
 {
-    if (nkernels == 0) return 1;
+    if (nkernels == 0)
+        return 1;
     for (int i = 0; i < nkernels; i++)
-        if (strcmp(kernels[i], name) == 0) return 1;
+        if (strcmp(kernels[i], name) == 0)
+            return 1;
     return 0;
 }
 
@@ -147,7 +157,8 @@ int main(int argc, char **argv)
             next_elf = h ? (size_t)(h - file) : SIZE_MAX;
         }
         size_t at = next_fatbin < next_elf ? next_fatbin : next_elf;
-        if (at == SIZE_MAX || at + 64 > size) break;
+        if (at == SIZE_MAX || at + 64 > size)
+            break;
         off = at + 4; /* unless it is an image, below */
         cr_image_t *img = NULL;
         if (at == next_elf) {
@@ -221,20 +232,25 @@ int main(int argc, char **argv)
         }
         /* places: each PTX instruction once per module, however many kernels reach it */
         uint8_t *seen = calloc(m->ir.ninsns ? m->ir.ninsns : 1, 1);
-        if (!seen) return 1;
+        if (!seen)
+            return 1;
         for (uint32_t i = 0; i < m->nprogs; i++) {
             const cr__prog_t *p = &m->progs[i];
-            if (!wanted(p->name, kernels, nkernels)) continue;
+            if (!wanted(p->name, kernels, nkernels))
+                continue;
             kernels_ptx++;
-            if (p->unsupported < 0) continue;
+            if (p->unsupported < 0)
+                continue;
             kernels_blocked++;
             /* each distinct (instruction, reason) once per kernel; tallies grow by at most
              * one per instruction of this kernel */
             unsigned *counted = calloc(ntallies + p->ncode + 1, sizeof *counted);
-            if (!counted) return 1;
+            if (!counted)
+                return 1;
             for (uint32_t pc = 0; pc < p->ncode; pc++) {
                 const cr__insn_t *in = &p->code[pc];
-                if (in->op != CR__OP_UNSUPPORTED) continue;
+                if (in->op != CR__OP_UNSUPPORTED)
+                    continue;
                 uint32_t src = p->src[pc];
                 const char *text = src < m->ir.ninsns ? cr__ir_str(&m->ir, m->ir.insns[src].text)
                                                       : "(added by the decoder)";

@@ -68,10 +68,12 @@ static const cr_ptx_env_t dev_env = {NULL, NULL, dev_allocation, dev_output};
 static inline void *dev_alloc(size_t n)
 {
     void *p = NULL;
-    if (posix_memalign(&p, 64, n ? n : 1) != 0) abort();
+    if (posix_memalign(&p, 64, n ? n : 1) != 0)
+        abort();
     memset(p, 0, n ? n : 1);
     pthread_mutex_lock(&dev.lock);
-    if (dev.n == DEV_MAX) abort();
+    if (dev.n == DEV_MAX)
+        abort();
     dev.base[dev.n] = (uint64_t)(uintptr_t)p;
     dev.size[dev.n++] = n;
     pthread_mutex_unlock(&dev.lock);
@@ -103,10 +105,12 @@ static inline char *read_text(const char *path, size_t *len)
     long n = ftell(f);
     rewind(f);
     char *b = malloc((size_t)n + 1);
-    if (!b || fread(b, 1, (size_t)n, f) != (size_t)n) exit(1);
+    if (!b || fread(b, 1, (size_t)n, f) != (size_t)n)
+        exit(1);
     b[n] = 0;
     fclose(f);
-    if (len) *len = (size_t)n;
+    if (len)
+        *len = (size_t)n;
     return b;
 }
 
@@ -115,7 +119,8 @@ static inline cr_ptx_module_t *load_text(const char *ptx)
     char err[256];
     cr_ptx_module_t *m = NULL;
     int rc = cr_ptx_module_load(ptx, strlen(ptx), &m, err, sizeof err);
-    if (rc != 0) fprintf(stderr, "PTX load failed (%d): %s\n", rc, err);
+    if (rc != 0)
+        fprintf(stderr, "PTX load failed (%d): %s\n", rc, err);
     return m;
 }
 
@@ -158,7 +163,8 @@ static inline int launch(cr_ptx_module_t *m, const char *kernel, uint32_t gx, ui
     cr_ptx_launch_t l = {{gx, gy, 1}, {bx, by, 1}, shared, p->buf, p->size};
     cr_ptx_fault_t f;
     int rc = cr_ptx_launch(m, kernel, &l, &dev_env, fault ? fault : &f);
-    if (rc && !fault) fprintf(stderr, "launch of %s failed (%d): %s\n", kernel, rc, f.message);
+    if (rc && !fault)
+        fprintf(stderr, "launch of %s failed (%d): %s\n", kernel, rc, f.message);
     return rc;
 }
 

@@ -26,7 +26,8 @@ static void *read_fixture(const char *name)
     long n = ftell(f);
     rewind(f);
     char *buf = calloc(1, (size_t)n + 1);
-    if (fread(buf, 1, (size_t)n, f) != (size_t)n) exit(1);
+    if (fread(buf, 1, (size_t)n, f) != (size_t)n)
+        exit(1);
     fclose(f);
     return buf;
 }
@@ -52,7 +53,8 @@ static void sink_fn(void *user, const char *text, size_t len)
 
 static void sink_release(void *user)
 {
-    if (user == &sink) __atomic_add_fetch(&sink.released, 1, __ATOMIC_ACQ_REL);
+    if (user == &sink)
+        __atomic_add_fetch(&sink.released, 1, __ATOMIC_ACQ_REL);
 }
 
 /* vec_add of n elements on stream s through library lib; checks the result. */
@@ -132,9 +134,9 @@ static void test_images(const char *fatbin_name)
     CHECK_OK(cr_emu_cuLaunchKernel((CUfunction)hello, 1, 1, 1, 1, 1, 1, 0, s, hargs, NULL));
     CHECK_OK(cr_emu_cuStreamSynchronize(s));
     CHECK_EQ_STR(sink.text, "hello 7 from 0\nhello 7 from 1\nhello 8 from 0\n");
-    CHECK_EQ_INT(cr_emu_stream_set_output((void *)(uintptr_t)0x999999, sink_fn, sink_release,
-                                          &sink),
-                 CR_EINVAL);
+    CHECK_EQ_INT(
+        cr_emu_stream_set_output((void *)(uintptr_t)0x999999, sink_fn, sink_release, &sink),
+        CR_EINVAL);
     CHECK_EQ_INT(sink.released, 0);
     /* replacing the sink releases the old one; the stream's end releases the last */
     CHECK_EQ_INT(cr_emu_stream_set_output(s, NULL, NULL, NULL), 0);
@@ -192,7 +194,8 @@ static void test_faults(void)
     CUresult rc = CUDA_ERROR_ILLEGAL_ADDRESS;
     for (int i = 0; i < 200 && rc != CUDA_SUCCESS; i++) {
         rc = cr_emu_cuCtxSynchronize();
-        if (rc != CUDA_SUCCESS) sleep_ms(10);
+        if (rc != CUDA_SUCCESS)
+            sleep_ms(10);
     }
     CHECK_OK(rc);
     CHECK_OK(cr_emu_cuStreamDestroy_v2(good));

@@ -76,7 +76,8 @@ static void run_cases_at(const char *insn, char kind, const case_t *cases, int n
     cr_ptx_fault_t f;
     int rc = launch(m, "t", 1, 1, (uint32_t)n, 1, 0, &p, &f);
     CHECK_EQ_INT(rc, 0);
-    if (rc) fprintf(stderr, "line %d: %s: %s\n", line, insn, f.message);
+    if (rc)
+        fprintf(stderr, "line %d: %s: %s\n", line, insn, f.message);
     for (int i = 0; i < n && !rc; i++) {
         check_count++;
         if (cases[i].want != ANY && out[i] != cases[i].want) {
@@ -241,7 +242,8 @@ static void test_bits(void)
 static void test_simd(void)
 {
     /* SIMD video instructions: bytes or halfwords in parallel; merged, saturated or summed */
-    RUN("vabsdiff4.u32.u32.u32 %r4, %r1, %r2, %r3;", 'r', {0x10ff0050, 0x20000a60, 0x12345678, 0x10ff0a10});
+    RUN("vabsdiff4.u32.u32.u32 %r4, %r1, %r2, %r3;", 'r',
+        {0x10ff0050, 0x20000a60, 0x12345678, 0x10ff0a10});
     RUN("vabsdiff4.u32.u32.u32.add %r4, %r1, %r2, %r3;", 'r', {0x10ff0050, 0x20000a60, 5, 0x12e});
     RUN("vadd4.u32.u32.u32.sat %r4, %r1, %r2, %r3;", 'r', {0xff010203, 0x02020202, 0, 0xff030405});
     RUN("vadd4.s32.s32.s32.sat %r4, %r1, %r2, %r3;", 'r', {0x0000807f, 0x0000ff01, 0, 0x0000807f});
@@ -493,7 +495,8 @@ static void expect_fault(const char *insn, int code, const char *in_message, int
     snprintf(text, sizeof text, "%s  %s\n  ret;\n}\n", prologue, insn);
     cr_ptx_module_t *m = load_text(text);
     CHECK(m != NULL);
-    if (!m) return;
+    if (!m)
+        return;
     uint64_t *in = dev_alloc(64), *out = dev_alloc(64);
     params_t p = {0};
     PARAM(&p, in);
@@ -534,11 +537,11 @@ static void test_faults(void)
     FAULT("@%p1 bra NOWHERE;", 801, "unknown label");
     /* more register memory than a block may take: refused before anything is allocated */
     {
-        cr_ptx_module_t *m = load_text(
-            ".version 9.0\n.target sm_90\n.address_size 64\n"
-            ".visible .entry regs(.param .u64 out)\n{\n  .reg .b64 %big<1000000>;\n"
-            "  .reg .b64 %o;\n  ld.param.u64 %o, [out];\n  mov.u64 %big999999, 7;\n"
-            "  st.global.u64 [%o], %big999999;\n  ret;\n}\n");
+        cr_ptx_module_t *m =
+            load_text(".version 9.0\n.target sm_90\n.address_size 64\n"
+                      ".visible .entry regs(.param .u64 out)\n{\n  .reg .b64 %big<1000000>;\n"
+                      "  .reg .b64 %o;\n  ld.param.u64 %o, [out];\n  mov.u64 %big999999, 7;\n"
+                      "  st.global.u64 [%o], %big999999;\n  ret;\n}\n");
         uint64_t *o = dev_alloc(8);
         params_t p = {0};
         PARAM(&p, o);

@@ -97,7 +97,8 @@ static void test_control(cr_ptx_module_t *m)
             v = t % 5 == 0 ? 10 : t % 5 == 1 ? 20 : t * t;
             exited = v & 1;
         }
-        if (exited) v = -7;
+        if (exited)
+            v = -7;
         if (out[t] != v) {
             CHECK_EQ_INT(out[t], v);
             break;
@@ -367,7 +368,8 @@ static void test_warp(const char *file, int sm90)
                 ones++;
             else
                 zeros++;
-            if ((w * 32 + l) % 3 == 0) third |= 1u << l;
+            if ((w * 32 + l) % 3 == 0)
+                third |= 1u << l;
             reduce_add += v;
             reduce_max = l + w * 32;
         }
@@ -376,7 +378,8 @@ static void test_warp(const char *file, int sm90)
             const unsigned *o = vout + t * 12;
             unsigned match = 0;
             for (int j = 0; j < 32; j++)
-                if (vin[w * 32 + j] % 4 == vin[t] % 4) match |= 1u << j;
+                if (vin[w * 32 + j] % 4 == vin[t] % 4)
+                    match |= 1u << j;
             unsigned want[12] = {all,
                                  any,
                                  ballot,
@@ -431,7 +434,8 @@ static void test_warp(const char *file, int sm90)
 
 static int close_rel(double got, double want, double rel, double abs_tol)
 {
-    if (isnan(want)) return isnan(got);
+    if (isnan(want))
+        return isnan(got);
     return fabs(got - want) <= abs_tol + rel * fabs(want);
 }
 
@@ -473,7 +477,8 @@ static void test_math(void)
                         c[k].want);
                 bad++;
             }
-        if (fbits(o[7]) != fbits(sqrtf(fabsf(x[i])))) bad++; /* sqrt.rn: exact */
+        if (fbits(o[7]) != fbits(sqrtf(fabsf(x[i]))))
+            bad++; /* sqrt.rn: exact */
     }
     CHECK_EQ_INT(bad, 0);
     dev_free(x);
@@ -519,10 +524,12 @@ static unsigned ref_half(float f, int mode)
 {
     double v = f, a = fabs(v);
     unsigned sign = signbit(f) ? 0x8000 : 0;
-    if (isnan(f)) return 0x7fff;
+    if (isnan(f))
+        return 0x7fff;
     unsigned lo = 0, hi = 0x7c00; /* lo <= a < value(hi), among 0..0x7bff and infinity */
     for (unsigned h = 0; h <= 0x7bff; h++)
-        if (half_value(h) <= a) lo = h;
+        if (half_value(h) <= a)
+            lo = h;
     hi = lo + 1; /* 0x7c00 when lo is the largest finite */
     double dl = half_value(lo), dh = hi == 0x7c00 ? 65536.0 : half_value(hi);
     unsigned r;
@@ -540,7 +547,8 @@ static unsigned ref_half(float f, int mode)
 static unsigned ref_bf16(float f)
 {
     uint32_t u = fbits(f);
-    if (isnan(f)) return 0x7fff;
+    if (isnan(f))
+        return 0x7fff;
     return (u + 0x7fff + ((u >> 16) & 1)) >> 16;
 }
 
@@ -582,8 +590,10 @@ static void test_halves(void)
         int nan16 = (i & 0x7c00) == 0x7c00 && (i & 0x3ff);
         int nanbf = (i & 0x7f80) == 0x7f80 && (i & 0x7f);
         unsigned h = out[i], b = out[65536 + i];
-        if (nan16 ? !((h & 0x7c00) == 0x7c00 && (h & 0x3ff)) : h != i) bad++;
-        if (nanbf ? !((b & 0x7f80) == 0x7f80 && (b & 0x7f)) : b != i) bad++;
+        if (nan16 ? !((h & 0x7c00) == 0x7c00 && (h & 0x3ff)) : h != i)
+            bad++;
+        if (nanbf ? !((b & 0x7f80) == 0x7f80 && (b & 0x7f)) : b != i)
+            bad++;
         if (bad && bad < 3 && (h != i || b != i) && !nan16 && !nanbf)
             fprintf(stderr, "round trip 0x%04x: f16 0x%04x bf16 0x%04x\n", i, h, b);
     }
@@ -595,7 +605,8 @@ static void test_halves(void)
                             ref_half(f[i], 3), ref_bf16(f[i]),    0};
         double sum = half_value(want[0]) + 1.0;
         want[5] = ref_half((float)sum, 0);
-        if ((float)sum != sum) want[5] = o[5]; /* needs more than a float: not referenced */
+        if ((float)sum != sum)
+            want[5] = o[5]; /* needs more than a float: not referenced */
         for (int k = 0; k < 6; k++)
             if (o[k] != want[k]) {
                 fprintf(stderr,
@@ -655,7 +666,8 @@ static void test_intrinsics(void)
             x ^ y,
             (uint32_t)((int)x / (int)(y | 1)) + x % (y | 1),
         };
-        if ((int)x == INT_MIN && (int)(y | 1) == -1) want[11] = out[i * 12 + 11];
+        if ((int)x == INT_MIN && (int)(y | 1) == -1)
+            want[11] = out[i * 12 + 11];
         for (int k = 0; k < 12; k++)
             if (out[i * 12 + k] != want[k]) {
                 fprintf(stderr, "intrinsic %d of (0x%08x, 0x%08x): 0x%08x, expected 0x%08x\n", k, x,
@@ -855,7 +867,8 @@ static void test_calls(void)
 
 static uint16_t to_half(float f) /* exact for the small integers used here */
 {
-    if (f == 0) return 0;
+    if (f == 0)
+        return 0;
     int e;
     float mnt = frexpf(fabsf(f), &e); /* f = mnt * 2^e, mnt in [0.5, 1) */
     return (uint16_t)((f < 0 ? 0x8000 : 0) | (unsigned)(e + 14) << 10 |

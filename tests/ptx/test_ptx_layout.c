@@ -28,7 +28,8 @@ static cr_image_t *image_of(const char *what, const void *data, size_t size)
 {
     cr_image_t *img = NULL;
     int rc = cr_image_parse(data, size, &img);
-    if (rc) fprintf(stderr, "%s: cr_image_parse failed (%d)\n", what, rc);
+    if (rc)
+        fprintf(stderr, "%s: cr_image_parse failed (%d)\n", what, rc);
     CHECK_EQ_INT(rc, 0);
     return rc ? NULL : img;
 }
@@ -38,7 +39,8 @@ static int ir_of(const char *what, const char *text, size_t len, cr__ir_t *ir)
     char err[256];
     memset(ir, 0, sizeof *ir);
     int rc = cr__parse(text, len, ir, err, sizeof err);
-    if (rc) fprintf(stderr, "%s: cr__parse failed (%d): %s\n", what, rc, err);
+    if (rc)
+        fprintf(stderr, "%s: cr__parse failed (%d): %s\n", what, rc, err);
     CHECK_EQ_INT(rc, 0);
     return rc;
 }
@@ -78,7 +80,8 @@ static const cr__ir_var_t *module_var(const cr__ir_t *ir, const char *name)
 static int same_bytes(const uint8_t *a, const uint8_t *b, uint64_t size)
 {
     for (uint64_t i = 0; i < size; i++)
-        if ((a ? a[i] : 0) != (b ? b[i] : 0)) return 0;
+        if ((a ? a[i] : 0) != (b ? b[i] : 0))
+            return 0;
     return 1;
 }
 
@@ -103,7 +106,8 @@ static void check_text(const char *what, const char *text, size_t len)
 {
     cr__ir_t ir;
     cr_image_t *img = image_of(what, text, len + 1); /* a PTX image ends with its NUL */
-    if (!img) return;
+    if (!img)
+        return;
     if (ir_of(what, text, len, &ir) == 0) {
         uint32_t entries = 0;
         for (uint32_t i = 0; i < ir.nfuncs; i++)
@@ -143,7 +147,8 @@ static void check_layouts(const char *what, const cr_image_t *img, const layout_
         const layout_t *want = &wants[l];
         const cr_kernel_info_t *k = cr_image_kernel(img, want->name);
         CHECK(k != NULL);
-        if (!k) continue;
+        if (!k)
+            continue;
         CHECK_EQ_INT(k->param_count, want->count);
         CHECK_EQ_INT(k->param_size, want->size);
         for (uint32_t i = 0; i < k->param_count && i < want->count; i++) {
@@ -162,10 +167,12 @@ static void check_global(const cr_image_t *img, const char *name, uint64_t size,
 {
     const cr_global_info_t *g = cr_image_global(img, name);
     CHECK(g != NULL);
-    if (!g) return;
+    if (!g)
+        return;
     CHECK_EQ_U64(g->size, size);
     CHECK((g->init == NULL) == (init == NULL));
-    if (g->init && init) CHECK(memcmp(g->init, init, size) == 0);
+    if (g->init && init)
+        CHECK(memcmp(g->init, init, size) == 0);
 }
 
 static void check_globals(const cr_image_t *img, const cr__ir_t *ir)
@@ -202,7 +209,8 @@ static void check_echo(const cr_image_t *img, const char *text, size_t len)
 {
     const cr_kernel_info_t *k = cr_image_kernel(img, "echo");
     CHECK(k && k->param_count == 8);
-    if (!k || k->param_count != 8) return;
+    if (!k || k->param_count != 8)
+        return;
     uint8_t *out = dev_alloc(64);
     uint64_t out_addr = (uint64_t)(uintptr_t)out, h = 0x1122334455667788ull;
     uint8_t a = 0xa5, c[20], i[3] = {7, 8, 9}, n = 0x5a;
@@ -324,7 +332,8 @@ static void test_odd(void)
         "k", 8, 96, {0, 8, 20, 24, 32, 48, 64, 80}, {8, 12, 2, 8, 1, 16, 1, 16}};
     cr_image_t *img = image_of("odd", odd_ptx, sizeof odd_ptx);
     check_text("odd", odd_ptx, sizeof odd_ptx - 1);
-    if (img) check_layouts("odd", img, &k, 1);
+    if (img)
+        check_layouts("odd", img, &k, 1);
     cr_image_free(img);
 }
 

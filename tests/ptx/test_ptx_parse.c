@@ -79,14 +79,16 @@ static const char *module =
 static const cr__ir_var_t *var_named(const cr__ir_t *ir, const char *name)
 {
     for (uint32_t i = 0; i < ir->nvars; i++)
-        if (strcmp(cr__ir_str(ir, ir->vars[i].name), name) == 0) return &ir->vars[i];
+        if (strcmp(cr__ir_str(ir, ir->vars[i].name), name) == 0)
+            return &ir->vars[i];
     return NULL;
 }
 
 static const cr__ir_insn_t *insn_at_line(const cr__ir_t *ir, uint32_t line)
 {
     for (uint32_t i = 0; i < ir->ninsns; i++)
-        if (ir->insns[i].line == line) return &ir->insns[i];
+        if (ir->insns[i].line == line)
+            return &ir->insns[i];
     return NULL;
 }
 
@@ -98,7 +100,8 @@ static const cr__opd_t *opd_of(const cr__ir_t *ir, const cr__ir_insn_t *in, uint
 static int has_mod(const cr__ir_insn_t *in, unsigned mod)
 {
     for (int i = 0; i < in->nmods; i++)
-        if (in->mods[i] == mod) return 1;
+        if (in->mods[i] == mod)
+            return 1;
     return 0;
 }
 
@@ -127,7 +130,8 @@ static void test_module(void)
     CHECK(v && v->size == 10 && v->align == 8 && v->init && memcmp(v->init, bytes, 10) == 0);
     v = var_named(&ir, "weights");
     float w[4] = {0};
-    if (v && v->init) memcpy(w, v->init, 16);
+    if (v && v->init)
+        memcpy(w, v->init, 16);
     CHECK(v && v->space == CR__SP_CONST && v->size == 16 && w[0] == 1.5f && w[1] == 2.0f &&
           w[2] == -2.0f && w[3] == 3.0f);
     v = var_named(&ir, "ptrs");
@@ -207,7 +211,8 @@ static void test_module(void)
           opd_of(&ir, in, 2)->kind == CR__O_FUNC && opd_of(&ir, in, 3)->kind == CR__O_VEC);
     in = insn_at_line(&ir, 65);
     double d = 0;
-    if (in) memcpy(&d, &opd_of(&ir, in, 1)->value, 8);
+    if (in)
+        memcpy(&d, &opd_of(&ir, in, 1)->value, 8);
     CHECK(in && opd_of(&ir, in, 1)->kind == CR__O_FLT && d == 1.5e-3);
     in = insn_at_line(&ir, 66);
     CHECK(in && has_mod(in, CR__M_L1) && has_mod(in, CR__M_TYPE + CR__T_U32) &&
@@ -265,7 +270,8 @@ static void test_errors(void)
     for (size_t cut = 0; cut < n; cut += 7) {
         char *copy = malloc(cut ? cut : 1); /* exactly `cut` bytes: ASan sees an overread */
         memcpy(copy, module, cut);
-        if (cr_ptx_module_load(copy, cut, &m, err, sizeof err) == 0) cr_ptx_module_free(m);
+        if (cr_ptx_module_load(copy, cut, &m, err, sizeof err) == 0)
+            cr_ptx_module_free(m);
         free(copy);
     }
 }

@@ -71,7 +71,8 @@ EXPORTED void *calloc(size_t n, size_t size)
 /* The opcode of the first frame a message starts with. */
 static int first_opcode(const struct msghdr *msg)
 {
-    if (msg->msg_iovlen == 0 || msg->msg_iov[0].iov_len < 8) return -1;
+    if (msg->msg_iovlen == 0 || msg->msg_iov[0].iov_len < 8)
+        return -1;
     const unsigned char *h = msg->msg_iov[0].iov_base;
     return h[6] | h[7] << 8;
 }

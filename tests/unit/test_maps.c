@@ -87,10 +87,10 @@ static void test_rangemap(void)
 
     /* removing what overlaps a span: touching ranges stay */
     cr_rangemap_t o = CR_RANGEMAP_INIT;
-    cr_rangemap_add(&o, 100, 10, 1);  /* [100,110) */
-    cr_rangemap_add(&o, 110, 10, 2);  /* [110,120) */
-    cr_rangemap_add(&o, 130, 10, 3);  /* [130,140) */
-    cr_rangemap_add(&o, 140, 10, 4);  /* [140,150) */
+    cr_rangemap_add(&o, 100, 10, 1);                              /* [100,110) */
+    cr_rangemap_add(&o, 110, 10, 2);                              /* [110,120) */
+    cr_rangemap_add(&o, 130, 10, 3);                              /* [130,140) */
+    cr_rangemap_add(&o, 140, 10, 4);                              /* [140,150) */
     CHECK_EQ_INT(cr_rangemap_remove_overlapping(&o, 115, 20), 2); /* [115,135) */
     CHECK_EQ_INT(o.count, 2);
     CHECK(cr_rangemap_find(&o, 105) && cr_rangemap_find(&o, 145));

@@ -136,13 +136,15 @@ static struct {
 static void *fake_handle(void *ctx, uint8_t type, uint64_t id)
 {
     for (size_t i = 0; i < sizeof held / sizeof held[0]; i++)
-        if (held[i].id == id && held[i].type == type) return held[i].obj;
+        if (held[i].id == id && held[i].type == type)
+            return held[i].obj;
     return NULL;
 }
 
 static int fake_stream(void *ctx, uint64_t id, int enqueues, void **obj)
 {
-    if (id != 0 && id != STREAM_ID) return -1;
+    if (id != 0 && id != STREAM_ID)
+        return -1;
     seen.prepared += enqueues;
     *obj = id ? &obj_stream : &obj_legacy;
     return 0;
@@ -182,7 +184,8 @@ static CUresult pack_body(body_t *b, const cr_fn_desc_t *d, cr_arg_t *a, const u
     msgpack_unpacked_init(&b->msg);
     msgpack_packer_init(&pk, &b->buf, cr_buf_msgpack_write);
     CUresult r = cr_marshal_pack_args(&pk, d, a, streams);
-    if (r != CUDA_SUCCESS) return r;
+    if (r != CUDA_SUCCESS)
+        return r;
     size_t off = 0;
     CHECK(msgpack_unpack_next(&b->msg, (const char *)b->buf.data, b->buf.len, &off) ==
           MSGPACK_UNPACK_SUCCESS);
@@ -209,7 +212,8 @@ static int send_call(const cr_fn_desc_t *d, cr_arg_t *a, const uint64_t *streams
     memset(u, 0, sizeof *u);
     CUresult packed = pack_body(&b, d, a, streams);
     CHECK_EQ_INT(packed, CUDA_SUCCESS);
-    if (packed == CUDA_SUCCESS) r = cr_generic_unpack(d, b.args, d->param_count, waits, &fake, u);
+    if (packed == CUDA_SUCCESS)
+        r = cr_generic_unpack(d, b.args, d->param_count, waits, &fake, u);
     body_free(&b);
     return r;
 }
@@ -242,9 +246,11 @@ static int reply_call(const cr_fn_desc_t *d, const cr_arg_t *sa, int r, cr_arg_t
 /* A buffer the server allocated for an output: size zeroed bytes of its own. */
 static int fresh_buffer(const void *p, size_t size)
 {
-    if (!p || malloc_usable_size((void *)p) < size) return 0;
+    if (!p || malloc_usable_size((void *)p) < size)
+        return 0;
     for (size_t i = 0; i < size; i++)
-        if (((const uint8_t *)p)[i]) return 0;
+        if (((const uint8_t *)p)[i])
+            return 0;
     return 1;
 }
 

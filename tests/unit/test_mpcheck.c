@@ -40,8 +40,8 @@ static int msgpack_accepts(const uint8_t *p, size_t n)
     msgpack_unpacked u;
     size_t off = 0;
     msgpack_unpacked_init(&u);
-    int ok = msgpack_unpack_next(&u, (const char *)p, n, &off) == MSGPACK_UNPACK_SUCCESS &&
-             off == n;
+    int ok =
+        msgpack_unpack_next(&u, (const char *)p, n, &off) == MSGPACK_UNPACK_SUCCESS && off == n;
     msgpack_unpacked_destroy(&u);
     return ok;
 }

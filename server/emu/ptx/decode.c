@@ -32,9 +32,11 @@ uint32_t cr__dc_emit(cr__dc_t *dc, const cr__insn_t *in)
     if (p->ncode == dc->cap_code) {
         uint32_t ncap = dc->cap_code ? dc->cap_code * 2 : 256;
         cr__insn_t *code = realloc(p->code, ncap * sizeof *code);
-        if (code) p->code = code;
+        if (code)
+            p->code = code;
         uint32_t *src = code ? realloc(p->src, ncap * sizeof *src) : NULL;
-        if (src) p->src = src;
+        if (src)
+            p->src = src;
         if (!code || !src) {
             dc->failed = 1;
             return 0;
@@ -50,7 +52,8 @@ void cr__dc_unsupported(cr__dc_t *dc, const cr__ir_insn_t *src, uint32_t ir_inde
 {
     (void)src;
     (void)ir_index;
-    if (grow(dc, (void **)&dc->why, &dc->cap_why, dc->nwhy + 1, sizeof *dc->why)) return;
+    if (grow(dc, (void **)&dc->why, &dc->cap_why, dc->nwhy + 1, sizeof *dc->why))
+        return;
     dc->why[dc->nwhy] = why;
     cr__insn_t in = {.op = CR__OP_UNSUPPORTED};
     in.r[0] = dc->nwhy++;
@@ -79,7 +82,8 @@ uint32_t cr__dc_const(cr__dc_t *dc, uint64_t value)
 {
     cr__prog_t *p = dc->p;
     for (uint32_t i = 0; i < p->nconsts; i++)
-        if (p->consts[i] == value) return CR__CONST_REF | i;
+        if (p->consts[i] == value)
+            return CR__CONST_REF | i;
     if (grow(dc, (void **)&p->consts, &dc->cap_consts, p->nconsts + 1, sizeof *p->consts))
         return CR__SLOT_ZERO;
     p->consts[p->nconsts] = value;
@@ -90,7 +94,8 @@ uint32_t cr__dc_const(cr__dc_t *dc, uint64_t value)
 static uint32_t sym_slot(cr__dc_t *dc, uint32_t v)
 {
     cr__loc_t *loc = &dc->var_loc[v];
-    if (loc->kind == CR__LOC_SYM) return loc->slot;
+    if (loc->kind == CR__LOC_SYM)
+        return loc->slot;
     cr__prog_t *p = dc->p;
     if (grow(dc, (void **)&p->sym_vars, &dc->cap_syms, p->nsyms + 1, sizeof *p->sym_vars))
         return CR__SLOT_ZERO;
@@ -104,7 +109,8 @@ uint32_t cr__dc_reg_slot(cr__dc_t *dc, uint32_t reg)
 {
     const cr__pfunc_t *pf = &dc->p->funcs[dc->pf];
     const cr__ir_func_t *f = &dc->ir->funcs[pf->ir_func];
-    if (reg < f->reg_first || reg >= f->reg_first + f->reg_count) return CR__SLOT_SINK;
+    if (reg < f->reg_first || reg >= f->reg_first + f->reg_count)
+        return CR__SLOT_SINK;
     return pf->reg_base + (reg - f->reg_first);
 }
 
@@ -130,14 +136,16 @@ static uint64_t literal_bits(const cr__opd_t *o, cr__type_t t)
     switch (t) {
     case CR__T_F32:
     case CR__T_TF32: {
-        if (fsize == 4) return (uint32_t)v;
+        if (fsize == 4)
+            return (uint32_t)v;
         float f = fsize ? (float)d : (float)(int64_t)v;
         uint32_t b;
         memcpy(&b, &f, 4);
         return b;
     }
     case CR__T_F64: {
-        if (fsize == 8) return v;
+        if (fsize == 8)
+            return v;
         double x = fsize ? d : (double)(int64_t)v;
         uint64_t b;
         memcpy(&b, &x, 8);
@@ -151,7 +159,8 @@ static uint64_t literal_bits(const cr__opd_t *o, cr__type_t t)
         return v != 0;
     default: {
         unsigned size = cr__type_size(t);
-        if (size && size < 8) v &= (1ull << (size * 8)) - 1;
+        if (size && size < 8)
+            v &= (1ull << (size * 8)) - 1;
         return v;
     }
     }
@@ -244,7 +253,8 @@ uint32_t cr__dc_value(cr__dc_t *dc, const cr__opd_t *o, cr__type_t t)
         switch (loc->kind) {
         case CR__LOC_SYM:
         case CR__LOC_NONE:
-            if (o->value) return UINT32_MAX;
+            if (o->value)
+                return UINT32_MAX;
             return sym_slot(dc, o->id);
         case CR__LOC_SHARED:
         case CR__LOC_KPARAM:
@@ -267,11 +277,13 @@ uint32_t cr__dc_value(cr__dc_t *dc, const cr__opd_t *o, cr__type_t t)
 /* Adds IR function f to the program (once). */
 static int add_func(cr__dc_t *dc, uint32_t f)
 {
-    if (dc->func_map[f]) return 0;
+    if (dc->func_map[f])
+        return 0;
     cr__prog_t *p = dc->p;
     uint32_t cap = p->nfuncs;
     void *n = realloc(p->funcs, (cap + 1) * sizeof *p->funcs);
-    if (!n) return dc->failed = 1, -1;
+    if (!n)
+        return dc->failed = 1, -1;
     p->funcs = n;
     memset(&p->funcs[p->nfuncs], 0, sizeof *p->funcs);
     p->funcs[p->nfuncs].ir_func = f;
@@ -282,7 +294,8 @@ static int add_func(cr__dc_t *dc, uint32_t f)
 /* The function an operand names (its definition when there is one), or -1. */
 static int opd_func(const cr__ir_t *ir, const cr__opd_t *o)
 {
-    if (o->kind != CR__O_FUNC) return -1;
+    if (o->kind != CR__O_FUNC)
+        return -1;
     return cr__ir_find_func(ir, cr__ir_str(ir, ir->funcs[o->id].name));
 }
 
@@ -295,11 +308,13 @@ static uint32_t callees(const cr__ir_t *ir, uint32_t f, uint32_t *out, uint32_t 
         const cr__ir_insn_t *in = &ir->insns[fn->insn_first + i];
         for (uint32_t k = 0; k < in->npool; k++) {
             int g = opd_func(ir, &ir->opds[in->opd + k]);
-            if (g < 0 || !ir->funcs[g].has_body) continue;
+            if (g < 0 || !ir->funcs[g].has_body)
+                continue;
             int seen = 0;
             for (uint32_t j = 0; j < n; j++)
                 seen |= out[j] == (uint32_t)g;
-            if (!seen && n < max) out[n++] = (uint32_t)g;
+            if (!seen && n < max)
+                out[n++] = (uint32_t)g;
         }
     }
     return n;
@@ -311,15 +326,18 @@ static int has_indirect_call(const cr__ir_t *ir, uint32_t f)
     const cr__ir_func_t *fn = &ir->funcs[f];
     for (uint32_t i = 0; i < fn->insn_count; i++) {
         const cr__ir_insn_t *in = &ir->insns[fn->insn_first + i];
-        if (in->base != CR__B_call) continue;
+        if (in->base != CR__B_call)
+            continue;
         for (uint32_t k = 0; k < in->npool; k++) {
             const cr__opd_t *o = &ir->opds[in->opd + k];
             if (o->kind == CR__O_VEC) {
                 k += o->id;
                 continue;
             }
-            if (o->kind == CR__O_REG) return 1;
-            if (o->kind == CR__O_FUNC) break;
+            if (o->kind == CR__O_REG)
+                return 1;
+            if (o->kind == CR__O_FUNC)
+                break;
         }
     }
     return 0;
@@ -329,11 +347,13 @@ static int has_indirect_call(const cr__ir_t *ir, uint32_t f)
 static int reaches(const cr__ir_t *ir, uint32_t from, uint32_t target, uint8_t *visited,
                    uint32_t *scratch, uint32_t scratch_len)
 {
-    if (visited[from]) return 0;
+    if (visited[from])
+        return 0;
     visited[from] = 1;
     uint32_t n = callees(ir, from, scratch, scratch_len);
     uint32_t *mine = malloc((n ? n : 1) * sizeof *mine);
-    if (!mine) return 0;
+    if (!mine)
+        return 0;
     memcpy(mine, scratch, n * sizeof *mine);
     int found = 0;
     for (uint32_t i = 0; i < n && !found; i++)
@@ -351,7 +371,8 @@ static void layout_frame(cr__dc_t *dc, uint32_t pfi)
     uint64_t off = 0;
     for (uint32_t v = 0; v < ir->nvars; v++) {
         const cr__ir_var_t *var = &ir->vars[v];
-        if (var->func != (int32_t)pf->ir_func) continue;
+        if (var->func != (int32_t)pf->ir_func)
+            continue;
         cr__loc_t *loc = &dc->var_loc[v];
         if (var->space == CR__SP_PARAM && f->is_entry && var->is_param) {
             loc->kind = CR__LOC_KPARAM;
@@ -377,8 +398,10 @@ static void layout_shared(cr__dc_t *dc)
     for (int pass = 0; pass < 2; pass++) {
         for (uint32_t v = 0; v < ir->nvars; v++) {
             const cr__ir_var_t *var = &ir->vars[v];
-            if (var->space != CR__SP_SHARED) continue;
-            if (var->func >= 0 && !dc->func_map[var->func]) continue;
+            if (var->space != CR__SP_SHARED)
+                continue;
+            if (var->func >= 0 && !dc->func_map[var->func])
+                continue;
             int dynamic = var->is_extern || var->is_unsized;
             if (pass == 0 && !dynamic) {
                 uint64_t a = var->align ? var->align : 1;
@@ -403,15 +426,18 @@ static void layout_shared(cr__dc_t *dc)
 static uint32_t chain_bytes(cr__dc_t *dc, uint32_t pfi, uint8_t *onpath, int depth)
 {
     cr__prog_t *p = dc->p;
-    if (onpath[pfi] || depth > 256) return 0;
+    if (onpath[pfi] || depth > 256)
+        return 0;
     onpath[pfi] = 1;
     uint32_t list[64];
     uint32_t n = callees(dc->ir, p->funcs[pfi].ir_func, list, 64), best = 0;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t c = dc->func_map[list[i]];
-        if (!c) continue;
+        if (!c)
+            continue;
         uint32_t b = chain_bytes(dc, c - 1, onpath, depth + 1);
-        if (b > best) best = b;
+        if (b > best)
+            best = b;
     }
     onpath[pfi] = 0;
     return p->funcs[pfi].frame_size + best;
@@ -436,7 +462,8 @@ static int build(cr__dc_t *dc, uint32_t kernel)
 {
     cr__ir_t *ir = dc->ir;
     cr__prog_t *p = dc->p;
-    if (add_func(dc, kernel)) return -1;
+    if (add_func(dc, kernel))
+        return -1;
     /* reachable functions, breadth first; with calls through pointers, every function whose
      * address the module takes (in code or in a variable's initialiser) too */
     int indirect = 0;
@@ -444,12 +471,14 @@ static int build(cr__dc_t *dc, uint32_t kernel)
         uint32_t list[256];
         uint32_t n = callees(ir, p->funcs[i].ir_func, list, 256);
         for (uint32_t k = 0; k < n; k++)
-            if (add_func(dc, list[k])) return -1;
+            if (add_func(dc, list[k]))
+                return -1;
         if (!indirect && has_indirect_call(ir, p->funcs[i].ir_func)) {
             indirect = 1;
             for (uint32_t r = 0; r < ir->nrelocs; r++) {
                 int f = cr__ir_find_func(ir, cr__ir_str(ir, ir->relocs[r].name));
-                if (f >= 0 && ir->funcs[f].has_body && add_func(dc, (uint32_t)f)) return -1;
+                if (f >= 0 && ir->funcs[f].has_body && add_func(dc, (uint32_t)f))
+                    return -1;
             }
         }
     }
@@ -475,7 +504,8 @@ static int build(cr__dc_t *dc, uint32_t kernel)
     free(visited);
     free(scratch);
     layout_shared(dc);
-    if (!(p->func_of_ir = malloc(ir->nfuncs * sizeof *p->func_of_ir))) return dc->failed = 1, -1;
+    if (!(p->func_of_ir = malloc(ir->nfuncs * sizeof *p->func_of_ir)))
+        return dc->failed = 1, -1;
     for (uint32_t f = 0; f < ir->nfuncs; f++)
         p->func_of_ir[f] = dc->func_map[f] ? (int32_t)dc->func_map[f] - 1 : -1;
     for (uint32_t i = 0; i < p->nfuncs; i++) {
@@ -484,22 +514,27 @@ static int build(cr__dc_t *dc, uint32_t kernel)
         for (uint32_t k = 0; k < f->param_count; k++) {
             const cr__ir_var_t *v = &ir->vars[f->param_first + k];
             cr__copy_t c = {0, (uint32_t)dc->var_loc[f->param_first + k].offset, (uint32_t)v->size};
-            if (cr__dc_add_copy(dc, &c) == UINT32_MAX) return -1;
+            if (cr__dc_add_copy(dc, &c) == UINT32_MAX)
+                return -1;
         }
         p->funcs[i].param_count = f->param_count;
         p->funcs[i].ret_first = p->ncopies;
         for (uint32_t k = 0; k < f->ret_count; k++) {
             const cr__ir_var_t *v = &ir->vars[f->ret_first + k];
             cr__copy_t c = {(uint32_t)dc->var_loc[f->ret_first + k].offset, 0, (uint32_t)v->size};
-            if (cr__dc_add_copy(dc, &c) == UINT32_MAX) return -1;
+            if (cr__dc_add_copy(dc, &c) == UINT32_MAX)
+                return -1;
         }
         p->funcs[i].ret_count = f->ret_count;
     }
     uint8_t *onpath = calloc(p->nfuncs, 1);
-    if (!onpath) return dc->failed = 1, -1;
-    uint64_t local = chain_bytes(dc, 0, onpath, 0) + (any_recursion && p->nfuncs > 1 ? RECURSION_STACK : 0);
+    if (!onpath)
+        return dc->failed = 1, -1;
+    uint64_t local =
+        chain_bytes(dc, 0, onpath, 0) + (any_recursion && p->nfuncs > 1 ? RECURSION_STACK : 0);
     free(onpath);
-    if (local > UINT32_MAX - 15) local = UINT32_MAX - 15; /* refused at launch (module.c) */
+    if (local > UINT32_MAX - 15)
+        local = UINT32_MAX - 15; /* refused at launch (module.c) */
     p->local_bytes = (uint32_t)((local + 15) / 16 * 16);
     p->param_size = ir->funcs[kernel].param_size;
     memcpy(p->reqntid, ir->funcs[kernel].reqntid, sizeof p->reqntid);
@@ -511,7 +546,8 @@ static int build(cr__dc_t *dc, uint32_t kernel)
         p->funcs[i].entry = p->ncode;
         free(dc->insn_pc);
         dc->insn_pc = malloc((f->insn_count + 1) * sizeof *dc->insn_pc);
-        if (!dc->insn_pc) return dc->failed = 1, -1;
+        if (!dc->insn_pc)
+            return dc->failed = 1, -1;
         for (uint32_t k = 0; k < f->insn_count && !dc->failed; k++) {
             dc->insn_pc[k] = p->ncode;
             uint32_t first = p->ncode;
@@ -530,7 +566,8 @@ static int build(cr__dc_t *dc, uint32_t kernel)
                 p->code[pc].imm = k >= 0 && k <= f->insn_count ? dc->insn_pc[k] : p->ncode - 1;
             }
     }
-    if (dc->failed) return -1;
+    if (dc->failed)
+        return -1;
     p->const_base = reg_base;
     p->sym_base = p->const_base + p->nconsts;
     p->nslots = p->sym_base + p->nsyms;
@@ -543,11 +580,11 @@ static int build(cr__dc_t *dc, uint32_t kernel)
     p->has_effects = 0;
     for (uint32_t pc = 0; pc < p->ncode; pc++) {
         unsigned op = p->code[pc].op;
-        if (op == CR__OP_UNSUPPORTED && p->unsupported < 0) p->unsupported = pc;
+        if (op == CR__OP_UNSUPPORTED && p->unsupported < 0)
+            p->unsupported = pc;
         if ((op >= CR__OP_LD_GLOBAL && op <= CR__OP_CP_ASYNC) || op == CR__OP_CALL ||
-            op == CR__OP_WMMA ||
-            op == CR__OP_TRAP || op == CR__OP_VPRINTF || op == CR__OP_ASSERTFAIL ||
-            op == CR__OP_UNSUPPORTED)
+            op == CR__OP_WMMA || op == CR__OP_TRAP || op == CR__OP_VPRINTF ||
+            op == CR__OP_ASSERTFAIL || op == CR__OP_UNSUPPORTED)
             p->has_effects = 1;
     }
     return 0;
@@ -555,7 +592,8 @@ static int build(cr__dc_t *dc, uint32_t kernel)
 
 void cr__prog_free(cr__prog_t *p)
 {
-    if (!p) return;
+    if (!p)
+        return;
     free(p->name);
     free(p->code);
     free(p->src);
@@ -578,18 +616,21 @@ int cr__decode(cr__ir_t *ir, cr__prog_t **progs, uint32_t *nprogs, char *err, si
     *progs = NULL;
     *nprogs = 0;
     cr__prog_t *out = calloc(nk ? nk : 1, sizeof *out);
-    if (!out) return CR_ENOMEM;
+    if (!out)
+        return CR_ENOMEM;
     uint32_t n = 0;
     int rc = 0;
     for (uint32_t f = 0; f < ir->nfuncs && rc == 0; f++) {
-        if (!ir->funcs[f].is_entry || !ir->funcs[f].has_body) continue;
+        if (!ir->funcs[f].is_entry || !ir->funcs[f].has_body)
+            continue;
         cr__dc_t dc = {0};
         dc.ir = ir;
         dc.p = &out[n];
         dc.var_loc = calloc(ir->nvars ? ir->nvars : 1, sizeof *dc.var_loc);
         dc.func_map = calloc(ir->nfuncs, sizeof *dc.func_map);
         out[n].name = strdup(cr__ir_str(ir, ir->funcs[f].name));
-        if (!dc.var_loc || !dc.func_map || !out[n].name || build(&dc, f) != 0) rc = CR_ENOMEM;
+        if (!dc.var_loc || !dc.func_map || !out[n].name || build(&dc, f) != 0)
+            rc = CR_ENOMEM;
         n++;
         free(dc.var_loc);
         free(dc.func_map);
@@ -600,7 +641,8 @@ int cr__decode(cr__ir_t *ir, cr__prog_t **progs, uint32_t *nprogs, char *err, si
         for (uint32_t i = 0; i < n; i++)
             cr__prog_free(&out[i]);
         free(out);
-        if (err && err_len) snprintf(err, err_len, "out of memory decoding PTX");
+        if (err && err_len)
+            snprintf(err, err_len, "out of memory decoding PTX");
         return rc;
     }
     *progs = out;

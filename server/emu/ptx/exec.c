@@ -17,7 +17,8 @@
 
 int cr__fault(cr__worker_t *wk, const cr__warp_t *w, uint32_t lane, int code, const char *fmt, ...)
 {
-    if (wk->fault) return wk->fault;
+    if (wk->fault)
+        return wk->fault;
     wk->fault = code;
     char what[160];
     va_list ap;
@@ -72,7 +73,8 @@ static void pop_frame(cr__worker_t *wk, cr__warp_t *w)
             const cr__copy_t *cp = &p->copies[c->ret_first + k];
             uint32_t from = cp->from, size = cp->size;
             if (c->func == CR__CALL_INDIRECT) { /* the callee's side from its own list */
-                if (k >= callee->ret_count) break;
+                if (k >= callee->ret_count)
+                    break;
                 const cr__copy_t *ret = &p->copies[callee->ret_first + k];
                 from = ret->from;
                 size = size < ret->size ? size : ret->size;
@@ -112,7 +114,8 @@ int cr__warp_schedule(cr__worker_t *wk, cr__warp_t *w)
         for (uint32_t mm = run; mm; mm &= mm - 1) {
             uint32_t l = (uint32_t)__builtin_ctz(mm), pc = w->lane_pc[l];
             if (pc < best) {
-                if (best != UINT32_MAX) next = best;
+                if (best != UINT32_MAX)
+                    next = best;
                 best = pc;
                 act = 1u << l;
             } else if (pc == best) {
@@ -147,7 +150,8 @@ static uint64_t now_ns(void)
 
 static inline uint64_t sx(uint64_t v, unsigned bits)
 {
-    if (bits >= 64) return v;
+    if (bits >= 64)
+        return v;
     uint64_t m = 1ull << (bits - 1);
     v &= (m << 1) - 1;
     return (v ^ m) - m;
@@ -161,10 +165,12 @@ static inline uint64_t mask_bytes(unsigned bytes)
 static uint32_t bfind(uint64_t a, cr__type_t t, int shiftamt)
 {
     unsigned bits = t == CR__T_U64 || t == CR__T_S64 ? 64 : 32;
-    if (bits == 32) a &= 0xffffffffull;
+    if (bits == 32)
+        a &= 0xffffffffull;
     if ((t == CR__T_S32 || t == CR__T_S64) && (a >> (bits - 1)) & 1)
         a = ~a & (bits == 64 ? ~0ull : 0xffffffffull);
-    if (!a) return 0xffffffffu;
+    if (!a)
+        return 0xffffffffu;
     uint32_t pos = 63 - (uint32_t)__builtin_clzll(a);
     return shiftamt ? bits - 1 - pos : pos;
 }
@@ -176,7 +182,8 @@ static uint64_t bfe(uint64_t a, uint32_t pos, uint32_t len, cr__type_t t)
     uint32_t msb = bits - 1;
     pos &= 0xff;
     len &= 0xff;
-    if (bits == 32) a &= 0xffffffffull;
+    if (bits == 32)
+        a &= 0xffffffffull;
     uint64_t sbit = 0;
     if (sgn && len) {
         uint32_t top = pos + len - 1 > msb ? msb : pos + len - 1;
@@ -211,7 +218,8 @@ static uint32_t prmt(uint32_t a, uint32_t b, uint32_t c, int mode)
         for (int i = 0; i < 4; i++) {
             uint32_t sel = (c >> (4 * i)) & 0xf;
             uint8_t v = byte[sel & 7];
-            if (sel & 8) v = (v & 0x80) ? 0xff : 0;
+            if (sel & 8)
+                v = (v & 0x80) ? 0xff : 0;
             d |= (uint32_t)v << (8 * i);
         }
         return d;
@@ -234,7 +242,8 @@ static uint32_t lop3(uint32_t a, uint32_t b, uint32_t c, uint32_t lut)
 {
     uint32_t r = 0;
     for (int k = 0; k < 8; k++)
-        if (lut >> k & 1) r |= ((k & 4) ? a : ~a) & ((k & 2) ? b : ~b) & ((k & 1) ? c : ~c);
+        if (lut >> k & 1)
+            r |= ((k & 4) ? a : ~a) & ((k & 2) ? b : ~b) & ((k & 1) ? c : ~c);
     return r;
 }
 
@@ -274,15 +283,29 @@ static uint32_t vsimd(const cr__insn_t *in, uint32_t a, uint32_t b, uint32_t c)
         int64_t x = (f & CR__V_SIGNED_A) ? (int64_t)sx(ua, bits) : (int64_t)ua;
         int64_t y = (f & CR__V_SIGNED_B) ? (int64_t)sx(ub, bits) : (int64_t)ub, t;
         switch (in->sub) {
-        case CR__ATOM_ADD: t = x + y; break;
-        case CR__V_SUB: t = x - y; break;
-        case CR__V_AVRG: t = (x + y + 1) >> 1; break;
-        case CR__V_ABSDIFF: t = x > y ? x - y : y - x; break;
-        case CR__ATOM_MIN: t = x < y ? x : y; break;
-        default: t = x > y ? x : y; break;
+        case CR__ATOM_ADD:
+            t = x + y;
+            break;
+        case CR__V_SUB:
+            t = x - y;
+            break;
+        case CR__V_AVRG:
+            t = (x + y + 1) >> 1;
+            break;
+        case CR__V_ABSDIFF:
+            t = x > y ? x - y : y - x;
+            break;
+        case CR__ATOM_MIN:
+            t = x < y ? x : y;
+            break;
+        default:
+            t = x > y ? x : y;
+            break;
         }
-        if (f & CR__V_SAT) t = t < lo ? lo : t > hi ? hi : t;
-        if ((f & CR__V_RELU) && t < 0) t = 0;
+        if (f & CR__V_SAT)
+            t = t < lo ? lo : t > hi ? hi : t;
+        if ((f & CR__V_RELU) && t < 0)
+            t = 0;
         sum += t;
         d |= ((uint32_t)t & mask) << (i * bits);
     }
@@ -303,7 +326,8 @@ static uint64_t carry_op(const cr__insn_t *in, uint64_t a, uint64_t b, uint64_t 
         /* the flag is the borrow */
         unsigned __int128 sub = (unsigned __int128)b + cin;
         uint64_t res = (uint64_t)((unsigned __int128)a - sub) & m;
-        if (in->sub2 & CR__CARRY_OUT) *cc = (unsigned __int128)a < sub;
+        if (in->sub2 & CR__CARRY_OUT)
+            *cc = (unsigned __int128)a < sub;
         return res;
     }
     case CR__CARRY_MADLO:
@@ -322,7 +346,8 @@ static uint64_t carry_op(const cr__insn_t *in, uint64_t a, uint64_t b, uint64_t 
         r = (unsigned __int128)a + b + cin;
         break;
     }
-    if (in->sub2 & CR__CARRY_OUT) *cc = (uint64_t)(r >> (wide ? 64 : 32)) & 1;
+    if (in->sub2 & CR__CARRY_OUT)
+        *cc = (uint64_t)(r >> (wide ? 64 : 32)) & 1;
     return (uint64_t)r & m;
 }
 
@@ -455,7 +480,8 @@ static void exec_setp(uint64_t *R, const cr__insn_t *in, uint32_t m)
             d[l] = t ? ((f & CR__SET_FLOAT_DEST) ? 0x3f800000u : 0xffffffffu) : 0;
         else
             d[l] = (uint64_t)t;
-        if (q) q[l] = (uint64_t)nt;
+        if (q)
+            q[l] = (uint64_t)nt;
     });
 }
 
@@ -486,7 +512,8 @@ static void exec_cvt(uint64_t *R, const cr__insn_t *in, uint32_t m)
             if (relu && (dt == CR__T_F16 || dt == CR__T_BF16) && (v & 0x8000) &&
                 (v & 0x7fff) <= (dt == CR__T_F16 ? 0x7c00u : 0x7f80u))
                 v = 0;
-            if (reg > dsize && cr__type_signed(dt)) v = sx(v, dsize * 8);
+            if (reg > dsize && cr__type_signed(dt))
+                v = sx(v, dsize * 8);
         }
         d[l] = v & regmask;
     });
@@ -509,18 +536,21 @@ int cr__warp_run(cr__worker_t *wk, cr__warp_t *w, uint32_t budget)
 #define RESCHEDULE()                                                                               \
     do {                                                                                           \
         SYNC_OUT();                                                                                \
-        if (!cr__warp_schedule(wk, w)) return 0;                                                   \
+        if (!cr__warp_schedule(wk, w))                                                             \
+            return 0;                                                                              \
         SYNC_IN();                                                                                 \
     } while (0)
 
     if (!active) {
-        if (!cr__warp_schedule(wk, w)) return 0;
+        if (!cr__warp_schedule(wk, w))
+            return 0;
         SYNC_IN();
     }
     while (budget--) {
         const cr__insn_t *in = &code[pc];
         uint32_t m = active;
-        if (in->guard) m = guard_mask(SLOT(in->pred), m, in->guard == 2);
+        if (in->guard)
+            m = guard_mask(SLOT(in->pred), m, in->guard == 2);
         switch ((cr__op_t)in->op) {
         case CR__OP_NOP:
         case CR__OP_BAR_WARP:
@@ -653,8 +683,10 @@ int cr__warp_run(cr__worker_t *wk, cr__warp_t *w, uint32_t budget)
         case CR__OP_GLOBALTIMER: {
             uint64_t *d = SLOT(in->r[0]);
             uint64_t t = now_ns();
-            if (in->op == CR__OP_CLOCK) t = in->sub ? t >> 32 : (uint32_t)t;
-            if (in->op == CR__OP_GLOBALTIMER && in->sub) t = in->sub == 1 ? (uint32_t)t : t >> 32;
+            if (in->op == CR__OP_CLOCK)
+                t = in->sub ? t >> 32 : (uint32_t)t;
+            if (in->op == CR__OP_GLOBALTIMER && in->sub)
+                t = in->sub == 1 ? (uint32_t)t : t >> 32;
             LANES(d[l] = t);
             break;
         }
@@ -663,33 +695,42 @@ int cr__warp_run(cr__worker_t *wk, cr__warp_t *w, uint32_t budget)
         case CR__OP_LD_LOCAL:
         case CR__OP_LD_PARAM:
         case CR__OP_LD_GENERIC:
-            if (!m) break;
+            if (!m)
+                break;
             SYNC_OUT();
-            if ((rc = cr__exec_ld(wk, w, in, m))) return rc;
+            if ((rc = cr__exec_ld(wk, w, in, m)))
+                return rc;
             break;
         case CR__OP_ST_GLOBAL:
         case CR__OP_ST_SHARED:
         case CR__OP_ST_LOCAL:
         case CR__OP_ST_GENERIC:
-            if (!m) break;
+            if (!m)
+                break;
             SYNC_OUT();
-            if ((rc = cr__exec_st(wk, w, in, m))) return rc;
+            if ((rc = cr__exec_st(wk, w, in, m)))
+                return rc;
             break;
         case CR__OP_ATOM_GLOBAL:
         case CR__OP_ATOM_SHARED:
         case CR__OP_ATOM_GENERIC:
-            if (!m) break;
+            if (!m)
+                break;
             SYNC_OUT();
-            if ((rc = cr__exec_atom(wk, w, in, m))) return rc;
+            if ((rc = cr__exec_atom(wk, w, in, m)))
+                return rc;
             break;
         case CR__OP_CP_ASYNC:
-            if (!m) break;
+            if (!m)
+                break;
             SYNC_OUT();
-            if ((rc = cr__exec_cp_async(wk, w, in, m))) return rc;
+            if ((rc = cr__exec_cp_async(wk, w, in, m)))
+                return rc;
             break;
         case CR__OP_WMMA:
             SYNC_OUT();
-            if ((rc = cr__exec_wmma(wk, w, in, m))) return rc;
+            if ((rc = cr__exec_wmma(wk, w, in, m)))
+                return rc;
             break;
         case CR__OP_SHFL:
             SYNC_OUT();
@@ -721,13 +762,15 @@ int cr__warp_run(cr__worker_t *wk, cr__warp_t *w, uint32_t budget)
             break;
         }
         case CR__OP_FENCE:
-            if (m) atomic_thread_fence(memory_order_seq_cst);
+            if (m)
+                atomic_thread_fence(memory_order_seq_cst);
             break;
         case CR__OP_BRA: {
             uint32_t target = (uint32_t)in->imm;
             if (m == active) {
                 pc = target;
-                if (pc >= next_pc) RESCHEDULE();
+                if (pc >= next_pc)
+                    RESCHEDULE();
                 goto next;
             }
             if (m) {
@@ -741,14 +784,18 @@ int cr__warp_run(cr__worker_t *wk, cr__warp_t *w, uint32_t budget)
             break;
         }
         case CR__OP_CALL:
-            if (!m) break;
+            if (!m)
+                break;
             SYNC_OUT();
-            if ((rc = cr__exec_call(wk, w, in, m))) return rc;
-            if (!cr__warp_schedule(wk, w)) return 0;
+            if ((rc = cr__exec_call(wk, w, in, m)))
+                return rc;
+            if (!cr__warp_schedule(wk, w))
+                return 0;
             SYNC_IN();
             goto next;
         case CR__OP_RET:
-            if (!m) break;
+            if (!m)
+                break;
             w->returned |= m;
             active &= ~m;
             if (!active) {
@@ -758,7 +805,8 @@ int cr__warp_run(cr__worker_t *wk, cr__warp_t *w, uint32_t budget)
             }
             break;
         case CR__OP_EXIT:
-            if (!m) break;
+            if (!m)
+                break;
             w->exited |= m;
             wk->live -= (uint32_t)__builtin_popcount(m);
             active &= ~m;
@@ -767,26 +815,32 @@ int cr__warp_run(cr__worker_t *wk, cr__warp_t *w, uint32_t budget)
             RESCHEDULE();
             goto next;
         case CR__OP_BAR: {
-            if (!m) break;
+            if (!m)
+                break;
             SYNC_OUT();
             for (uint32_t mm = m; mm; mm &= mm - 1)
                 w->lane_pc[__builtin_ctz(mm)] = pc + 1;
-            if (cr__barrier_arrive(wk, w, in, m)) active &= ~m;
-            if (wk->fault) return wk->fault;
+            if (cr__barrier_arrive(wk, w, in, m))
+                active &= ~m;
+            if (wk->fault)
+                return wk->fault;
             pc++;
             RESCHEDULE();
             goto next;
         }
         case CR__OP_TRAP:
-            if (!m) break;
+            if (!m)
+                break;
             SYNC_OUT();
             return cr__fault(wk, w, (uint32_t)__builtin_ctz(m), CR__CU_ILLEGAL_INSTRUCTION,
                              in->sub ? "breakpoint (brkpt)" : "trap");
         case CR__OP_VPRINTF:
         case CR__OP_ASSERTFAIL:
-            if (!m) break;
+            if (!m)
+                break;
             SYNC_OUT();
-            if ((rc = cr__exec_builtin(wk, w, in, m))) return rc;
+            if ((rc = cr__exec_builtin(wk, w, in, m)))
+                return rc;
             break;
         case CR__OP_UNSUPPORTED:
             SYNC_OUT();
@@ -799,7 +853,8 @@ int cr__warp_run(cr__worker_t *wk, cr__warp_t *w, uint32_t budget)
                              cr__op_name(in->op));
         }
         pc++;
-        if (CR__UNLIKELY(pc >= next_pc)) RESCHEDULE();
+        if (CR__UNLIKELY(pc >= next_pc))
+            RESCHEDULE();
     next:;
     }
     SYNC_OUT();

@@ -36,7 +36,8 @@ static inline float F32(uint64_t v)
 static inline uint64_t B32(float f)
 {
     uint32_t u;
-    if (f != f) return 0x7fffffffu;
+    if (f != f)
+        return 0x7fffffffu;
     memcpy(&u, &f, 4);
     return u;
 }
@@ -74,8 +75,8 @@ int cr__exec_st(cr__worker_t *wk, cr__warp_t *w, const cr__insn_t *in, uint32_t 
 int cr__exec_atom(cr__worker_t *wk, cr__warp_t *w, const cr__insn_t *in, uint32_t m);
 /* The host address of lane l's access of `size` bytes at a in state space `space` (CR__SP_*,
  * CR__SP_NONE generic): 0 with *out, or the fault code. */
-int cr__space_ptr(cr__worker_t *wk, cr__warp_t *w, uint32_t l, int space, uint64_t a,
-                  unsigned size, int write, uint8_t **out);
+int cr__space_ptr(cr__worker_t *wk, cr__warp_t *w, uint32_t l, int space, uint64_t a, unsigned size,
+                  int write, uint8_t **out);
 /* wmma.load/mma/store (wmma.c). */
 int cr__exec_wmma(cr__worker_t *wk, cr__warp_t *w, const cr__insn_t *in, uint32_t m);
 /* cp.async: copied at once. */

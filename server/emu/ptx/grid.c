@@ -34,7 +34,8 @@ static struct {
 static void worker_free(void *arg)
 {
     cr__worker_t *wk = arg;
-    if (!wk) return;
+    if (!wk)
+        return;
     for (uint32_t i = 0; i < wk->warps_cap; i++)
         free(wk->warps[i].save_stack);
     free(wk->warps);
@@ -49,20 +50,25 @@ static void worker_free(void *arg)
 static cr__worker_t *worker_get(void)
 {
     cr__worker_t *wk = pool.key_ok ? pthread_getspecific(pool.key) : NULL;
-    if (wk) return wk;
-    if (!(wk = calloc(1, sizeof *wk))) return NULL;
-    if (pool.key_ok) pthread_setspecific(pool.key, wk);
+    if (wk)
+        return wk;
+    if (!(wk = calloc(1, sizeof *wk)))
+        return NULL;
+    if (pool.key_ok)
+        pthread_setspecific(pool.key, wk);
     return wk;
 }
 
 static int ensure(void **buf, size_t *cap, size_t need)
 {
-    if (need <= *cap) return 0;
+    if (need <= *cap)
+        return 0;
     size_t n = *cap ? *cap : 4096;
     while (n < need)
         n *= 2;
     void *p = realloc(*buf, n);
-    if (!p) return -1;
+    if (!p)
+        return -1;
     *buf = p;
     *cap = n;
     return 0;
@@ -157,7 +163,8 @@ static int run_block(cr__worker_t *wk, uint64_t b)
     size_t slots = (size_t)p->nslots * CR__WARP_SIZE;
     if (nwarps > wk->warps_cap) {
         cr__warp_t *n = realloc(wk->warps, nwarps * sizeof *n);
-        if (!n) return cr__fault(wk, NULL, 0, CR__CU_OUT_OF_MEMORY, "out of memory");
+        if (!n)
+            return cr__fault(wk, NULL, 0, CR__CU_OUT_OF_MEMORY, "out of memory");
         memset(n + wk->warps_cap, 0, (nwarps - wk->warps_cap) * sizeof *n);
         wk->warps = n;
         wk->warps_cap = nwarps;
@@ -170,7 +177,8 @@ static int run_block(cr__worker_t *wk, uint64_t b)
         return cr__fault(wk, NULL, 0, CR__CU_OUT_OF_MEMORY, "out of memory for a block");
     wk->nwarps = nwarps;
     memset(wk->shared, 0, wk->shared_size);
-    if (wk->local_stride) memset(wk->local, 0, (size_t)nthreads * wk->local_stride);
+    if (wk->local_stride)
+        memset(wk->local, 0, (size_t)nthreads * wk->local_stride);
     memset(wk->bar_arrived, 0, sizeof wk->bar_arrived);
     memset(wk->bar_expected, 0, sizeof wk->bar_expected);
     wk->live = nthreads;
@@ -187,14 +195,18 @@ static int run_block(cr__worker_t *wk, uint64_t b)
         int pending = 0, ran = 0;
         for (uint32_t i = 0; i < nwarps; i++) {
             cr__warp_t *w = &wk->warps[i];
-            if ((w->exited & w->valid) == w->valid) continue;
+            if ((w->exited & w->valid) == w->valid)
+                continue;
             pending = 1;
-            if (!w->active && !cr__warp_schedule(wk, w)) continue;
+            if (!w->active && !cr__warp_schedule(wk, w))
+                continue;
             int rc = cr__warp_run(wk, w, SLICE);
             ran = 1;
-            if (rc) return rc;
+            if (rc)
+                return rc;
         }
-        if (!pending) return 0;
+        if (!pending)
+            return 0;
         if (!ran)
             return cr__fault(wk, NULL, 0, CR__CU_LAUNCH_FAILED,
                              "block (%u,%u,%u): barrier deadlock (%u live threads, some wait "
@@ -205,7 +217,8 @@ static int run_block(cr__worker_t *wk, uint64_t b)
 
 static void flush_output(cr__worker_t *wk)
 {
-    if (!wk->out_len) return;
+    if (!wk->out_len)
+        return;
     const cr_ptx_env_t *env = wk->job->env;
     pthread_mutex_lock(wk->job->lock);
     if (env && env->output) {
@@ -234,7 +247,8 @@ static void work_on(cr__job_t *job, cr__worker_t *wk)
     wk->local_stride = p->local_bytes;
     while (!atomic_load(&job->failed)) {
         uint64_t b = atomic_fetch_add(&job->next_block, 1);
-        if (b >= job->nblocks) break;
+        if (b >= job->nblocks)
+            break;
         int rc = run_block(wk, b);
         flush_output(wk);
         if (rc) {
@@ -274,7 +288,8 @@ static void *pool_thread(void *arg)
         pthread_mutex_unlock(&pool.lock);
         work_on(job, wk);
         pthread_mutex_lock(&pool.lock);
-        if (--job->refs == 0) pthread_cond_broadcast(&pool.idle);
+        if (--job->refs == 0)
+            pthread_cond_broadcast(&pool.idle);
     }
     return NULL;
 }
@@ -284,15 +299,19 @@ static void pool_start(void)
     pool.key_ok = pthread_key_create(&pool.key, worker_free) == 0;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     const char *env = getenv("CUDA_REMOTE_EMU_THREADS");
-    if (env && atoi(env) > 0) n = atoi(env);
-    if (n < 1) n = 1;
-    if (n > 256) n = 256;
+    if (env && atoi(env) > 0)
+        n = atoi(env);
+    if (n < 1)
+        n = 1;
+    if (n > 256)
+        n = 256;
     for (long i = 0; i < n - 1; i++) {
         pthread_t t;
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&t, &attr, pool_thread, NULL) == 0) pool.nthreads++;
+        if (pthread_create(&t, &attr, pool_thread, NULL) == 0)
+            pool.nthreads++;
         pthread_attr_destroy(&attr);
     }
 }

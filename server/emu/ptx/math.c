@@ -34,7 +34,8 @@ static int fe_mode(int rnd)
 float cr__f32_op(int op, float a, float b, float c, int rnd)
 {
     int old = fegetround(), mode = fe_mode(rnd);
-    if (mode != old) fesetround(mode);
+    if (mode != old)
+        fesetround(mode);
     volatile float x = a, y = b, z = c, r;
     switch (op) {
     case CR__FOP_ADD:
@@ -63,14 +64,16 @@ float cr__f32_op(int op, float a, float b, float c, int rnd)
         break;
     }
     float out = r;
-    if (mode != old) fesetround(old);
+    if (mode != old)
+        fesetround(old);
     return out;
 }
 
 double cr__f64_op(int op, double a, double b, double c, int rnd)
 {
     int old = fegetround(), mode = fe_mode(rnd);
-    if (mode != old) fesetround(mode);
+    if (mode != old)
+        fesetround(mode);
     volatile double x = a, y = b, z = c, r;
     switch (op) {
     case CR__FOP_ADD:
@@ -99,40 +102,53 @@ double cr__f64_op(int op, double a, double b, double c, int rnd)
         break;
     }
     double out = r;
-    if (mode != old) fesetround(old);
+    if (mode != old)
+        fesetround(old);
     return out;
 }
 
 /* min/max: a NaN operand gives the other one; -0 is below +0. */
 float cr__fmin32(float a, float b)
 {
-    if (isnan(a)) return isnan(b) ? NAN : b;
-    if (isnan(b)) return a;
-    if (a == 0 && b == 0) return signbit(a) ? a : b;
+    if (isnan(a))
+        return isnan(b) ? NAN : b;
+    if (isnan(b))
+        return a;
+    if (a == 0 && b == 0)
+        return signbit(a) ? a : b;
     return a < b ? a : b;
 }
 
 float cr__fmax32(float a, float b)
 {
-    if (isnan(a)) return isnan(b) ? NAN : b;
-    if (isnan(b)) return a;
-    if (a == 0 && b == 0) return signbit(a) ? b : a;
+    if (isnan(a))
+        return isnan(b) ? NAN : b;
+    if (isnan(b))
+        return a;
+    if (a == 0 && b == 0)
+        return signbit(a) ? b : a;
     return a > b ? a : b;
 }
 
 double cr__fmin64(double a, double b)
 {
-    if (isnan(a)) return isnan(b) ? NAN : b;
-    if (isnan(b)) return a;
-    if (a == 0 && b == 0) return signbit(a) ? a : b;
+    if (isnan(a))
+        return isnan(b) ? NAN : b;
+    if (isnan(b))
+        return a;
+    if (a == 0 && b == 0)
+        return signbit(a) ? a : b;
     return a < b ? a : b;
 }
 
 double cr__fmax64(double a, double b)
 {
-    if (isnan(a)) return isnan(b) ? NAN : b;
-    if (isnan(b)) return a;
-    if (a == 0 && b == 0) return signbit(a) ? b : a;
+    if (isnan(a))
+        return isnan(b) ? NAN : b;
+    if (isnan(b))
+        return a;
+    if (a == 0 && b == 0)
+        return signbit(a) ? b : a;
     return a > b ? a : b;
 }
 
@@ -153,8 +169,10 @@ static double round_mag(double q, int rnd, int neg)
     case CR__RND_RNA:
         return diff >= 0.5 ? fl + 1 : fl;
     default:
-        if (diff > 0.5) return fl + 1;
-        if (diff < 0.5) return fl;
+        if (diff > 0.5)
+            return fl + 1;
+        if (diff < 0.5)
+            return fl;
         return fmod(fl, 2.0) == 0 ? fl : fl + 1;
     }
 }
@@ -165,15 +183,19 @@ static uint32_t to_small_float(double d, int rnd, int mant, int ebits, int bias,
 {
     uint32_t sign = signbit(d) ? 1u << (mant + ebits) : 0;
     uint32_t inf = ((1u << ebits) - 1) << mant;
-    if (isnan(d)) return nan;
+    if (isnan(d))
+        return nan;
     double a = fabs(d);
-    if (isinf(a)) return sign | inf;
-    if (a == 0) return sign;
+    if (isinf(a))
+        return sign | inf;
+    if (a == 0)
+        return sign;
     int e;
     frexp(a, &e);
     int E = e - 1; /* a in [2^E, 2^(E+1)) */
     int emin = 1 - bias;
-    if (E < emin) E = emin; /* subnormal: fixed scale */
+    if (E < emin)
+        E = emin; /* subnormal: fixed scale */
     double q = ldexp(a, mant - E);
     q = round_mag(q, rnd, sign != 0);
     if (q >= ldexp(1.0, mant + 1)) {
@@ -187,7 +209,8 @@ static uint32_t to_small_float(double d, int rnd, int mant, int ebits, int bias,
         return sign | (to_inf ? inf : inf - 1);
     }
     uint32_t qi = (uint32_t)q;
-    if (qi < (1u << mant)) return sign | qi; /* subnormal (or zero) */
+    if (qi < (1u << mant))
+        return sign | qi; /* subnormal (or zero) */
     return sign | (uint32_t)(E + bias) << mant | (qi - (1u << mant));
 }
 
@@ -362,11 +385,15 @@ uint64_t cr__half_op(int op, int bf, int x2, uint64_t a, uint64_t b, uint64_t c,
             v = x;
             break;
         }
-        if (flags & CR__FF_SAT) v = isnan(v) ? 0 : v < 0 ? 0 : v > 1 ? 1 : v;
-        if ((flags & CR__FF_RELU) && !isnan(v) && v < 0) v = 0;
-        if (ftz) v = half_ftz(v, bf);
+        if (flags & CR__FF_SAT)
+            v = isnan(v) ? 0 : v < 0 ? 0 : v > 1 ? 1 : v;
+        if ((flags & CR__FF_RELU) && !isnan(v) && v < 0)
+            v = 0;
+        if (ftz)
+            v = half_ftz(v, bf);
         r = isnan(v) ? nan : half_round(v, bf, rnd);
-        if (ftz) r = (uint16_t)half_round(half_ftz(half_value(r, bf), bf), bf, CR__RND_RZ);
+        if (ftz)
+            r = (uint16_t)half_round(half_ftz(half_value(r, bf), bf), bf, CR__RND_RZ);
     store:
         out |= (uint64_t)r << (16 * i);
     }
@@ -383,7 +410,8 @@ static double int_value(uint64_t v, cr__type_t st)
         int64_t s = (int64_t)(((bits < 64 ? v & ((m << 1) - 1) : v) ^ m) - m);
         return (double)s;
     }
-    if (bits < 64) v &= (1ull << bits) - 1;
+    if (bits < 64)
+        v &= (1ull << bits) - 1;
     return (double)v;
 }
 
@@ -400,7 +428,8 @@ static double int_to_float(uint64_t v, cr__type_t st, int to_f32, int rnd)
         v &= (1ull << bits) - 1;
     }
     int old = fegetround(), mode = fe_mode(rnd);
-    if (mode != old) fesetround(mode);
+    if (mode != old)
+        fesetround(mode);
     double r;
     if (to_f32) {
         volatile float f = sgn ? (float)s : (float)v;
@@ -409,7 +438,8 @@ static double int_to_float(uint64_t v, cr__type_t st, int to_f32, int rnd)
         volatile double d = sgn ? (double)s : (double)v;
         r = d;
     }
-    if (mode != old) fesetround(old);
+    if (mode != old)
+        fesetround(old);
     return r;
 }
 
@@ -426,8 +456,10 @@ static double round_integral(double d, int rnd)
         return round(d);
     default: {
         double fl = floor(d), diff = d - fl;
-        if (diff > 0.5) return fl + 1;
-        if (diff < 0.5) return fl;
+        if (diff > 0.5)
+            return fl + 1;
+        if (diff < 0.5)
+            return fl;
         return fmod(fl, 2.0) == 0 ? fl : fl + 1;
     }
     }
@@ -438,7 +470,8 @@ static uint64_t float_to_int(double d, cr__type_t dt, int rnd)
 {
     unsigned bits = cr__type_size(dt) * 8;
     uint64_t mask = bits < 64 ? (1ull << bits) - 1 : ~0ull;
-    if (isnan(d)) return 0;
+    if (isnan(d))
+        return 0;
     d = round_integral(d, rnd);
     if (cr__type_signed(dt)) {
         double hi = ldexp(1.0, (int)bits - 1);
@@ -451,8 +484,10 @@ static uint64_t float_to_int(double d, cr__type_t dt, int rnd)
             r = (int64_t)d;
         return (uint64_t)r & mask;
     }
-    if (d <= 0) return 0;
-    if (d >= ldexp(1.0, (int)bits)) return mask;
+    if (d <= 0)
+        return 0;
+    if (d >= ldexp(1.0, (int)bits))
+        return mask;
     return (uint64_t)d;
 }
 
@@ -482,7 +517,8 @@ static uint64_t to_tf32(float f)
 {
     uint32_t u;
     memcpy(&u, &f, 4);
-    if ((u & 0x7f800000u) == 0x7f800000u) return (u & 0x007fffffu) ? 0x7fffffffu : u;
+    if ((u & 0x7f800000u) == 0x7f800000u)
+        return (u & 0x007fffffu) ? 0x7fffffffu : u;
     u += 0x1000u;
     return u & ~0x1fffu;
 }
@@ -506,8 +542,10 @@ uint64_t cr__cvt(uint64_t v, cr__type_t dt, cr__type_t st, int rnd, int integer_
             __int128 lo = cr__type_signed(dt) ? -((__int128)1 << (dbits - 1)) : 0;
             __int128 hi =
                 cr__type_signed(dt) ? ((__int128)1 << (dbits - 1)) - 1 : ((__int128)1 << dbits) - 1;
-            if (x < lo) x = lo;
-            if (x > hi) x = hi;
+            if (x < lo)
+                x = lo;
+            if (x > hi)
+                x = hi;
         }
         uint64_t r = (uint64_t)x;
         return dbits < 64 ? r & ((1ull << dbits) - 1) : r;
@@ -529,7 +567,8 @@ uint64_t cr__cvt(uint64_t v, cr__type_t dt, cr__type_t st, int rnd, int integer_
             break;
         case CR__T_F32: {
             float f = F32(v);
-            if (ftz) f = cr__ftz32(f);
+            if (ftz)
+                f = cr__ftz32(f);
             d = f;
             break;
         }
@@ -538,21 +577,29 @@ uint64_t cr__cvt(uint64_t v, cr__type_t dt, cr__type_t st, int rnd, int integer_
             break;
         }
     }
-    if (!dst_float) return float_to_int(d, dt, integer_round ? rnd : CR__RND_RZ);
-    if (integer_round) d = round_integral(d, rnd);
-    if (sat) d = isnan(d) ? 0 : d < 0 ? 0 : d > 1 ? 1 : d;
+    if (!dst_float)
+        return float_to_int(d, dt, integer_round ? rnd : CR__RND_RZ);
+    if (integer_round)
+        d = round_integral(d, rnd);
+    if (sat)
+        d = isnan(d) ? 0 : d < 0 ? 0 : d > 1 ? 1 : d;
     if (dt == CR__T_F32 && st == CR__T_F64 && !integer_round) {
         int old = fegetround(), mode = fe_mode(rnd);
-        if (mode != old) fesetround(mode);
+        if (mode != old)
+            fesetround(mode);
         volatile float f = (float)d;
         float r = f;
-        if (mode != old) fesetround(old);
-        if (ftz) r = cr__ftz32(r);
+        if (mode != old)
+            fesetround(old);
+        if (ftz)
+            r = cr__ftz32(r);
         return B32(r);
     }
-    if (dt == CR__T_TF32) return to_tf32((float)d);
+    if (dt == CR__T_TF32)
+        return to_tf32((float)d);
     uint64_t r = bits_of_float(d, dt, rnd);
-    if (dt == CR__T_F32 && ftz) r = B32(cr__ftz32(F32(r)));
+    if (dt == CR__T_F32 && ftz)
+        r = B32(cr__ftz32(F32(r)));
     return r;
 }
 
@@ -604,9 +651,12 @@ uint64_t cr__exec_f32x(const cr__insn_t *in, uint64_t a, uint64_t b, uint64_t c)
         r = cr__f32_op(in->sub, x, y, z, rnd);
         break;
     }
-    if (ftz) r = cr__ftz32(r);
-    if (f & CR__FF_SAT) r = isnan(r) ? 0.0f : r < 0 ? 0.0f : r > 1 ? 1.0f : r;
-    if ((f & CR__FF_RELU) && !isnan(r) && r < 0) r = 0.0f;
+    if (ftz)
+        r = cr__ftz32(r);
+    if (f & CR__FF_SAT)
+        r = isnan(r) ? 0.0f : r < 0 ? 0.0f : r > 1 ? 1.0f : r;
+    if ((f & CR__FF_RELU) && !isnan(r) && r < 0)
+        r = 0.0f;
     return B32(r);
 }
 
@@ -616,7 +666,8 @@ uint64_t cr__exec_f64x(const cr__insn_t *in, uint64_t a, uint64_t b, uint64_t c)
     int rnd = f & CR__FF_RND_MASK;
     double x = F64(a), y = F64(b), z = F64(c), r;
     if (f & CR__FF_FTZ) { /* only .approx.ftz forms: subnormal inputs flush */
-        if (fpclassify(x) == FP_SUBNORMAL) x = copysign(0.0, x);
+        if (fpclassify(x) == FP_SUBNORMAL)
+            x = copysign(0.0, x);
     }
     switch (in->sub) {
     case CR__FOP_MIN:
@@ -654,7 +705,9 @@ uint64_t cr__exec_f64x(const cr__insn_t *in, uint64_t a, uint64_t b, uint64_t c)
         r = cr__f64_op(in->sub, x, y, z, rnd);
         break;
     }
-    if (f & CR__FF_SAT) r = isnan(r) ? 0.0 : r < 0 ? 0.0 : r > 1 ? 1.0 : r;
-    if ((f & CR__FF_RELU) && !isnan(r) && r < 0) r = 0.0;
+    if (f & CR__FF_SAT)
+        r = isnan(r) ? 0.0 : r < 0 ? 0.0 : r > 1 ? 1.0 : r;
+    if ((f & CR__FF_RELU) && !isnan(r) && r < 0)
+        r = 0.0;
     return B64(r);
 }

@@ -62,7 +62,8 @@ static uint8_t *resolve(cr__worker_t *wk, cr__warp_t *w, uint32_t l, int space, 
             space = CR__SP_PARAM;
         else
             space = CR__SP_GLOBAL;
-        if (space != CR__SP_GLOBAL) a &= CR__WIN_MASK;
+        if (space != CR__SP_GLOBAL)
+            a &= CR__WIN_MASK;
     }
     switch (space) {
     case CR__SP_GLOBAL: {
@@ -127,7 +128,8 @@ static int misaligned(cr__worker_t *wk, cr__warp_t *w, uint32_t l, uint64_t a, u
 
 static inline uint64_t sx_bits(uint64_t v, unsigned bits)
 {
-    if (bits >= 64) return v;
+    if (bits >= 64)
+        return v;
     uint64_t m = 1ull << (bits - 1);
     return (v ^ m) - m;
 }
@@ -140,7 +142,8 @@ static inline uint8_t *lane_ptr(cr__worker_t *wk, cr__warp_t *w, uint32_t l, int
 {
     switch (space) {
     case CR__SP_SHARED:
-        if (a < wk->shared_size && total <= wk->shared_size - a) return wk->shared + a;
+        if (a < wk->shared_size && total <= wk->shared_size - a)
+            return wk->shared + a;
         break;
     case CR__SP_LOCAL:
         if (a < wk->local_stride && total <= wk->local_stride - a)
@@ -157,11 +160,12 @@ static inline uint8_t *lane_ptr(cr__worker_t *wk, cr__warp_t *w, uint32_t l, int
     return resolve(wk, w, l, space, a, total, write);
 }
 
-int cr__space_ptr(cr__worker_t *wk, cr__warp_t *w, uint32_t l, int space, uint64_t a,
-                  unsigned size, int write, uint8_t **out)
+int cr__space_ptr(cr__worker_t *wk, cr__warp_t *w, uint32_t l, int space, uint64_t a, unsigned size,
+                  int write, uint8_t **out)
 {
     uint8_t *p = lane_ptr(wk, w, l, space, a, size, write);
-    if (!p) return wk->fault;
+    if (!p)
+        return wk->fault;
     *out = p;
     return 0;
 }
@@ -224,9 +228,11 @@ int cr__exec_ld(cr__worker_t *wk, cr__warp_t *w, const cr__insn_t *in, uint32_t 
     for (uint32_t mm = m; mm; mm &= mm - 1) {
         uint32_t l = (uint32_t)__builtin_ctz(mm);
         uint64_t a = base[l] + (uint64_t)in->imm;
-        if (a & (total - 1)) return misaligned(wk, w, l, a, total, 0);
+        if (a & (total - 1))
+            return misaligned(wk, w, l, a, total, 0);
         const uint8_t *p = lane_ptr(wk, w, l, space, a, total, 0);
-        if (!p) return wk->fault;
+        if (!p)
+            return wk->fault;
         if (n == 1) {
             CR__DEVICE_BEGIN();
             uint64_t v = load_bytes(p, size);
@@ -256,9 +262,11 @@ int cr__exec_st(cr__worker_t *wk, cr__warp_t *w, const cr__insn_t *in, uint32_t 
     for (uint32_t mm = m; mm; mm &= mm - 1) {
         uint32_t l = (uint32_t)__builtin_ctz(mm);
         uint64_t a = base[l] + (uint64_t)in->imm;
-        if (a & (total - 1)) return misaligned(wk, w, l, a, total, 1);
+        if (a & (total - 1))
+            return misaligned(wk, w, l, a, total, 1);
         uint8_t *p = lane_ptr(wk, w, l, space, a, total, 1);
-        if (!p) return wk->fault;
+        if (!p)
+            return wk->fault;
         CR__DEVICE_BEGIN();
         if (n == 1) {
             store_bytes(p, v0[l], size);
@@ -281,11 +289,14 @@ int cr__exec_cp_async(cr__worker_t *wk, cr__warp_t *w, const cr__insn_t *in, uin
         uint32_t l = (uint32_t)__builtin_ctz(mm);
         uint64_t d = dbase[l] + (uint64_t)in->imm, s = sbase[l] + soff[l];
         unsigned n = in->sub ? (ssize[l] ? 0 : size) : ssize[l] < size ? (unsigned)ssize[l] : size;
-        if ((d & (size - 1)) || (s & (size - 1))) return misaligned(wk, w, l, d, size, 1);
+        if ((d & (size - 1)) || (s & (size - 1)))
+            return misaligned(wk, w, l, d, size, 1);
         uint8_t *dst = resolve(wk, w, l, CR__SP_SHARED, d, size, 1);
-        if (!dst) return wk->fault;
+        if (!dst)
+            return wk->fault;
         const uint8_t *src = n ? resolve(wk, w, l, CR__SP_GLOBAL, s, n, 0) : dst;
-        if (!src) return wk->fault;
+        if (!src)
+            return wk->fault;
         CR__DEVICE_BEGIN();
         memcpy(dst, src, n);
         CR__DEVICE_END();
@@ -313,15 +324,20 @@ static uint64_t atomic32(uint8_t *p, int op, cr__type_t t, uint32_t b, uint32_t 
     int sgn = t == CR__T_S32;
     switch (op) {
     case CR__ATOM_ADD:
-        if (t == CR__T_F32) CAS_LOOP(uint32_t, q, (uint32_t)B32(F32(o) + F32(b)));
+        if (t == CR__T_F32)
+            CAS_LOOP(uint32_t, q, (uint32_t)B32(F32(o) + F32(b)));
         return __atomic_fetch_add(q, b, __ATOMIC_SEQ_CST);
     case CR__ATOM_MIN:
-        if (t == CR__T_F32) CAS_LOOP(uint32_t, q, (uint32_t)B32(cr__fmin32(F32(o), F32(b))));
-        if (sgn) CAS_LOOP(uint32_t, q, (int32_t)o < (int32_t)b ? o : b);
+        if (t == CR__T_F32)
+            CAS_LOOP(uint32_t, q, (uint32_t)B32(cr__fmin32(F32(o), F32(b))));
+        if (sgn)
+            CAS_LOOP(uint32_t, q, (int32_t)o < (int32_t)b ? o : b);
         CAS_LOOP(uint32_t, q, o < b ? o : b);
     case CR__ATOM_MAX:
-        if (t == CR__T_F32) CAS_LOOP(uint32_t, q, (uint32_t)B32(cr__fmax32(F32(o), F32(b))));
-        if (sgn) CAS_LOOP(uint32_t, q, (int32_t)o > (int32_t)b ? o : b);
+        if (t == CR__T_F32)
+            CAS_LOOP(uint32_t, q, (uint32_t)B32(cr__fmax32(F32(o), F32(b))));
+        if (sgn)
+            CAS_LOOP(uint32_t, q, (int32_t)o > (int32_t)b ? o : b);
         CAS_LOOP(uint32_t, q, o > b ? o : b);
     case CR__ATOM_INC:
         CAS_LOOP(uint32_t, q, o >= b ? 0 : o + 1);
@@ -349,15 +365,20 @@ static uint64_t atomic64(uint8_t *p, int op, cr__type_t t, uint64_t b, uint64_t 
     int sgn = t == CR__T_S64;
     switch (op) {
     case CR__ATOM_ADD:
-        if (t == CR__T_F64) CAS_LOOP(uint64_t, q, B64(F64(o) + F64(b)));
+        if (t == CR__T_F64)
+            CAS_LOOP(uint64_t, q, B64(F64(o) + F64(b)));
         return __atomic_fetch_add(q, b, __ATOMIC_SEQ_CST);
     case CR__ATOM_MIN:
-        if (t == CR__T_F64) CAS_LOOP(uint64_t, q, B64(cr__fmin64(F64(o), F64(b))));
-        if (sgn) CAS_LOOP(uint64_t, q, (int64_t)o < (int64_t)b ? o : b);
+        if (t == CR__T_F64)
+            CAS_LOOP(uint64_t, q, B64(cr__fmin64(F64(o), F64(b))));
+        if (sgn)
+            CAS_LOOP(uint64_t, q, (int64_t)o < (int64_t)b ? o : b);
         CAS_LOOP(uint64_t, q, o < b ? o : b);
     case CR__ATOM_MAX:
-        if (t == CR__T_F64) CAS_LOOP(uint64_t, q, B64(cr__fmax64(F64(o), F64(b))));
-        if (sgn) CAS_LOOP(uint64_t, q, (int64_t)o > (int64_t)b ? o : b);
+        if (t == CR__T_F64)
+            CAS_LOOP(uint64_t, q, B64(cr__fmax64(F64(o), F64(b))));
+        if (sgn)
+            CAS_LOOP(uint64_t, q, (int64_t)o > (int64_t)b ? o : b);
         CAS_LOOP(uint64_t, q, o > b ? o : b);
     case CR__ATOM_EXCH:
         return __atomic_exchange_n(q, b, __ATOMIC_SEQ_CST);
@@ -386,9 +407,11 @@ int cr__exec_atom(cr__worker_t *wk, cr__warp_t *w, const cr__insn_t *in, uint32_
     for (uint32_t mm = m; mm; mm &= mm - 1) {
         uint32_t l = (uint32_t)__builtin_ctz(mm);
         uint64_t a = base[l] + (uint64_t)in->imm;
-        if (a & (size - 1)) return misaligned(wk, w, l, a, size, 1);
+        if (a & (size - 1))
+            return misaligned(wk, w, l, a, size, 1);
         uint8_t *p = resolve(wk, w, l, space, a, size, 1);
-        if (!p) return wk->fault;
+        if (!p)
+            return wk->fault;
         CR__DEVICE_BEGIN();
         uint64_t old = size == 4 ? atomic32(p, in->sub, t, (uint32_t)b[l], (uint32_t)c[l])
                                  : atomic64(p, in->sub, t, b[l], c[l]);
@@ -411,16 +434,18 @@ int cr__exec_call(cr__worker_t *wk, cr__warp_t *w, const cr__insn_t *in, uint32_
         /* lanes calling the same function go together; the others call at their turn */
         const uint64_t *target = SLOT(in->r[1]);
         uint64_t t = target[first];
-        int32_t f = (t & ~CR__WIN_MASK) == CR__FUNC_TAG && (t & CR__WIN_MASK) < wk->job->module->ir.nfuncs
-                        ? p->func_of_ir[t & CR__WIN_MASK]
-                        : -1;
+        int32_t f =
+            (t & ~CR__WIN_MASK) == CR__FUNC_TAG && (t & CR__WIN_MASK) < wk->job->module->ir.nfuncs
+                ? p->func_of_ir[t & CR__WIN_MASK]
+                : -1;
         if (f < 0)
             return cr__fault(wk, w, first, CR__CU_ILLEGAL_ADDRESS,
                              "call through a pointer to no function (0x%llx)",
                              (unsigned long long)t);
         for (uint32_t mm = m; mm; mm &= mm - 1) {
             uint32_t l = (uint32_t)__builtin_ctz(mm);
-            if (target[l] != t) wait |= 1u << l;
+            if (target[l] != t)
+                wait |= 1u << l;
         }
         m &= ~wait;
         callee_index = (uint32_t)f;
@@ -445,7 +470,8 @@ int cr__exec_call(cr__worker_t *wk, cr__warp_t *w, const cr__insn_t *in, uint32_
             while (cap < w->save_used + n)
                 cap *= 2;
             uint64_t *s = realloc(w->save_stack, cap * sizeof *s);
-            if (!s) return cr__fault(wk, w, first, CR__CU_OUT_OF_MEMORY, "out of memory");
+            if (!s)
+                return cr__fault(wk, w, first, CR__CU_OUT_OF_MEMORY, "out of memory");
             w->save_stack = s;
             w->save_cap = cap;
         }
@@ -462,7 +488,8 @@ int cr__exec_call(cr__worker_t *wk, cr__warp_t *w, const cr__insn_t *in, uint32_
             const cr__copy_t *cp = &p->copies[c->arg_first + k];
             uint32_t to = cp->to, size = cp->size;
             if (c->func == CR__CALL_INDIRECT) {
-                if (k >= callee->param_count) break;
+                if (k >= callee->param_count)
+                    break;
                 const cr__copy_t *param = &p->copies[callee->param_first + k];
                 to = param->to;
                 size = size < param->size ? size : param->size;
@@ -471,8 +498,8 @@ int cr__exec_call(cr__worker_t *wk, cr__warp_t *w, const cr__insn_t *in, uint32_
         }
         frame[l] = nb;
     }
-    w->frames[w->depth++] = (cr__frame_t){m, w->pc + 1, (uint32_t)in->imm, callee_index,
-                                          w->returned, saved};
+    w->frames[w->depth++] =
+        (cr__frame_t){m, w->pc + 1, (uint32_t)in->imm, callee_index, w->returned, saved};
     w->returned = 0;
     for (uint32_t mm = w->active & ~m; mm; mm &= mm - 1) {
         uint32_t l = (uint32_t)__builtin_ctz(mm);
@@ -501,7 +528,8 @@ int cr__exec_builtin(cr__worker_t *wk, cr__warp_t *w, const cr__insn_t *in, uint
         if (in->op == CR__OP_VPRINTF) {
             int rc = cr__vprintf(wk, w, l, frame_u64(wk, w, l, in->r[1], 8),
                                  frame_u64(wk, w, l, in->r[2], 8));
-            if (rc < 0) return wk->fault;
+            if (rc < 0)
+                return wk->fault;
             uint64_t base = w->R[CR__SLOT_FRAME * CR__WARP_SIZE + l];
             if (in->n && base + in->r[0] + 4 <= wk->local_stride) {
                 int32_t v = rc;
@@ -511,7 +539,8 @@ int cr__exec_builtin(cr__worker_t *wk, cr__warp_t *w, const cr__insn_t *in, uint
             int rc = cr__assertfail(
                 wk, w, l, frame_u64(wk, w, l, in->r[1], 8), frame_u64(wk, w, l, in->r[2], 8),
                 (uint32_t)frame_u64(wk, w, l, in->r[3], 4), frame_u64(wk, w, l, in->r[4], 8));
-            if (rc) return rc;
+            if (rc)
+                return rc;
         }
     }
     if (in->op == CR__OP_ASSERTFAIL)
@@ -524,7 +553,8 @@ int cr__generic_read(cr__worker_t *wk, const cr__warp_t *w, uint32_t lane, uint6
                      uint32_t size)
 {
     uint8_t *p = resolve(wk, (cr__warp_t *)w, lane, CR__SP_NONE, addr, size, 0);
-    if (!p) return wk->fault;
+    if (!p)
+        return wk->fault;
     CR__DEVICE_BEGIN();
     memcpy(dst, p, size);
     CR__DEVICE_END();
@@ -538,8 +568,10 @@ int cr__read_string(cr__worker_t *wk, const cr__warp_t *w, uint32_t lane, uint64
     while (n + 1 < cap) {
         char ch = 0;
         int rc = cr__generic_read(wk, w, lane, addr + n, &ch, 1);
-        if (rc) return rc;
-        if (!ch) break;
+        if (rc)
+            return rc;
+        if (!ch)
+            break;
         buf[n++] = ch;
     }
     buf[n] = 0;

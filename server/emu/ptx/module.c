@@ -19,28 +19,34 @@ int cr_ptx_module_load(const char *ptx, size_t len, cr_ptx_module_t **out, char 
         err_len = sizeof dummy;
     }
     err[0] = 0;
-    if (!ptx || !out) return CR_EINVAL;
+    if (!ptx || !out)
+        return CR_EINVAL;
     *out = NULL;
-    if (!(m = calloc(1, sizeof *m))) goto fail;
+    if (!(m = calloc(1, sizeof *m)))
+        goto fail;
     pthread_mutex_t *lock = malloc(sizeof *lock);
     if (!lock || pthread_mutex_init(lock, NULL) != 0) {
         free(lock);
         goto fail;
     }
     m->lock = lock;
-    if ((rc = cr__parse(ptx, len, &m->ir, err, err_len)) != 0) goto fail;
-    if ((rc = cr__decode(&m->ir, &m->progs, &m->nprogs, err, err_len)) != 0) goto fail;
+    if ((rc = cr__parse(ptx, len, &m->ir, err, err_len)) != 0)
+        goto fail;
+    if ((rc = cr__decode(&m->ir, &m->progs, &m->nprogs, err, err_len)) != 0)
+        goto fail;
     *out = m;
     return 0;
 fail:
-    if (rc == CR_ENOMEM && !err[0]) snprintf(err, err_len, "out of memory");
+    if (rc == CR_ENOMEM && !err[0])
+        snprintf(err, err_len, "out of memory");
     cr_ptx_module_free(m);
     return rc;
 }
 
 void cr_ptx_module_free(cr_ptx_module_t *m)
 {
-    if (!m) return;
+    if (!m)
+        return;
     for (uint32_t i = 0; i < m->nprogs; i++)
         cr__prog_free(&m->progs[i]);
     free(m->progs);
@@ -57,7 +63,8 @@ void cr_ptx_module_free(cr_ptx_module_t *m)
 static const cr__prog_t *find_prog(const cr_ptx_module_t *m, const char *kernel)
 {
     for (uint32_t i = 0; i < m->nprogs; i++)
-        if (strcmp(m->progs[i].name, kernel) == 0) return &m->progs[i];
+        if (strcmp(m->progs[i].name, kernel) == 0)
+            return &m->progs[i];
     return NULL;
 }
 
@@ -86,15 +93,19 @@ static int resolve_vars(cr_ptx_module_t *m, const cr_ptx_env_t *env, cr_ptx_faul
     const cr__ir_t *ir = &m->ir;
     int rc = 0;
     pthread_mutex_lock(m->lock);
-    if (m->resolved) goto out;
+    if (m->resolved)
+        goto out;
     rc = CR__CU_OUT_OF_MEMORY;
-    if (!(m->var_address = calloc(ir->nvars ? ir->nvars : 1, sizeof *m->var_address))) goto out;
+    if (!(m->var_address = calloc(ir->nvars ? ir->nvars : 1, sizeof *m->var_address)))
+        goto out;
     uint64_t own_size = 0;
     uint8_t *embedder = calloc(ir->nvars ? ir->nvars : 1, 1);
-    if (!embedder) goto out;
+    if (!embedder)
+        goto out;
     for (uint32_t v = 0; v < ir->nvars; v++) {
         const cr__ir_var_t *var = &ir->vars[v];
-        if (var->space != CR__SP_GLOBAL && var->space != CR__SP_CONST) continue;
+        if (var->space != CR__SP_GLOBAL && var->space != CR__SP_CONST)
+            continue;
         uint64_t addr = 0, size = 0;
         if (!var->is_extern && env && env->global_address &&
             env->global_address(env->user, cr__ir_str(ir, var->name), &addr, &size) == 0 &&
@@ -114,25 +125,31 @@ static int resolve_vars(cr_ptx_module_t *m, const cr_ptx_env_t *env, cr_ptx_faul
     uint64_t off = 0;
     for (uint32_t v = 0; v < ir->nvars; v++) {
         const cr__ir_var_t *var = &ir->vars[v];
-        if (var->space != CR__SP_GLOBAL && var->space != CR__SP_CONST) continue;
-        if (embedder[v]) continue;
+        if (var->space != CR__SP_GLOBAL && var->space != CR__SP_CONST)
+            continue;
+        if (embedder[v])
+            continue;
         uint64_t a = var->align ? var->align : 1;
         off = (off + a - 1) / a * a;
         m->var_address[v] = (uint64_t)(uintptr_t)(m->own + off);
-        if (var->init) memcpy(m->own + off, var->init, var->size);
+        if (var->init)
+            memcpy(m->own + off, var->init, var->size);
         off += var->size ? var->size : 1;
     }
     /* address initialisers (the embedder left them as zeros) */
     for (uint32_t v = 0; v < ir->nvars; v++) {
         const cr__ir_var_t *var = &ir->vars[v];
-        if (!m->var_address[v]) continue;
+        if (!m->var_address[v])
+            continue;
         for (uint32_t k = 0; k < var->reloc_count; k++) {
             const cr__ir_reloc_t *r = &ir->relocs[var->reloc_first + k];
             const char *name = cr__ir_str(ir, r->name);
             uint64_t target = var_by_name(m, name);
             int f = target ? -1 : cr__ir_find_func(ir, name);
-            if (f >= 0) target = CR__FUNC_TAG | (uint64_t)f; /* a function pointer */
-            if (!target) continue;
+            if (f >= 0)
+                target = CR__FUNC_TAG | (uint64_t)f; /* a function pointer */
+            if (!target)
+                continue;
             uint64_t val = target + (uint64_t)r->addend;
             memcpy((void *)(uintptr_t)(m->var_address[v] + r->offset), &val, r->size);
         }
@@ -153,7 +170,8 @@ int cr_ptx_launch(cr_ptx_module_t *m, const char *kernel, const cr_ptx_launch_t 
                   const cr_ptx_env_t *env, cr_ptx_fault_t *fault)
 {
     cr_ptx_fault_t scratch;
-    if (!fault) fault = &scratch;
+    if (!fault)
+        fault = &scratch;
     fault->code = 0;
     fault->message[0] = 0;
     const cr__prog_t *p = m && kernel ? find_prog(m, kernel) : NULL;
@@ -209,9 +227,11 @@ int cr_ptx_launch(cr_ptx_module_t *m, const char *kernel, const cr_ptx_launch_t 
                  p->name, p->nslots, (unsigned long long)threads);
         return fault->code;
     }
-    if (!p->has_effects) return 0; /* nothing it does can be seen */
+    if (!p->has_effects)
+        return 0; /* nothing it does can be seen */
     int rc = resolve_vars(m, env, fault);
-    if (rc) return rc;
+    if (rc)
+        return rc;
     uint8_t *params =
         calloc(1, p->param_size > l->param_size ? p->param_size + 8 : l->param_size + 8);
     if (!params) {
@@ -219,7 +239,8 @@ int cr_ptx_launch(cr_ptx_module_t *m, const char *kernel, const cr_ptx_launch_t 
         snprintf(fault->message, sizeof fault->message, "out of memory");
         return fault->code;
     }
-    if (l->param_size && l->params) memcpy(params, l->params, l->param_size);
+    if (l->param_size && l->params)
+        memcpy(params, l->params, l->param_size);
     pthread_mutex_t lock;
     pthread_mutex_init(&lock, NULL);
     cr__job_t job;

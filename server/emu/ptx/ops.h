@@ -143,12 +143,12 @@ enum {
 
 /* VSIMD: sub = CR__ATOM_ADD/MIN/MAX or one of these; sub2 = the flags below */
 enum { CR__V_SUB = 16, CR__V_AVRG, CR__V_ABSDIFF };
-#define CR__V_HALVES 0x1   /* 2 lanes of 16 bits (vop2), else 4 of 8 */
+#define CR__V_HALVES 0x1 /* 2 lanes of 16 bits (vop2), else 4 of 8 */
 #define CR__V_SIGNED_A 0x2
 #define CR__V_SIGNED_B 0x4
 #define CR__V_SIGNED_D 0x8
 #define CR__V_SAT 0x10
-#define CR__V_ADD 0x20 /* secondary .add: d = c + the sum of the lane results */
+#define CR__V_ADD 0x20  /* secondary .add: d = c + the sum of the lane results */
 #define CR__V_RELU 0x40 /* negative lane results become 0 (min/max.relu.s16x2) */
 
 /* WMMA: sub = what (load of a/b/c, store of d, mma); see wmma.c for the rest */

@@ -53,7 +53,8 @@ typedef struct {
 static int fail(parser_t *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(parser_t *ps, const char *fmt, ...)
 {
-    if (ps->rc) return ps->rc;
+    if (ps->rc)
+        return ps->rc;
     ps->rc = CR_ECORRUPT;
     if (ps->err && ps->err_len) {
         int n = snprintf(ps->err, ps->err_len, "line %u: ", ps->lx.tok.line);
@@ -69,8 +70,10 @@ static int fail(parser_t *ps, const char *fmt, ...)
 
 static int nomem(parser_t *ps)
 {
-    if (!ps->rc) ps->rc = CR_ENOMEM;
-    if (ps->err && ps->err_len) snprintf(ps->err, ps->err_len, "out of memory");
+    if (!ps->rc)
+        ps->rc = CR_ENOMEM;
+    if (ps->err && ps->err_len)
+        snprintf(ps->err, ps->err_len, "out of memory");
     return ps->rc;
 }
 
@@ -122,20 +125,23 @@ static uint32_t add_str(cr__ir_t *ir, const char *s, size_t len)
 
 static int push_scope(parser_t *ps)
 {
-    if (CR__PUSH(ps->scopes, ps->nscopes, ps->scopes_cap, ps->nnames) != 0) return nomem(ps);
+    if (CR__PUSH(ps->scopes, ps->nscopes, ps->scopes_cap, ps->nnames) != 0)
+        return nomem(ps);
     return 0;
 }
 
 static void pop_scope(parser_t *ps)
 {
-    if (ps->nscopes) ps->nnames = ps->scopes[--ps->nscopes];
+    if (ps->nscopes)
+        ps->nnames = ps->scopes[--ps->nscopes];
 }
 
 static int add_name(parser_t *ps, const char *s, uint32_t len, int kind, uint32_t id,
                     uint32_t count)
 {
     name_t n = {s, 0, len, (uint8_t)kind, id, count};
-    if (CR__PUSH(ps->names, ps->nnames, ps->names_cap, n) != 0) return nomem(ps);
+    if (CR__PUSH(ps->names, ps->nnames, ps->names_cap, n) != 0)
+        return nomem(ps);
     return 0;
 }
 
@@ -152,7 +158,8 @@ static int lookup(parser_t *ps, const char *s, uint32_t len, uint32_t *id)
     if (has_index)
         for (uint32_t i = len - digits; i < len; i++)
             index = index * 10 + (uint64_t)(s[i] - '0');
-    if (has_index && digits > 1 && s[len - digits] == '0') has_index = 0; /* %r01 is a name */
+    if (has_index && digits > 1 && s[len - digits] == '0')
+        has_index = 0; /* %r01 is a name */
     for (uint32_t i = ps->nnames; i-- > 0;) {
         const name_t *n = &ps->names[i];
         const char *ns = n->s ? n->s : ps->ir->strings + n->off;
@@ -170,7 +177,8 @@ static int lookup(parser_t *ps, const char *s, uint32_t len, uint32_t *id)
     /* module-scope variables */
     for (uint32_t v = 0; v < ps->ir->nvars; v++) {
         const cr__ir_var_t *var = &ps->ir->vars[v];
-        if (var->func >= 0) continue;
+        if (var->func >= 0)
+            continue;
         const char *name = cr__ir_str(ps->ir, var->name);
         if (strlen(name) == len && memcmp(name, s, len) == 0) {
             *id = v;
@@ -186,7 +194,8 @@ int cr__ir_find_func(const cr__ir_t *ir, const char *name)
     int found = -1;
     for (uint32_t i = 0; i < ir->nfuncs; i++)
         if (strcmp(cr__ir_str(ir, ir->funcs[i].name), name) == 0) {
-            if (found < 0 || ir->funcs[i].has_body) found = (int)i;
+            if (found < 0 || ir->funcs[i].has_body)
+                found = (int)i;
         }
     return found;
 }
@@ -196,7 +205,8 @@ static int find_func_tok(parser_t *ps, const char *s, uint32_t len)
     int found = -1;
     for (uint32_t i = 0; i < ps->ir->nfuncs; i++) {
         const char *name = cr__ir_str(ps->ir, ps->ir->funcs[i].name);
-        if (strlen(name) == len && memcmp(name, s, len) == 0) found = (int)i;
+        if (strlen(name) == len && memcmp(name, s, len) == 0)
+            found = (int)i;
     }
     return found;
 }
@@ -209,7 +219,8 @@ static int find_func_tok(parser_t *ps, const char *s, uint32_t len)
 static int literal(const cr__ptx_tok_t *t, int neg, int *kind, int64_t *value, int *fsize)
 {
     cr__ptx_num_t n;
-    if (cr__ptx_number(t, &n) != 0) return -1;
+    if (cr__ptx_number(t, &n) != 0)
+        return -1;
     if (n.kind == CR__PTX_INT) {
         *kind = CR__O_IMM;
         *value = neg ? (int64_t)(0 - n.bits) : (int64_t)n.bits;
@@ -218,7 +229,8 @@ static int literal(const cr__ptx_tok_t *t, int neg, int *kind, int64_t *value, i
     }
     *kind = CR__O_FLT;
     *fsize = n.kind == CR__PTX_F32 ? 4 : 8;
-    if (neg) n.bits ^= *fsize == 4 ? 0x80000000ull : 0x8000000000000000ull;
+    if (neg)
+        n.bits ^= *fsize == 4 ? 0x80000000ull : 0x8000000000000000ull;
     *value = (int64_t)n.bits;
     return 0;
 }
@@ -227,7 +239,8 @@ static int literal(const cr__ptx_tok_t *t, int neg, int *kind, int64_t *value, i
 static int integer(const cr__ptx_tok_t *t, int64_t *value)
 {
     uint64_t v;
-    if (cr__ptx_int(t, &v) != 0) return -1;
+    if (cr__ptx_int(t, &v) != 0)
+        return -1;
     *value = (int64_t)v;
     return 0;
 }
@@ -250,8 +263,10 @@ static unsigned leading_decimal(const char *s, size_t len)
 /* Fails after the shared reader failed with rc: its reason, else `what`. */
 static int fail_decl(parser_t *ps, int rc, const char *what)
 {
-    if (ps->rc) return ps->rc;
-    if (rc == CR_ENOMEM) return nomem(ps);
+    if (ps->rc)
+        return ps->rc;
+    if (rc == CR_ENOMEM)
+        return nomem(ps);
     return fail(ps, "%s", ps->lx.error ? ps->lx.error : what);
 }
 
@@ -262,8 +277,10 @@ static int check_decl(parser_t *ps, const cr__ptx_decl_t *d, cr__type_t *type)
     *type = CR__T_NONE;
     if (d->unknown.kind != CR__PTX_EOF)
         return fail(ps, "unexpected '%.*s' in a declaration", (int)d->unknown.len, d->unknown.s);
-    if (d->align > CR__PTX_MAX_ALIGN) return fail(ps, "bad .align value");
-    if (d->type.kind == CR__PTX_EOF) return 0; /* opaque */
+    if (d->align > CR__PTX_MAX_ALIGN)
+        return fail(ps, "bad .align value");
+    if (d->type.kind == CR__PTX_EOF)
+        return 0; /* opaque */
     *type = cr__type_from(d->type.s + 1, d->type.len - 1);
     if (*type == CR__T_NONE)
         return fail(ps, "unsupported type '%.*s'", (int)d->type.len, d->type.s);
@@ -299,10 +316,13 @@ static int add_reloc(void *user, const cr__ptx_addr_t *a)
         return cr__ptx_fail(&ps->lx, CR_ECORRUPT, "an address initialiser needs 4 or 8 bytes");
     cr__ir_reloc_t r = {a->offset, a->size, add_str(ps->ir, a->symbol.s, a->symbol.len), a->addend,
                         a->generic};
-    if (r.name == UINT32_MAX) return CR_ENOMEM;
+    if (r.name == UINT32_MAX)
+        return CR_ENOMEM;
     cr__ir_var_t *v = &ps->ir->vars[c->var];
-    if (v->reloc_count == 0) v->reloc_first = ps->ir->nrelocs;
-    if (CR__PUSH(ps->ir->relocs, ps->ir->nrelocs, ps->ir->relocs_cap, r) != 0) return CR_ENOMEM;
+    if (v->reloc_count == 0)
+        v->reloc_first = ps->ir->nrelocs;
+    if (CR__PUSH(ps->ir->relocs, ps->ir->nrelocs, ps->ir->relocs_cap, r) != 0)
+        return CR_ENOMEM;
     v->reloc_count++;
     return 0;
 }
@@ -314,7 +334,8 @@ static int parse_initialiser(parser_t *ps, uint32_t id, const cr__ptx_decl_t *d)
     uint64_t size = ps->ir->vars[id].size;
     uint8_t *init;
     int rc = cr__ptx_init(&ps->lx, d, &size, &init, add_reloc, &c);
-    if (rc) return fail_decl(ps, rc, "bad initialiser");
+    if (rc)
+        return fail_decl(ps, rc, "bad initialiser");
     if (size > MAX_ARRAY_BYTES) {
         free(init);
         return fail(ps, "array too large");
@@ -331,18 +352,23 @@ static int add_var(parser_t *ps, cr__space_t space, int is_extern, const cr__ptx
                    cr__type_t type)
 {
     cr__ir_var_t v = {0};
-    if (var_layout(ps, d, &v.size, &v.align)) return ps->rc;
+    if (var_layout(ps, d, &v.size, &v.align))
+        return ps->rc;
     v.name = add_str(ps->ir, d->name.s, d->name.len);
-    if (v.name == UINT32_MAX) return nomem(ps);
+    if (v.name == UINT32_MAX)
+        return nomem(ps);
     v.space = (uint8_t)space;
     v.type = (uint8_t)type;
     v.is_extern = (uint8_t)is_extern;
     v.is_unsized = (uint8_t)d->unsized;
     v.func = ps->func;
     uint32_t id = ps->ir->nvars;
-    if (CR__PUSH(ps->ir->vars, ps->ir->nvars, ps->ir->vars_cap, v) != 0) return nomem(ps);
-    if (ps->func >= 0 && add_name(ps, d->name.s, d->name.len, 3, id, 0)) return ps->rc;
-    if (punct(ps, '=')) return parse_initialiser(ps, id, d);
+    if (CR__PUSH(ps->ir->vars, ps->ir->nvars, ps->ir->vars_cap, v) != 0)
+        return nomem(ps);
+    if (ps->func >= 0 && add_name(ps, d->name.s, d->name.len, 3, id, 0))
+        return ps->rc;
+    if (punct(ps, '='))
+        return parse_initialiser(ps, id, d);
     return 0;
 }
 
@@ -350,7 +376,8 @@ static int add_var(parser_t *ps, cr__space_t space, int is_extern, const cr__ptx
 static int add_regs(parser_t *ps, const cr__ptx_decl_t *d, cr__type_t type)
 {
     const cr__ptx_tok_t *t = tok(ps);
-    if (t->kind != CR__PTX_WORD) return fail(ps, "expected a name");
+    if (t->kind != CR__PTX_WORD)
+        return fail(ps, "expected a name");
     const char *name = t->s;
     uint32_t len = t->len, first = ps->ir->nregs, count = 1;
     int range = 0;
@@ -361,15 +388,18 @@ static int add_regs(parser_t *ps, const cr__ptx_decl_t *d, cr__type_t type)
         if (integer(tok(ps), &v) != 0 || v < 0 || v > 1000000)
             return fail(ps, "bad register count");
         next(ps);
-        if (expect(ps, '>')) return ps->rc;
+        if (expect(ps, '>'))
+            return ps->rc;
         count = (uint32_t)v;
         range = 1;
     }
     uint32_t noff = add_str(ps->ir, name, len);
-    if (noff == UINT32_MAX) return nomem(ps);
+    if (noff == UINT32_MAX)
+        return nomem(ps);
     for (uint32_t i = 0; i < count; i++) {
         cr__ir_reg_t r = {noff, (uint8_t)type, (uint8_t)(d->vec > 1)};
-        if (CR__PUSH(ps->ir->regs, ps->ir->nregs, ps->ir->regs_cap, r) != 0) return nomem(ps);
+        if (CR__PUSH(ps->ir->regs, ps->ir->nregs, ps->ir->regs_cap, r) != 0)
+            return nomem(ps);
     }
     return add_name(ps, name, len, range ? 2 : 1, first, count);
 }
@@ -381,17 +411,22 @@ static int parse_var_decl(parser_t *ps, cr__space_t space, int is_extern)
     cr__ptx_decl_t d = {0};
     cr__type_t type;
     int rc = cr__ptx_decl_quals(&ps->lx, &d);
-    if (rc) return fail_decl(ps, rc, "bad declaration");
-    if (check_decl(ps, &d, &type)) return ps->rc;
+    if (rc)
+        return fail_decl(ps, rc, "bad declaration");
+    if (check_decl(ps, &d, &type))
+        return ps->rc;
     for (;;) {
         if (space == CR__SP_REG) {
-            if (add_regs(ps, &d, type)) return ps->rc;
+            if (add_regs(ps, &d, type))
+                return ps->rc;
         } else {
             if ((rc = cr__ptx_decl_name(&ps->lx, &d)) != 0)
                 return fail_decl(ps, rc, "bad declaration");
-            if (add_var(ps, space, is_extern, &d, type)) return ps->rc;
+            if (add_var(ps, space, is_extern, &d, type))
+                return ps->rc;
         }
-        if (!punct(ps, ',')) break;
+        if (!punct(ps, ','))
+            break;
         next(ps);
     }
     return expect(ps, ';');
@@ -432,20 +467,24 @@ static unsigned mod_from(const char *s, size_t len)
     /* "L1::no_allocate", "shared::cta": the part before :: */
     for (size_t i = 0; i + 1 < len; i++)
         if (s[i] == ':' && s[i + 1] == ':') {
-            if (len == 15 && memcmp(s, "shared::cluster", 15) == 0) return CR__M_shared;
+            if (len == 15 && memcmp(s, "shared::cluster", 15) == 0)
+                return CR__M_shared;
             len = i;
             break;
         }
     cr__type_t t = cr__type_from(s, len);
-    if (t != CR__T_NONE) return CR__M_TYPE + t;
+    if (t != CR__T_NONE)
+        return CR__M_TYPE + t;
     for (unsigned i = 1; i < sizeof mod_names / sizeof mod_names[0]; i++)
-        if (strlen(mod_names[i]) == len && memcmp(mod_names[i], s, len) == 0) return i;
+        if (strlen(mod_names[i]) == len && memcmp(mod_names[i], s, len) == 0)
+            return i;
     return CR__M_UNKNOWN;
 }
 
 static int push_opd(parser_t *ps, cr__opd_t o)
 {
-    if (CR__PUSH(ps->ir->opds, ps->ir->nopds, ps->ir->opds_cap, o) != 0) return nomem(ps);
+    if (CR__PUSH(ps->ir->opds, ps->ir->nopds, ps->ir->opds_cap, o) != 0)
+        return nomem(ps);
     return 0;
 }
 
@@ -481,10 +520,12 @@ static int name_operand(parser_t *ps, const cr__ptx_tok_t *t, cr__opd_t *o)
         o->id = (uint32_t)f;
         return 0;
     }
-    if (t->s[0] == '%') return fail(ps, "unknown register '%.*s'", (int)t->len, t->s);
+    if (t->s[0] == '%')
+        return fail(ps, "unknown register '%.*s'", (int)t->len, t->s);
     o->kind = CR__O_LABEL;
     o->id = add_str(ps->ir, t->s, t->len);
-    if (o->id == UINT32_MAX) return nomem(ps);
+    if (o->id == UINT32_MAX)
+        return nomem(ps);
     return 0;
 }
 
@@ -502,7 +543,8 @@ static int scalar_operand(parser_t *ps, cr__opd_t *o)
         next(ps);
     }
     const cr__ptx_tok_t *t = tok(ps);
-    if (t->kind != CR__PTX_WORD && t->kind != CR__PTX_NUM) return fail(ps, "bad operand");
+    if (t->kind != CR__PTX_WORD && t->kind != CR__PTX_NUM)
+        return fail(ps, "bad operand");
     if (t->len == 1 && t->s[0] == '_') {
         o->kind = CR__O_SINK;
         next(ps);
@@ -520,13 +562,16 @@ static int scalar_operand(parser_t *ps, cr__opd_t *o)
         return 0;
     }
     cr__ptx_tok_t copy = *t;
-    if (name_operand(ps, &copy, o)) return ps->rc;
-    if (neg) o->flags |= CR__OF_NEG;
+    if (name_operand(ps, &copy, o))
+        return ps->rc;
+    if (neg)
+        o->flags |= CR__OF_NEG;
     next(ps);
     /* sym+4 as a value (mov.u64 %rd1, arr+8) */
     if (o->kind == CR__O_VAR && (punct(ps, '+')) && tok(ps)->glued) {
         next(ps);
-        if (integer(tok(ps), &value) != 0) return fail(ps, "bad offset");
+        if (integer(tok(ps), &value) != 0)
+            return fail(ps, "bad offset");
         o->value = value;
         next(ps);
     }
@@ -542,7 +587,8 @@ static int address_operand(parser_t *ps)
     const cr__ptx_tok_t *t = tok(ps);
     if (t->kind == CR__PTX_WORD) {
         cr__ptx_tok_t copy = *t;
-        if (name_operand(ps, &copy, &base)) return ps->rc;
+        if (name_operand(ps, &copy, &base))
+            return ps->rc;
         if (base.kind != CR__O_REG && base.kind != CR__O_VAR && base.kind != CR__O_FUNC)
             return fail(ps, "bad address base '%.*s'", (int)copy.len, copy.s);
         a.id = 1;
@@ -560,13 +606,17 @@ static int address_operand(parser_t *ps)
             next(ps);
         }
         int64_t v;
-        if (integer(tok(ps), &v) != 0) return fail(ps, "bad address offset");
+        if (integer(tok(ps), &v) != 0)
+            return fail(ps, "bad address offset");
         a.value = sign * v;
         next(ps);
     }
-    if (expect(ps, ']')) return ps->rc;
-    if (push_opd(ps, a)) return ps->rc;
-    if (a.id && push_opd(ps, base)) return ps->rc;
+    if (expect(ps, ']'))
+        return ps->rc;
+    if (push_opd(ps, a))
+        return ps->rc;
+    if (a.id && push_opd(ps, base))
+        return ps->rc;
     return 0;
 }
 
@@ -576,14 +626,18 @@ static int list_operand(parser_t *ps, char close)
     uint32_t at = ps->ir->nopds;
     cr__opd_t v = {0};
     v.kind = CR__O_VEC;
-    if (close == ')') v.flags = 0x80; /* a parenthesised call list */
-    if (push_opd(ps, v)) return ps->rc;
+    if (close == ')')
+        v.flags = 0x80; /* a parenthesised call list */
+    if (push_opd(ps, v))
+        return ps->rc;
     next(ps);
     uint32_t n = 0;
     while (!punct(ps, close)) {
         cr__opd_t e;
-        if (scalar_operand(ps, &e)) return ps->rc;
-        if (push_opd(ps, e)) return ps->rc;
+        if (scalar_operand(ps, &e))
+            return ps->rc;
+        if (push_opd(ps, e))
+            return ps->rc;
         n++;
         if (punct(ps, ',')) {
             next(ps);
@@ -615,50 +669,64 @@ static int parse_instruction(parser_t *ps)
         next(ps);
     }
     const cr__ptx_tok_t *t = tok(ps);
-    if (t->kind != CR__PTX_WORD) return fail(ps, "expected an instruction");
+    if (t->kind != CR__PTX_WORD)
+        return fail(ps, "expected an instruction");
     in.text = add_str(ps->ir, t->s, t->len);
-    if (in.text == UINT32_MAX) return nomem(ps);
+    if (in.text == UINT32_MAX)
+        return nomem(ps);
     /* base and modifiers */
     const char *s = t->s, *end = t->s + t->len;
     const char *dot = memchr(s, '.', t->len);
     size_t blen = dot ? (size_t)(dot - s) : t->len;
     for (unsigned i = 1; i < CR__B_COUNT; i++)
-        if (strlen(base_names[i]) == blen && memcmp(base_names[i], s, blen) == 0) in.base = i;
+        if (strlen(base_names[i]) == blen && memcmp(base_names[i], s, blen) == 0)
+            in.base = i;
     while (dot && dot < end) {
         const char *m = dot + 1, *e = m;
         while (e < end && *e != '.')
             e++;
-        if (in.nmods == sizeof in.mods) return fail(ps, "too many modifiers");
+        if (in.nmods == sizeof in.mods)
+            return fail(ps, "too many modifiers");
         in.mods[in.nmods++] = (uint8_t)mod_from(m, (size_t)(e - m));
         dot = e;
     }
     next(ps);
     in.opd = ps->ir->nopds;
     while (!punct(ps, ';')) {
-        if (tok(ps)->kind == CR__PTX_EOF) return fail(ps, "unterminated instruction");
+        if (tok(ps)->kind == CR__PTX_EOF)
+            return fail(ps, "unterminated instruction");
         if (punct(ps, '[')) {
-            if (address_operand(ps)) return ps->rc;
+            if (address_operand(ps))
+                return ps->rc;
         } else if (punct(ps, '{')) {
-            if (list_operand(ps, '}')) return ps->rc;
+            if (list_operand(ps, '}'))
+                return ps->rc;
         } else if (punct(ps, '(')) {
-            if (list_operand(ps, ')')) return ps->rc;
+            if (list_operand(ps, ')'))
+                return ps->rc;
         } else {
             cr__opd_t o;
-            if (scalar_operand(ps, &o)) return ps->rc;
+            if (scalar_operand(ps, &o))
+                return ps->rc;
             if (punct(ps, '|')) { /* d|p */
                 o.flags |= CR__OF_PAIR;
-                if (push_opd(ps, o)) return ps->rc;
+                if (push_opd(ps, o))
+                    return ps->rc;
                 in.nopd++;
                 next(ps);
-                if (scalar_operand(ps, &o)) return ps->rc;
+                if (scalar_operand(ps, &o))
+                    return ps->rc;
             }
-            if (push_opd(ps, o)) return ps->rc;
+            if (push_opd(ps, o))
+                return ps->rc;
         }
         in.nopd++;
-        if (in.nopd > 64) return fail(ps, "too many operands");
+        if (in.nopd > 64)
+            return fail(ps, "too many operands");
         if (punct(ps, ',')) {
             next(ps);
-            if (punct(ps, ';')) return fail(ps, "missing operand");
+            if (punct(ps, ';'))
+                return fail(ps, "missing operand");
         } else if (!punct(ps, ';') && !punct(ps, '(')) {
             /* call lists may follow without a comma in old PTX */
             return fail(ps, "expected ',' or ';' after an operand");
@@ -666,7 +734,8 @@ static int parse_instruction(parser_t *ps)
     }
     next(ps);
     in.npool = (uint16_t)(ps->ir->nopds - in.opd);
-    if (CR__PUSH(ps->ir->insns, ps->ir->ninsns, ps->ir->insns_cap, in) != 0) return nomem(ps);
+    if (CR__PUSH(ps->ir->insns, ps->ir->ninsns, ps->ir->insns_cap, in) != 0)
+        return nomem(ps);
     ps->ir->funcs[ps->func].insn_count++;
     return 0;
 }
@@ -686,10 +755,12 @@ static int add_param(void *user, const cr__ptx_decl_t *d, const cr_param_t *p)
     params_ctx_t *c = user;
     parser_t *ps = c->ps;
     cr__type_t type;
-    if (check_decl(ps, d, &type)) return ps->rc;
+    if (check_decl(ps, d, &type))
+        return ps->rc;
     cr__ir_var_t v = {0};
     v.name = add_str(ps->ir, d->name.s, d->name.len);
-    if (v.name == UINT32_MAX) return nomem(ps);
+    if (v.name == UINT32_MAX)
+        return nomem(ps);
     uint64_t align = cr__ptx_decl_align(d);
     v.space = CR__SP_PARAM;
     v.type = (uint8_t)type;
@@ -699,7 +770,8 @@ static int add_param(void *user, const cr__ptx_decl_t *d, const cr_param_t *p)
     v.is_param = 1;
     v.is_ret = (uint8_t)c->is_ret;
     v.param_offset = p->offset;
-    if (CR__PUSH(ps->ir->vars, ps->ir->nvars, ps->ir->vars_cap, v) != 0) return nomem(ps);
+    if (CR__PUSH(ps->ir->vars, ps->ir->nvars, ps->ir->vars_cap, v) != 0)
+        return nomem(ps);
     c->count++;
     return 0;
 }
@@ -711,9 +783,11 @@ static int parse_params(parser_t *ps, uint32_t *first, uint32_t *count, int is_r
     *first = ps->ir->nvars;
     *count = 0;
     int rc = cr__ptx_params(&ps->lx, add_param, &c, &size);
-    if (rc) return fail_decl(ps, rc, "bad parameter list");
+    if (rc)
+        return fail_decl(ps, rc, "bad parameter list");
     *count = c.count;
-    if (kernel) ps->ir->funcs[ps->func].param_size = size;
+    if (kernel)
+        ps->ir->funcs[ps->func].param_size = size;
     return 0;
 }
 
@@ -745,13 +819,16 @@ static int parse_body(parser_t *ps)
     f->label_first = ps->ir->nlabels;
     int depth = 1;
     next(ps); /* { */
-    if (push_scope(ps)) return ps->rc;
+    if (push_scope(ps))
+        return ps->rc;
     while (depth > 0) {
         const cr__ptx_tok_t *t = tok(ps);
-        if (t->kind == CR__PTX_EOF) return fail(ps, "unterminated function body");
+        if (t->kind == CR__PTX_EOF)
+            return fail(ps, "unterminated function body");
         if (punct(ps, '{')) {
             depth++;
-            if (push_scope(ps)) return ps->rc;
+            if (push_scope(ps))
+                return ps->rc;
             next(ps);
             continue;
         }
@@ -768,7 +845,8 @@ static int parse_body(parser_t *ps)
         if (t->kind == CR__PTX_WORD && t->s[0] == '.') {
             if (is(ps, ".reg")) {
                 next(ps);
-                if (parse_var_decl(ps, CR__SP_REG, 0)) return ps->rc;
+                if (parse_var_decl(ps, CR__SP_REG, 0))
+                    return ps->rc;
             } else if (is(ps, ".local") || is(ps, ".shared") || is(ps, ".param") ||
                        is(ps, ".const") || is(ps, ".global")) {
                 cr__space_t sp = is(ps, ".local")    ? CR__SP_LOCAL
@@ -777,17 +855,21 @@ static int parse_body(parser_t *ps)
                                  : is(ps, ".const")  ? CR__SP_CONST
                                                      : CR__SP_GLOBAL;
                 next(ps);
-                if (parse_var_decl(ps, sp, 0)) return ps->rc;
+                if (parse_var_decl(ps, sp, 0))
+                    return ps->rc;
             } else if (is(ps, ".extern")) {
                 next(ps);
-                if (!is(ps, ".shared")) return fail(ps, "unsupported .extern in a function");
+                if (!is(ps, ".shared"))
+                    return fail(ps, "unsupported .extern in a function");
                 next(ps);
-                if (parse_var_decl(ps, CR__SP_SHARED, 1)) return ps->rc;
+                if (parse_var_decl(ps, CR__SP_SHARED, 1))
+                    return ps->rc;
             } else if (is(ps, ".loc") || is(ps, ".file")) {
                 skip_line(ps);
             } else if (is(ps, ".pragma") || is(ps, ".callprototype")) {
                 /* a prototype only describes indirect calls: their callee says it all */
-                if (skip_statement(ps)) return ps->rc;
+                if (skip_statement(ps))
+                    return ps->rc;
             } else {
                 return fail(ps, "unsupported directive '%.*s' in a function", (int)t->len, t->s);
             }
@@ -801,7 +883,8 @@ static int parse_body(parser_t *ps)
             if (punct(ps, ':')) {
                 cr__ir_label_t l = {add_str(ps->ir, word.s, word.len),
                                     ps->ir->ninsns - f->insn_first};
-                if (l.name == UINT32_MAX) return nomem(ps);
+                if (l.name == UINT32_MAX)
+                    return nomem(ps);
                 if (CR__PUSH(ps->ir->labels, ps->ir->nlabels, ps->ir->labels_cap, l) != 0)
                     return nomem(ps);
                 f = &ps->ir->funcs[ps->func];
@@ -811,7 +894,8 @@ static int parse_body(parser_t *ps)
             }
             ps->lx = save;
         }
-        if (parse_instruction(ps)) return ps->rc;
+        if (parse_instruction(ps))
+            return ps->rc;
         f = &ps->ir->funcs[ps->func];
     }
     f->reg_count = ps->ir->nregs - f->reg_first;
@@ -827,23 +911,28 @@ static int parse_function(parser_t *ps, int entry, int is_extern)
     fn.line = tok(ps)->line;
     next(ps); /* .entry / .func */
     ps->func = (int32_t)ps->ir->nfuncs;
-    if (CR__PUSH(ps->ir->funcs, ps->ir->nfuncs, ps->ir->funcs_cap, fn) != 0) return nomem(ps);
+    if (CR__PUSH(ps->ir->funcs, ps->ir->nfuncs, ps->ir->funcs_cap, fn) != 0)
+        return nomem(ps);
     cr__ir_func_t *f = &ps->ir->funcs[ps->func];
     if (!entry && punct(ps, '(')) {
         uint32_t first, count;
-        if (parse_params(ps, &first, &count, 1, 0)) return ps->rc;
+        if (parse_params(ps, &first, &count, 1, 0))
+            return ps->rc;
         f = &ps->ir->funcs[ps->func];
         f->ret_first = first;
         f->ret_count = count;
     }
     const cr__ptx_tok_t *t = tok(ps);
-    if (t->kind != CR__PTX_WORD) return fail(ps, "expected a function name");
+    if (t->kind != CR__PTX_WORD)
+        return fail(ps, "expected a function name");
     f->name = add_str(ps->ir, t->s, t->len);
-    if (f->name == UINT32_MAX) return nomem(ps);
+    if (f->name == UINT32_MAX)
+        return nomem(ps);
     next(ps);
     if (punct(ps, '(')) {
         uint32_t first, count;
-        if (parse_params(ps, &first, &count, 0, entry)) return ps->rc;
+        if (parse_params(ps, &first, &count, 0, entry))
+            return ps->rc;
         f = &ps->ir->funcs[ps->func];
         f->param_first = first;
         f->param_count = count;
@@ -852,9 +941,11 @@ static int parse_function(parser_t *ps, int entry, int is_extern)
     for (;;) {
         f = &ps->ir->funcs[ps->func];
         if (is(ps, ".maxntid")) {
-            if (parse_dims3(ps, f->maxntid)) return ps->rc;
+            if (parse_dims3(ps, f->maxntid))
+                return ps->rc;
         } else if (is(ps, ".reqntid")) {
-            if (parse_dims3(ps, f->reqntid)) return ps->rc;
+            if (parse_dims3(ps, f->reqntid))
+                return ps->rc;
         } else if (is(ps, ".minnctapersm") || is(ps, ".maxnreg") || is(ps, ".maxnctapersm") ||
                    is(ps, ".maxclusterrank") || is(ps, ".reqnctapercluster") ||
                    is(ps, ".explicitcluster") || is(ps, ".noreturn") ||
@@ -865,7 +956,8 @@ static int parse_function(parser_t *ps, int entry, int is_extern)
             else if (parse_dims3(ps, dummy))
                 return ps->rc;
         } else if (is(ps, ".pragma")) {
-            if (skip_statement(ps)) return ps->rc;
+            if (skip_statement(ps))
+                return ps->rc;
         } else {
             break;
         }
@@ -875,16 +967,21 @@ static int parse_function(parser_t *ps, int entry, int is_extern)
         ps->func = -1;
         return 0;
     }
-    if (!punct(ps, '{')) return fail(ps, "expected '{' or ';' after a function header");
+    if (!punct(ps, '{'))
+        return fail(ps, "expected '{' or ';' after a function header");
     f = &ps->ir->funcs[ps->func];
     f->has_body = 1;
     ps->nnames = 0;
     ps->nscopes = 0;
-    if (push_scope(ps)) return ps->rc;
-    if (name_params(ps, f->ret_first, f->ret_count)) return ps->rc;
+    if (push_scope(ps))
+        return ps->rc;
+    if (name_params(ps, f->ret_first, f->ret_count))
+        return ps->rc;
     f = &ps->ir->funcs[ps->func];
-    if (name_params(ps, f->param_first, f->param_count)) return ps->rc;
-    if (parse_body(ps)) return ps->rc;
+    if (name_params(ps, f->param_first, f->param_count))
+        return ps->rc;
+    if (parse_body(ps))
+        return ps->rc;
     ps->nnames = 0;
     ps->nscopes = 0;
     ps->func = -1;
@@ -899,7 +996,8 @@ static int skip_section(parser_t *ps)
         next(ps);
     int depth = 0;
     while (tok(ps)->kind != CR__PTX_EOF) {
-        if (punct(ps, '{')) depth++;
+        if (punct(ps, '{'))
+            depth++;
         if (punct(ps, '}') && --depth == 0) {
             next(ps);
             return 0;
@@ -940,14 +1038,17 @@ static int parse_module(parser_t *ps)
             skip_line(ps);
         } else if (is(ps, ".address_size")) {
             next(ps);
-            if (!is(ps, "64")) return fail(ps, "only .address_size 64 is supported");
+            if (!is(ps, "64"))
+                return fail(ps, "only .address_size 64 is supported");
             next(ps);
         } else if (is(ps, ".file") || is(ps, ".loc")) {
             skip_line(ps);
         } else if (is(ps, ".section")) {
-            if (skip_section(ps)) return ps->rc;
+            if (skip_section(ps))
+                return ps->rc;
         } else if (is(ps, ".pragma")) {
-            if (skip_statement(ps)) return ps->rc;
+            if (skip_statement(ps))
+                return ps->rc;
         } else if (is(ps, ".visible") || is(ps, ".weak") || is(ps, ".common")) {
             next(ps);
             continue;
@@ -956,14 +1057,16 @@ static int parse_module(parser_t *ps)
             next(ps);
             continue;
         } else if (is(ps, ".entry") || is(ps, ".func")) {
-            if (parse_function(ps, is(ps, ".entry"), is_extern)) return ps->rc;
+            if (parse_function(ps, is(ps, ".entry"), is_extern))
+                return ps->rc;
         } else if (is(ps, ".global") || is(ps, ".const") || is(ps, ".shared") || is(ps, ".local")) {
             cr__space_t sp = is(ps, ".global")   ? CR__SP_GLOBAL
                              : is(ps, ".const")  ? CR__SP_CONST
                              : is(ps, ".shared") ? CR__SP_SHARED
                                                  : CR__SP_LOCAL;
             next(ps);
-            if (parse_var_decl(ps, sp, is_extern)) return ps->rc;
+            if (parse_var_decl(ps, sp, is_extern))
+                return ps->rc;
         } else if (is(ps, ".alias")) {
             return fail(ps, ".alias is not supported");
         } else {
@@ -981,8 +1084,10 @@ int cr__parse(const char *text, size_t len, cr__ir_t *ir, char *err, size_t err_
     ps.err = err;
     ps.err_len = err_len;
     ps.func = -1;
-    if (err && err_len) err[0] = 0;
-    if (add_str(ir, "", 0) == UINT32_MAX) return CR_ENOMEM; /* offset 0: the empty string */
+    if (err && err_len)
+        err[0] = 0;
+    if (add_str(ir, "", 0) == UINT32_MAX)
+        return CR_ENOMEM; /* offset 0: the empty string */
     cr__ptx_lex_init(&ps.lx, text, len);
     int rc = parse_module(&ps);
     free(ps.names);
@@ -992,7 +1097,8 @@ int cr__parse(const char *text, size_t len, cr__ir_t *ir, char *err, size_t err_
 
 void cr__ir_free(cr__ir_t *ir)
 {
-    if (!ir) return;
+    if (!ir)
+        return;
     for (uint32_t i = 0; i < ir->nvars; i++)
         free(ir->vars[i].init);
     free(ir->strings);

@@ -17,13 +17,15 @@
 
 void cr__out_append(cr__worker_t *wk, const char *text, size_t len)
 {
-    if (wk->out_len + len > MAX_BLOCK_OUTPUT) return; /* as a full printf FIFO: dropped */
+    if (wk->out_len + len > MAX_BLOCK_OUTPUT)
+        return; /* as a full printf FIFO: dropped */
     if (wk->out_len + len > wk->out_cap) {
         size_t cap = wk->out_cap ? wk->out_cap * 2 : 4096;
         while (cap < wk->out_len + len)
             cap *= 2;
         char *n = realloc(wk->out, cap);
-        if (!n) return;
+        if (!n)
+            return;
         wk->out = n;
         wk->out_cap = cap;
     }
@@ -52,8 +54,10 @@ int cr__vprintf(cr__worker_t *wk, cr__warp_t *w, uint32_t lane, uint64_t fmt_add
     size_t text_len = 0, text_cap = 0;
     int count = 0, rc = 0;
     uint64_t off = 0;
-    if (!fmt || !str) goto out;
-    if ((rc = cr__read_string(wk, w, lane, fmt_addr, fmt, MAX_FORMAT))) goto out;
+    if (!fmt || !str)
+        goto out;
+    if ((rc = cr__read_string(wk, w, lane, fmt_addr, fmt, MAX_FORMAT)))
+        goto out;
     for (const char *p = fmt; *p;) {
         char piece[MAX_STRING + 128];
         int n;
@@ -62,7 +66,8 @@ int cr__vprintf(cr__worker_t *wk, cr__warp_t *w, uint32_t lane, uint64_t fmt_add
             while (*q && *q != '%')
                 q++;
             n = (int)(q - p);
-            if (n > (int)sizeof piece - 1) n = (int)sizeof piece - 1;
+            if (n > (int)sizeof piece - 1)
+                n = (int)sizeof piece - 1;
             memcpy(piece, p, (size_t)n);
             p += n;
         } else if (p[1] == '%') {
@@ -78,12 +83,14 @@ int cr__vprintf(cr__worker_t *wk, cr__warp_t *w, uint32_t lane, uint64_t fmt_add
                 spec[s++] = *p++;
             for (int part = 0; part < 2; part++) {
                 if (part == 1) {
-                    if (*p != '.') break;
+                    if (*p != '.')
+                        break;
                     spec[s++] = *p++;
                 }
                 if (*p == '*') {
                     uint64_t v;
-                    if ((rc = next_arg(wk, w, lane, args, &off, 4, &v))) goto out;
+                    if ((rc = next_arg(wk, w, lane, args, &off, 4, &v)))
+                        goto out;
                     s += (size_t)snprintf(spec + s, sizeof spec - s, "%d", (int32_t)v);
                     p++;
                     count++;
@@ -104,7 +111,8 @@ int cr__vprintf(cr__worker_t *wk, cr__warp_t *w, uint32_t lane, uint64_t fmt_add
             uint64_t v = 0;
             int wide = longs > 0;
             if (strchr("diouxXc", conv) && conv) {
-                if ((rc = next_arg(wk, w, lane, args, &off, wide ? 8 : 4, &v))) goto out;
+                if ((rc = next_arg(wk, w, lane, args, &off, wide ? 8 : 4, &v)))
+                    goto out;
                 int is_signed = conv == 'd' || conv == 'i';
                 if (conv == 'c') {
                     spec[s++] = 'c';
@@ -135,13 +143,15 @@ int cr__vprintf(cr__worker_t *wk, cr__warp_t *w, uint32_t lane, uint64_t fmt_add
                 }
                 count++;
             } else if (conv && strchr("fFeEgGaA", conv)) {
-                if ((rc = next_arg(wk, w, lane, args, &off, 8, &v))) goto out;
+                if ((rc = next_arg(wk, w, lane, args, &off, 8, &v)))
+                    goto out;
                 spec[s++] = conv;
                 spec[s] = 0;
                 n = snprintf(piece, sizeof piece, spec, F64(v));
                 count++;
             } else if (conv == 's') {
-                if ((rc = next_arg(wk, w, lane, args, &off, 8, &v))) goto out;
+                if ((rc = next_arg(wk, w, lane, args, &off, 8, &v)))
+                    goto out;
                 if (!v)
                     strcpy(str, "(null)");
                 else if ((rc = cr__read_string(wk, w, lane, v, str, MAX_STRING)))
@@ -151,29 +161,35 @@ int cr__vprintf(cr__worker_t *wk, cr__warp_t *w, uint32_t lane, uint64_t fmt_add
                 n = snprintf(piece, sizeof piece, spec, str);
                 count++;
             } else if (conv == 'p') {
-                if ((rc = next_arg(wk, w, lane, args, &off, 8, &v))) goto out;
+                if ((rc = next_arg(wk, w, lane, args, &off, 8, &v)))
+                    goto out;
                 spec[s++] = 'p';
                 spec[s] = 0;
                 n = snprintf(piece, sizeof piece, spec, (void *)(uintptr_t)v);
                 count++;
             } else if (conv == 'n') {
-                if ((rc = next_arg(wk, w, lane, args, &off, 8, &v))) goto out;
+                if ((rc = next_arg(wk, w, lane, args, &off, 8, &v)))
+                    goto out;
                 n = 0;
                 count++;
             } else { /* unknown conversion: printed as written */
                 n = (int)s;
                 memcpy(piece, spec, s);
-                if (conv) piece[n++] = conv;
+                if (conv)
+                    piece[n++] = conv;
             }
         }
-        if (n < 0) n = 0;
-        if ((size_t)n > sizeof piece - 1) n = (int)sizeof piece - 1;
+        if (n < 0)
+            n = 0;
+        if ((size_t)n > sizeof piece - 1)
+            n = (int)sizeof piece - 1;
         if (text_len + (size_t)n + 1 > text_cap) {
             size_t cap = text_cap ? text_cap * 2 : 256;
             while (cap < text_len + (size_t)n + 1)
                 cap *= 2;
             char *t = realloc(text, cap);
-            if (!t) goto out;
+            if (!t)
+                goto out;
             text = t;
             text_cap = cap;
         }
@@ -193,10 +209,14 @@ int cr__assertfail(cr__worker_t *wk, cr__warp_t *w, uint32_t lane, uint64_t msg,
                    uint32_t line, uint64_t func)
 {
     char m[512] = "?", f[512] = "?", fn[512] = "?", text[1800];
-    if (msg) cr__read_string(wk, w, lane, msg, m, sizeof m);
-    if (file) cr__read_string(wk, w, lane, file, f, sizeof f);
-    if (func) cr__read_string(wk, w, lane, func, fn, sizeof fn);
-    if (wk->fault) return wk->fault;
+    if (msg)
+        cr__read_string(wk, w, lane, msg, m, sizeof m);
+    if (file)
+        cr__read_string(wk, w, lane, file, f, sizeof f);
+    if (func)
+        cr__read_string(wk, w, lane, func, fn, sizeof fn);
+    if (wk->fault)
+        return wk->fault;
     const uint64_t *R = w->R;
     int n = snprintf(text, sizeof text,
                      "%s:%u: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.\n", f,
@@ -204,6 +224,7 @@ int cr__assertfail(cr__worker_t *wk, cr__warp_t *w, uint32_t lane, uint64_t msg,
                      (unsigned)R[CR__SLOT_TID_X * CR__WARP_SIZE + lane],
                      (unsigned)R[CR__SLOT_TID_Y * CR__WARP_SIZE + lane],
                      (unsigned)R[CR__SLOT_TID_Z * CR__WARP_SIZE + lane], m);
-    if (n > 0) cr__out_append(wk, text, (size_t)n < sizeof text ? (size_t)n : sizeof text - 1);
+    if (n > 0)
+        cr__out_append(wk, text, (size_t)n < sizeof text ? (size_t)n : sizeof text - 1);
     return 0;
 }

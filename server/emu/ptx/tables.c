@@ -8,13 +8,16 @@
 
 int cr__grow(void **arr, uint32_t *cap, uint32_t need, size_t size)
 {
-    if (need <= *cap) return 0;
+    if (need <= *cap)
+        return 0;
     uint64_t ncap = *cap ? *cap : 16;
     while (ncap < need)
         ncap *= 2;
-    if (ncap > UINT32_MAX || ncap * size > ((size_t)1 << 34)) return CR_ENOMEM;
+    if (ncap > UINT32_MAX || ncap * size > ((size_t)1 << 34))
+        return CR_ENOMEM;
     void *n = realloc(*arr, (size_t)ncap * size);
-    if (!n) return CR_ENOMEM;
+    if (!n)
+        return CR_ENOMEM;
     *arr = n;
     *cap = (uint32_t)ncap;
     return 0;
@@ -62,7 +65,8 @@ static const char *const sreg_names[] = {
 int cr__sreg_from(const char *s, size_t len)
 {
     for (unsigned i = 0; i < CR__SR_COUNT; i++)
-        if (strlen(sreg_names[i]) == len && memcmp(sreg_names[i], s, len) == 0) return (int)i;
+        if (strlen(sreg_names[i]) == len && memcmp(sreg_names[i], s, len) == 0)
+            return (int)i;
     return -1;
 }
 

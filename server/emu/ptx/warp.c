@@ -41,7 +41,8 @@ void cr__exec_shfl(cr__worker_t *wk, cr__warp_t *w, const cr__insn_t *in, uint32
             pval = j <= max_lane;
             break;
         }
-        if (!pval || j < 0 || j > 31) j = lane;
+        if (!pval || j < 0 || j > 31)
+            j = lane;
         out[l] = (uint32_t)src[j];
         ok[l] = (uint8_t)pval;
     });
@@ -59,7 +60,8 @@ void cr__exec_vote(cr__warp_t *w, const cr__insn_t *in, uint32_t m)
     int neg = in->sub2 & CR__VOTE_NOT;
     /* the lanes of the member mask that vote (all that run, if the mask names none) */
     uint32_t voters = m ? m & (uint32_t)SLOT(in->r[2])[__builtin_ctz(m)] : 0;
-    if (!voters) voters = m;
+    if (!voters)
+        voters = m;
     uint32_t ballot = 0;
     LANES(ballot |= (uint32_t)(((a[l] != 0) ^ neg) & 1) << l);
     ballot &= voters;
@@ -104,7 +106,8 @@ void cr__exec_match(cr__warp_t *w, const cr__insn_t *in, uint32_t m)
         uint32_t mk = 0;
         for (uint32_t mm = m; mm; mm &= mm - 1) {
             uint32_t j = (uint32_t)__builtin_ctz(mm);
-            if ((src[j] & vmask) == (src[l] & vmask)) mk |= 1u << j;
+            if ((src[j] & vmask) == (src[l] & vmask))
+                mk |= 1u << j;
         }
         res[l] = mk;
     });
@@ -161,7 +164,8 @@ static void release(cr__worker_t *wk, uint32_t id)
         uint32_t lanes = 0;
         for (uint32_t mm = w->waiting; mm; mm &= mm - 1) {
             uint32_t l = (uint32_t)__builtin_ctz(mm);
-            if (w->bar_id[l] != id) continue;
+            if (w->bar_id[l] != id)
+                continue;
             lanes |= 1u << l;
             const cr__insn_t *in = &p->code[w->lane_pc[l] - 1];
             if (in->op == CR__OP_BAR && in->sub >= CR__BAR_RED_POPC) {
@@ -183,9 +187,11 @@ static void release(cr__worker_t *wk, uint32_t id)
 void cr__barrier_check(cr__worker_t *wk)
 {
     for (uint32_t id = 0; id < 16; id++) {
-        if (!wk->bar_arrived[id]) continue;
+        if (!wk->bar_arrived[id])
+            continue;
         uint32_t want = wk->bar_expected[id] ? wk->bar_expected[id] : wk->live;
-        if (wk->bar_arrived[id] >= want) release(wk, id);
+        if (wk->bar_arrived[id] >= want)
+            release(wk, id);
     }
 }
 
@@ -222,7 +228,8 @@ int cr__barrier_arrive(cr__worker_t *wk, cr__warp_t *w, const cr__insn_t *in, ui
             wk->bar_red[id][2] |= v;
         });
     }
-    if (count) wk->bar_expected[id] = (uint32_t)count;
+    if (count)
+        wk->bar_expected[id] = (uint32_t)count;
     wk->bar_arrived[id] += (uint32_t)__builtin_popcount(m);
     int wait = in->sub != CR__BAR_ARRIVE;
     if (wait) {

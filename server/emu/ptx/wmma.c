@@ -14,17 +14,23 @@ static void dims(int what, unsigned shape, unsigned *rows, unsigned *cols)
     static const unsigned mnk[4][3] = {{16, 16, 16}, {8, 32, 16}, {32, 8, 16}, {16, 16, 8}};
     const unsigned *d = mnk[shape & 3];
     switch (what) {
-    case CR__WMMA_A: *rows = d[0], *cols = d[2]; break;
-    case CR__WMMA_B: *rows = d[2], *cols = d[1]; break;
-    default: *rows = d[0], *cols = d[1]; break;
+    case CR__WMMA_A:
+        *rows = d[0], *cols = d[2];
+        break;
+    case CR__WMMA_B:
+        *rows = d[2], *cols = d[1];
+        break;
+    default:
+        *rows = d[0], *cols = d[1];
+        break;
     }
 }
 
 typedef struct {
     const uint32_t *slots; /* registers of the fragment */
     uint32_t nregs;
-    unsigned per_reg;      /* elements in one register: 2 for 16-bit types */
-    unsigned per_lane;     /* elements held by one lane */
+    unsigned per_reg;  /* elements in one register: 2 for 16-bit types */
+    unsigned per_lane; /* elements held by one lane */
     cr__type_t type;
 } frag_t;
 
@@ -44,9 +50,12 @@ static double frag_get(uint64_t *R, const frag_t *f, unsigned e)
     unsigned lane = e / f->per_lane, slot = e % f->per_lane;
     uint64_t v = R[(size_t)f->slots[slot / f->per_reg] * CR__WARP_SIZE + lane];
     switch (f->type) {
-    case CR__T_F16: return cr__f16_to_f32((uint16_t)(v >> (16 * (slot % 2))));
-    case CR__T_BF16: return cr__bf16_to_f32((uint16_t)(v >> (16 * (slot % 2))));
-    default: return F32(v);
+    case CR__T_F16:
+        return cr__f16_to_f32((uint16_t)(v >> (16 * (slot % 2))));
+    case CR__T_BF16:
+        return cr__bf16_to_f32((uint16_t)(v >> (16 * (slot % 2))));
+    default:
+        return F32(v);
     }
 }
 
@@ -65,9 +74,12 @@ static void frag_put_bits(uint64_t *R, const frag_t *f, unsigned e, uint64_t bit
 static uint64_t to_bits(double v, cr__type_t t)
 {
     switch (t) {
-    case CR__T_F16: return cr__f64_to_f16(v, CR__RND_RN);
-    case CR__T_BF16: return cr__f64_to_bf16(v, CR__RND_RN);
-    default: return B32((float)v);
+    case CR__T_F16:
+        return cr__f64_to_f16(v, CR__RND_RN);
+    case CR__T_BF16:
+        return cr__f64_to_bf16(v, CR__RND_RN);
+    default:
+        return B32((float)v);
     }
 }
 
@@ -117,33 +129,38 @@ int cr__exec_wmma(cr__worker_t *wk, cr__warp_t *w, const cr__insn_t *in, uint32_
     if (frag_init(&f, p, (uint32_t)in->imm, t, rows, cols))
         return cr__fault(wk, w, first, CR__CU_ILLEGAL_INSTRUCTION, "wmma fragment too small");
     /* the address and stride are the same for the whole warp */
-    uint64_t base = R[(size_t)in->r[4] * CR__WARP_SIZE + first] +
-                    R[(size_t)in->r[2] * CR__WARP_SIZE + first];
+    uint64_t base =
+        R[(size_t)in->r[4] * CR__WARP_SIZE + first] + R[(size_t)in->r[2] * CR__WARP_SIZE + first];
     uint64_t stride = R[(size_t)in->r[3] * CR__WARP_SIZE + first];
-    if (!stride) stride = col_major ? rows : cols;
+    if (!stride)
+        stride = col_major ? rows : cols;
     if (base % 32) /* 256-bit aligned, as the PTX ISA requires */
-        return cr__fault(wk, w, first, CR__CU_MISALIGNED_ADDRESS, "misaligned wmma matrix at 0x%llx",
-                         (unsigned long long)base);
-    if (in->sub != CR__WMMA_D) frag_clear(R, &f);
+        return cr__fault(wk, w, first, CR__CU_MISALIGNED_ADDRESS,
+                         "misaligned wmma matrix at 0x%llx", (unsigned long long)base);
+    if (in->sub != CR__WMMA_D)
+        frag_clear(R, &f);
     for (unsigned r = 0; r < rows; r++)
         for (unsigned c = 0; c < cols; c++) {
             uint64_t a = base + (col_major ? c * stride + r : r * stride + c) * esize;
             uint8_t *mem;
             int rc = cr__space_ptr(wk, w, first, (int)in->n, a, esize, in->sub == CR__WMMA_D, &mem);
-            if (rc) return rc;
+            if (rc)
+                return rc;
             unsigned e = r * cols + c;
             uint64_t bits = 0;
             CR__DEVICE_BEGIN();
             if (in->sub == CR__WMMA_D) {
                 unsigned lane = e / f.per_lane, slot = e % f.per_lane;
                 uint64_t v = R[(size_t)f.slots[slot / f.per_reg] * CR__WARP_SIZE + lane];
-                if (f.per_reg == 2) v >>= 16 * (slot % 2);
+                if (f.per_reg == 2)
+                    v >>= 16 * (slot % 2);
                 memcpy(mem, &v, esize);
             } else {
                 memcpy(&bits, mem, esize);
             }
             CR__DEVICE_END();
-            if (in->sub != CR__WMMA_D) frag_put_bits(R, &f, e, bits);
+            if (in->sub != CR__WMMA_D)
+                frag_put_bits(R, &f, e, bits);
         }
     return 0;
 }
