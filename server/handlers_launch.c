@@ -7,6 +7,7 @@
 #include "dispatch.h"
 #include "error.h"
 #include "handlers.h"
+#include "idmap.h"
 #include "log.h"
 #include "loop.h"
 #include "protocol.h"

@@ -1,6 +1,7 @@
 /* Sessions, one per client connection, and what they hold: the session module's public
- * interface (session.c, executor.c, hello.c, handles.c, allocations.c, legacy_stream.c,
- * context_loss.c; outbox.c writes its output).
+ * interface (session.c, handles.c, allocations.c, legacy_stream.c, context_loss.c,
+ * executor.c, admission.c, hello.c; outbox.c writes its output). The session's struct is
+ * private to them (session_private.h).
  *
  * Threads: the libuv loop thread accepts, reads and closes connections; each admitted
  * session has an executor thread that runs its requests in order and never waits on the
@@ -10,15 +11,11 @@
 #ifndef CR_SERVER_SESSION_H
 #define CR_SERVER_SESSION_H
 
-#include <pthread.h>
 #include <stdint.h>
-#include <uv.h>
 
 #include "backend.h"
 #include "cr_api_desc.h"
 #include "frame.h"
-#include "idmap.h"
-#include "rangemap.h"
 #include "tenants.h"
 
 /* What other modules keep per session, one slot each: only that module reads or writes its
@@ -66,7 +63,6 @@ typedef struct {
 typedef struct cr_kernel_param_s {
     uint32_t offset, size;
 } cr_kernel_param_t;
-
 
 /* What a session is. The backend and id never change; the tenant and name are set at its
  * hello, before any request runs. */

@@ -20,6 +20,7 @@
 #include "cr_opcodes.h"
 #include "cr_server_hand.h"
 #include "error.h"
+#include "idmap.h"
 #include "log.h"
 #include "request.h"
 #include "session.h"
