@@ -30,34 +30,33 @@ static void conn_free(cr_conn_t *c)
     pthread_cond_destroy(&c->cond);
     pthread_mutex_destroy(&c->lock);
     pthread_mutex_destroy(&c->send_lock);
-    close(c->fd);
+    cr_transport_close(&c->tr);
     free(c->rbuf);
     free(c);
 }
 
 int cr_conn_open(const cr_address_t *addr, cr_conn_t **out, char *err, size_t err_len)
 {
-    char reason[256] = "";
-    int fd = cr_address_connect(addr, 10000, reason, sizeof reason);
-    if (fd < 0) {
-        snprintf(err, err_len, "%s", reason);
-        return fd;
-    }
     cr_conn_t *c = calloc(1, sizeof *c);
     uint8_t *rbuf = malloc(READ_BUFFER);
     if (!c || !rbuf) {
         free(c);
         free(rbuf);
-        close(fd);
         snprintf(err, err_len, "out of memory");
         return CR_ENOMEM;
     }
-    c->fd = fd;
+    int rc = cr_transport_connect(&c->tr, addr, 10000, err, err_len);
+    if (rc != 0) {
+        free(c);
+        free(rbuf);
+        return rc;
+    }
     c->rbuf = rbuf;
     if (addr->is_unix)
         snprintf(c->address, sizeof c->address, "unix:%s", addr->path);
     else
-        snprintf(c->address, sizeof c->address, "%s:%d", addr->host, addr->port);
+        snprintf(c->address, sizeof c->address, "%s%s:%d", addr->tls ? "tls://" : "", addr->host,
+                 addr->port);
     pthread_mutex_init(&c->send_lock, NULL);
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->cond, NULL);
@@ -75,7 +74,7 @@ int cr_conn_open(const cr_address_t *addr, cr_conn_t **out, char *err, size_t er
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&c->reader, NULL, cr_conn_reader_main, c);
+    rc = pthread_create(&c->reader, NULL, cr_conn_reader_main, c);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         conn_free(c);
@@ -123,6 +122,7 @@ void cr_conn_mark_dead(cr_conn_t *c, const char *why)
     pthread_mutex_lock(&c->lock);
     if (!c->dead) {
         c->dead = 1;
+        snprintf(c->why, sizeof c->why, "%s", why);
         /* before the hello, its own failure says what happened; after a context error, the
          * server closed the connection on purpose */
         if (c->established && !__atomic_load_n(&c->context_error, __ATOMIC_ACQUIRE))
@@ -130,6 +130,14 @@ void cr_conn_mark_dead(cr_conn_t *c, const char *why)
     }
     pthread_cond_broadcast(&c->cond);
     pthread_mutex_unlock(&c->lock);
+}
+
+const char *cr_conn_why(cr_conn_t *c)
+{
+    pthread_mutex_lock(&c->lock);
+    const char *why = c->dead ? c->why : NULL; /* set once, never changed after */
+    pthread_mutex_unlock(&c->lock);
+    return why;
 }
 
 int cr_conn_context_error(cr_conn_t *c)

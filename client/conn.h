@@ -107,6 +107,8 @@ int cr_conn_expect_host_func(cr_conn_t *c, uint64_t call_id, void (*fn)(void *),
 int cr_conn_context_error(cr_conn_t *c);
 /* 1 once the connection has failed; the reason is kept for messages. */
 int cr_conn_dead(cr_conn_t *c);
+/* Why the connection failed, or NULL while it works. */
+const char *cr_conn_why(cr_conn_t *c);
 /* The hello succeeded: from now on a connection that fails is reported as lost (before, a
  * server that refuses the hello closes it, and the refusal is the message). */
 void cr_conn_established(cr_conn_t *c);

@@ -30,11 +30,12 @@
 
 static int read_frame(cr_conn_t *c, int spin);
 
-static const char *read_error(int err)
+static const char *read_error(const cr_conn_t *c, int err)
 {
-    return err == CR_ECLOSED  ? "connection closed by the server"
-           : err == CR_EPROTO ? "malformed frame from the server"
-                              : "read failed";
+    return c->tr.why[0]        ? c->tr.why /* TLS says what failed */
+           : err == CR_ECLOSED ? "connection closed by the server"
+           : err == CR_EPROTO  ? "malformed frame from the server"
+                               : "read failed";
 }
 
 /* --- waiting for a reply ------------------------------------------------------------------ */
@@ -57,7 +58,7 @@ int cr_pending_wait(cr_pending_t *p)
             pthread_cond_broadcast(&c->cond);
             if (rerr) {
                 pthread_mutex_unlock(&c->lock);
-                cr_conn_mark_dead(c, read_error(rerr));
+                cr_conn_mark_dead(c, read_error(c, rerr));
                 pthread_mutex_lock(&c->lock);
             }
             continue;
@@ -112,18 +113,14 @@ static int fill(cr_conn_t *c, int spin)
 {
     int64_t deadline = spin && c->spin_ns ? cr_now_ns() + (int64_t)c->spin_ns : 0;
     for (;;) {
-        ssize_t r = recv(c->fd, c->rbuf, READ_BUFFER, deadline ? MSG_DONTWAIT : 0);
+        ssize_t r = cr_transport_recv(&c->tr, c->rbuf, READ_BUFFER, deadline != 0);
         if (r > 0) {
             c->rpos = 0;
             c->rlen = (size_t)r;
             return 0;
         }
-        if (r == 0)
-            return CR_ECLOSED;
-        if (errno == EINTR)
-            continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK)
-            return CR_EIO;
+        if (r < 0)
+            return (int)r;
         if (cr_now_ns() >= deadline)
             deadline = 0; /* from now on, sleep in recv */
     }
@@ -145,15 +142,12 @@ static int read_exact(cr_conn_t *c, void *dst, size_t n)
             continue;
         }
         if (d && n >= DIRECT_READ_MIN) { /* large bulk: straight to its destination */
-            ssize_t r = recv(c->fd, d, n, 0);
-            if (r > 0) {
-                d += r;
-                n -= (size_t)r;
-                continue;
-            }
-            if (r < 0 && errno == EINTR)
-                continue;
-            return r == 0 ? CR_ECLOSED : CR_EIO;
+            ssize_t r = cr_transport_recv(&c->tr, d, n, 0);
+            if (r < 0)
+                return (int)r;
+            d += r;
+            n -= (size_t)r;
+            continue;
         }
         int err = fill(c, 0);
         if (err)
@@ -351,8 +345,9 @@ void *cr_conn_reader_main(void *arg)
         pthread_mutex_unlock(&c->lock);
 
         int err = 0;
-        struct pollfd fds[2] = {{c->fd, POLLIN, 0}, {c->wake_fd, POLLIN, 0}};
-        if (c->rpos == c->rlen && poll(fds, 2, -1) < 0 && errno != EINTR)
+        struct pollfd fds[2] = {{c->tr.fd, POLLIN, 0}, {c->wake_fd, POLLIN, 0}};
+        int buffered = c->rpos < c->rlen || cr_transport_buffered(&c->tr);
+        if (!buffered && poll(fds, 2, -1) < 0 && errno != EINTR)
             err = CR_EIO;
         if (fds[1].revents & POLLIN) {
             uint64_t n;
@@ -360,11 +355,12 @@ void *cr_conn_reader_main(void *arg)
             (void)r;
         }
         /* whatever is there now, frame by frame; a waiting thread takes over after */
-        while (!err && (c->rpos < c->rlen || (fds[0].revents & (POLLIN | POLLHUP | POLLERR)))) {
+        while (!err && (buffered || (fds[0].revents & (POLLIN | POLLHUP | POLLERR)))) {
             fds[0].revents = 0;
             err = read_frame(c, 0);
-            if (!err && c->rpos == c->rlen) { /* more already on the socket? */
-                struct pollfd more = {c->fd, POLLIN, 0};
+            buffered = c->rpos < c->rlen || cr_transport_buffered(&c->tr);
+            if (!err && !buffered) { /* more already on the socket? */
+                struct pollfd more = {c->tr.fd, POLLIN, 0};
                 if (poll(&more, 1, 0) > 0)
                     fds[0].revents = more.revents;
             }
@@ -379,7 +375,7 @@ void *cr_conn_reader_main(void *arg)
         pthread_cond_broadcast(&c->cond);
         pthread_mutex_unlock(&c->lock);
         if (err) {
-            cr_conn_mark_dead(c, read_error(err));
+            cr_conn_mark_dead(c, read_error(c, err));
             return NULL;
         }
     }

@@ -12,8 +12,8 @@
 #include <sys/uio.h>
 
 #include "error.h"
+#include "frame.h"
 #include "cr_opcodes.h"
-#include "frame_io.h"
 #include "log.h"
 
 #define FLUSH_THRESHOLD (64u << 10) /* coalesce asynchronous requests up to this many bytes */
@@ -42,13 +42,13 @@ static int flush_locked(cr_conn_t *c, int pass_fd)
     }
     if (c->out.len > pos)
         iov[n++] = (struct iovec){c->out.data + pos, c->out.len - pos};
-    int err = cr_frame_writev(c->fd, iov, n, pass_fd);
+    int err = cr_transport_writev(&c->tr, iov, n, pass_fd);
     if (iov != stack_iov)
         free(iov);
     cr_buf_reset(&c->out);
     c->ref_count = 0;
     if (err)
-        cr_conn_mark_dead(c, "write to the server failed");
+        cr_conn_mark_dead(c, c->tr.why[0] ? c->tr.why : "write to the server failed");
     return err;
 }
 

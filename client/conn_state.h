@@ -12,6 +12,7 @@
 
 #include "conn.h"
 #include "idmap.h"
+#include "transport.h"
 
 #define READ_BUFFER (256u << 10)
 
@@ -37,8 +38,9 @@ typedef struct callback_job_s {
 } callback_job_t;
 
 struct cr_conn_s {
-    int fd;
+    cr_transport_t tr; /* the socket, plaintext or TLS */
     char address[300];
+    char why[320]; /* why it died (under lock) */
 
     pthread_mutex_t send_lock;
     cr_buf_t out;

@@ -96,6 +96,9 @@ static CUresult hello(cr_client_t *cl, char *message, size_t message_len)
     CUresult r = cr_call(&m, &p, &u);
     if (r != CUDA_SUCCESS) {
         cr_hello_refusal(&u.data, message, message_len);
+        const char *lost = cr_conn_why(cl->conn); /* e.g. TLS: the server refused our certificate */
+        if (!message[0] && lost) /* no refusal came: what ended the connection says why */
+            snprintf(message, message_len, "%s", lost);
         cr_reply_done(&p, &u);
         return r;
     }
@@ -131,11 +134,14 @@ CUresult cr_connect(cr_client_t *cl, const char *address)
     char reason[256] = "";
     CUresult r;
     if (cr_address_parse(address, &addr) != 0) {
-        CR_ERROR("CUDA_REMOTE_ADDR=%s is not an address (host:port, host, or unix:/path)", address);
+        CR_ERROR("CUDA_REMOTE_ADDR=%s is not an address (host:port, host, tls://host:port, or "
+                 "unix:/path)",
+                 address);
         return CUDA_ERROR_NO_DEVICE;
     }
     if (cr_conn_open(&addr, &cl->conn, reason, sizeof reason) != 0) {
-        CR_ERROR("cannot reach cuda-remoted at %s: %s (set CUDA_REMOTE_ADDR)", address, reason);
+        CR_ERROR("cannot reach cuda-remoted at %s: %s%s", address, reason,
+                 strncmp(reason, "TLS", 3) ? " (set CUDA_REMOTE_ADDR)" : "");
         return CUDA_ERROR_NO_DEVICE;
     }
     cl->is_unix = addr.is_unix;

@@ -21,7 +21,13 @@ int cr_address_parse(const char *text, cr_address_t *out)
     memset(out, 0, sizeof *out);
     if (!text || !*text)
         return CR_EINVAL;
+    if (strncmp(text, "tls://", 6) == 0) {
+        out->tls = 1;
+        text += 6;
+    }
     if (strncmp(text, "unix:", 5) == 0) {
+        if (out->tls)
+            return CR_EINVAL; /* a local socket needs no TLS */
         const char *path = text + 5;
         if (!*path || strlen(path) >= sizeof out->path)
             return CR_EINVAL;

@@ -1,5 +1,5 @@
 /* Server addresses as users write them: "host:port", "host" (port 7470), "[v6addr]:port",
- * or "unix:/path/to/socket". */
+ * "unix:/path/to/socket", and any TCP one after "tls://" for TLS. */
 #ifndef CR_ADDRESS_H
 #define CR_ADDRESS_H
 
@@ -8,6 +8,7 @@
 
 typedef struct {
     int is_unix;
+    int tls;        /* "tls://host:port" */
     char host[256]; /* host name or numeric address, without brackets */
     int port;
     char path[108]; /* unix socket path */

@@ -41,6 +41,7 @@
 #define CR_STATUS_SESSION_TENANT "tenant"
 #define CR_STATUS_SESSION_WHO "who"
 #define CR_STATUS_SESSION_PEER "peer"
+#define CR_STATUS_SESSION_AUTH "auth"
 #define CR_STATUS_SESSION_MEMORY "memory"
 #define CR_STATUS_SESSION_REQUESTS "requests"
 #define CR_STATUS_SESSION_QUEUED "queued"

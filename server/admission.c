@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "error.h"
 #include "guard.h"
@@ -16,9 +17,33 @@
 #include "session.h"
 #include "session_private.h"
 #include "tenants.h"
+#include "tls.h"
 
-/* The tenant a hello names, if it may have one more session; else the error to answer
- * and its reason in `why`. */
+typedef struct {
+    const char *wanted; /* "CN=...", "DNS:..." or "URI:..." */
+    int found;
+} name_match_t;
+
+static int name_equal(const char *name, void *arg)
+{
+    name_match_t *m = arg;
+    /* DNS names compare without case, as DNS does; the others exactly */
+    m->found =
+        !strncmp(m->wanted, "DNS:", 4) ? !strcasecmp(m->wanted, name) : !strcmp(m->wanted, name);
+    return m->found;
+}
+
+/* Whether the session's verified client certificate carries the name (arg: the session). */
+static int certificate_has(const char *wanted, void *arg)
+{
+    name_match_t m = {wanted, 0};
+    cr_tls_peer_names(((cr_session_t *)arg)->tls, name_equal, &m);
+    return m.found;
+}
+
+/* The tenant a hello names (by its token, else by the client's certificate), if it may have
+ * one more session; else the error to answer and its reason in `why`. Says how it was
+ * named in s->auth. */
 static cr_tenant_t *admit_tenant(cr_session_t *s, const msgpack_object *info, CUresult *r,
                                  char *why, size_t why_len)
 {
@@ -31,14 +56,41 @@ static cr_tenant_t *admit_tenant(cr_session_t *s, const msgpack_object *info, CU
     }
     const msgpack_object *token = cr_mp_field(info, "token");
     int has_token = token && token->type == MSGPACK_OBJECT_STR;
+    char subject[256] = "";
+    cr_tenant_t *by_cert = NULL;
+    if (s->tls) {
+        cr_tls_peer_subject(s->tls, subject, sizeof subject);
+        by_cert = cr_tenants_find_cert(certificate_has, s);
+    }
     const char *reason = NULL;
-    cr_tenant_t *tenant = cr_tenants_find(has_token ? token->via.str.ptr : NULL,
-                                          has_token ? token->via.str.size : 0, &reason);
-    if (!tenant) {
-        snprintf(why, why_len, "%s", reason ? reason : "no such tenant");
+    cr_tenant_t *tenant = by_cert;
+    if (has_token || !by_cert)
+        tenant = cr_tenants_find(has_token ? token->via.str.ptr : NULL,
+                                 has_token ? token->via.str.size : 0, &reason);
+    if (tenant && by_cert && tenant != by_cert) {
+        snprintf(why, why_len, "the token names tenant %s, the client certificate tenant %s",
+                 tenant->name, by_cert->name);
         *r = CUDA_ERROR_NOT_PERMITTED;
         return NULL;
     }
+    if (!tenant) {
+        if (subject[0] && !has_token)
+            snprintf(why, why_len,
+                     "no tenant has the client certificate %s (a tenant's \"cert\"); or set "
+                     "CUDA_REMOTE_TOKEN",
+                     subject);
+        else
+            snprintf(why, why_len, "%s", reason ? reason : "no such tenant");
+        *r = CUDA_ERROR_NOT_PERMITTED;
+        return NULL;
+    }
+    const char *over = s->tls ? " over TLS" : "";
+    if (has_token)
+        snprintf(s->auth, sizeof s->auth, "token%s", over);
+    else if (by_cert)
+        snprintf(s->auth, sizeof s->auth, "certificate %s%s", by_cert->cert, over);
+    else
+        snprintf(s->auth, sizeof s->auth, "nothing%s (no tenants file)", over);
     unsigned limit = __atomic_load_n(&tenant->max_sessions, __ATOMIC_RELAXED);
     if (!limit)
         limit = cr_guard_limits()->tenant_sessions;
@@ -72,7 +124,7 @@ int cr_session_admit(cr_session_t *s, cr_request_t *req, char *why, size_t why_l
     const char *base = strrchr(program, '/');
     snprintf(s->who, sizeof s->who, "%s (pid %s) on %s", base ? base + 1 : program, pid, host);
     CUresult r = CUDA_SUCCESS;
-    char reason[160];
+    char reason[400];
     cr_tenant_t *tenant = admit_tenant(s, info, &r, reason, sizeof reason);
     if (tenant) {
         s->tenant = tenant;

@@ -22,15 +22,21 @@
 #include "dispatch.h"
 #include "error.h"
 #include "guard.h"
+#include "hello.h"
+#include "le.h"
 #include "log.h"
 #include "loop.h"
 #include "loop_private.h"
 #include "protocol.h"
 #include "session.h"
+#include "tls_config.h"
 
 #define DIRECT_READ_MIN (16u << 10)
 
 #define MAX_PASSED_FDS 8 /* descriptors received ahead of the frames they belong to */
+
+#define PLAIN_ON_TLS                                                                               \
+    "this server speaks TLS on this port: connect with CUDA_REMOTE_ADDR=tls://host:port"
 
 static void begin_close(conn_t *c, const char *why);
 
@@ -110,10 +116,18 @@ static int complete(conn_t *c)
     if (cr_dispatch_on_loop(req)) /* e.g. @host_func_done: a stream waits for it */
         return 0;
     if (!c->admitted) { /* the hello (start_request let nothing else through) */
-        char why[256];
+        char why[600];
+        if (c->plain_on_tls) { /* answered in plaintext, so that the client can read why */
+            snprintf(why, sizeof why, "%s", PLAIN_ON_TLS);
+            cr_hello_refuse(req, CUDA_ERROR_NOT_PERMITTED, why);
+            cr_guard_refuse(CR_GUARD_TLS, cr_session_peer(c->session), why);
+            req = NULL;
+            goto refused;
+        }
         if (cr_session_admit(c->session, req, why, sizeof why) != 0) {
             /* the refusal is on its way: the connection closes once it is written */
             cr_guard_refuse(CR_GUARD_HELLO_REFUSED, cr_session_peer(c->session), why);
+        refused:
             cr_request_free(req);
             c->refused = 1;
             forget_waiting(c); /* it closes once the refusal is written */
@@ -193,11 +207,101 @@ static int feed(conn_t *c, const uint8_t *p, size_t n)
     return 0;
 }
 
+/* The handshake is done: says so, and hands the client's certificate names to its session. */
+static void tls_established(conn_t *c)
+{
+    char how[96], subject[256];
+    c->tls_ready = 1;
+    cr_tls_describe(c->tls, how, sizeof how);
+    cr_tls_peer_subject(c->tls, subject, sizeof subject);
+    CR_DEBUG("session %llu: %s from %s%s%s", (unsigned long long)cr_session_id(c->session), how,
+             cr_session_peer(c->session), subject[0] ? ", certificate " : "", subject);
+}
+
+/* The handshake failed: the alert that says why goes to the client, then the connection
+ * closes. A client that sent a frame of ours in plaintext is answered in plaintext. */
+static void tls_failed(conn_t *c, const uint8_t *p, size_t n, int first)
+{
+    if (first && n >= 4 && cr_le_get32(p) == CR_FRAME_MAGIC) {
+        c->plain_on_tls = 1; /* its hello is refused (complete), in plaintext */
+        c->tls = NULL;
+        cr_outbox_set_tls(c->session, NULL);
+        int err = feed(c, p, n);
+        if (err)
+            begin_close(c, "malformed frame");
+        return;
+    }
+    char why[400];
+    snprintf(why, sizeof why, "TLS: %s", cr_tls_why(c->tls));
+    cr_guard_refuse(CR_GUARD_TLS, cr_session_peer(c->session), why);
+    c->refused = 1;
+    forget_waiting(c);
+    uv_read_stop(&c->h.stream);
+    cr_server_close_connection(c->session); /* after the alert */
+}
+
+/* Ciphertext from the client: the handshake, then plaintext into feed, or a request's bulk
+ * bytes straight into its buffer. Everything in p is taken before it returns (p is the
+ * loop's one read buffer). */
+static int tls_input(conn_t *c, const uint8_t *p, size_t n)
+{
+    const uint8_t *start = p;
+    size_t total = n;
+    int first = !c->tls_started, err = 0;
+    c->tls_started = 1;
+    while (!err && !c->closing && !c->refused) {
+        size_t used = 0;
+        if (!c->tls_ready) {
+            int rc = cr_tls_handshake(c->tls, p, n, &used);
+            p += used;
+            n -= used;
+            if (rc < 0) {
+                tls_failed(c, start, total, first);
+                return 0;
+            }
+            if (rc == 0)
+                break;
+            tls_established(c);
+            continue;
+        }
+        uint8_t *dst = (uint8_t *)c->server->plain;
+        size_t cap = sizeof c->server->plain;
+        int direct = c->req && c->body_got == c->req->hdr.body_len &&
+                     c->req->hdr.bulk_len - c->bulk_got >= DIRECT_READ_MIN;
+        if (direct) { /* bulk bytes are decrypted into their buffer */
+            dst = c->req->bulk + c->bulk_got;
+            cap = (size_t)(c->req->hdr.bulk_len - c->bulk_got);
+        }
+        ssize_t got = cr_tls_read(c->tls, p, n, &used, dst, cap);
+        p += used;
+        n -= used;
+        if (got == 0)
+            break;
+        if (got < 0) {
+            char why[400];
+            snprintf(why, sizeof why, "TLS: %s",
+                     got == CR_ECLOSED ? "the client closed the connection" : cr_tls_why(c->tls));
+            begin_close(c, why);
+            return 0;
+        }
+        if (direct) {
+            c->bulk_got += (uint64_t)got;
+            if (request_done(c))
+                err = complete(c);
+        } else {
+            err = feed(c, dst, (size_t)got);
+        }
+    }
+    if (c->tls && cr_tls_has_output(c->tls)) /* handshake messages, alerts */
+        cr_server_wake(c->session);
+    return err;
+}
+
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     conn_t *c = h->data;
     (void)suggested;
-    if (c->req && c->body_got == c->req->hdr.body_len) {
+    if (!c->tls && c->req && c->body_got == c->req->hdr.body_len) {
         uint64_t left = c->req->hdr.bulk_len - c->bulk_got;
         if (left >= DIRECT_READ_MIN) { /* bulk bytes go straight to their buffer */
             *buf = uv_buf_init((char *)c->req->bulk + c->bulk_got,
@@ -218,7 +322,9 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     if (nread == 0 || c->closing || c->refused)
         return;
     int err = 0;
-    if (buf->base != c->server->rbuf) {
+    if (c->tls) {
+        err = tls_input(c, (const uint8_t *)buf->base, (size_t)nread);
+    } else if (buf->base != c->server->rbuf) {
         c->bulk_got += (uint64_t)nread;
         if (request_done(c))
             err = complete(c);
@@ -322,9 +428,14 @@ void cr_conn_accept(uv_stream_t *listener, int status)
         uv_close(&c->h.handle, on_closed);
         return;
     }
+    if (!is_pipe && cr_tls_config_enabled() && !(c->tls = cr_tls_config_connection())) {
+        CR_ERROR("cannot start TLS for %s: out of memory", peer);
+        begin_close(c, "out of memory");
+        return;
+    }
     uv_os_fd_t fd = -1;
     uv_fileno(&c->h.handle, &fd);
-    cr_outbox_attach(c->session, &c->h.stream, fd);
+    cr_outbox_attach(c->session, &c->h.stream, fd, c->tls); /* the session owns c->tls */
     c->accepted_ns = cr_now_ns();
     c->next_waiting = srv->waiting;
     if (srv->waiting)

@@ -22,6 +22,7 @@ typedef struct {
     X(CR_GUARD_PER_ADDRESS, "per_address",                                                         \
       "its address has as many connections as it may have (--max-per-address)")                    \
     X(CR_GUARD_HELLO_REFUSED, "hello_refused", "its hello was refused")                            \
+    X(CR_GUARD_TLS, "tls_failed", "its TLS handshake failed")                                      \
     X(CR_GUARD_HELLO_TIMEOUT, "hello_timeout", "it sent no hello in time (--hello-timeout)")       \
     X(CR_GUARD_BEFORE_HELLO, "before_hello", "it sent something other than a small hello first")   \
     X(CR_GUARD_MALFORMED, "malformed", "it sent a malformed frame")

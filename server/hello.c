@@ -123,8 +123,8 @@ static int answer_hello(cr_session_t *s, cr_request_t *req)
     pthread_mutex_lock(&s->lock);
     s->listed = 1;
     pthread_mutex_unlock(&s->lock);
-    CR_INFO("session %llu: %s connected from %s as tenant %s (%s)", (unsigned long long)s->id,
-            s->who, s->peer, tenant->name, client[0] ? client : "unknown client");
+    CR_INFO("session %llu: %s connected from %s as tenant %s by %s (%s)", (unsigned long long)s->id,
+            s->who, s->peer, tenant->name, s->auth, client[0] ? client : "unknown client");
     return 0;
 }
 

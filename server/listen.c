@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -16,6 +17,11 @@ int cr_listen_bind(const char *text, int allow_unix, cr_listener_t *out)
     static uv_loop_t bind_loop; /* holds the bound handles for as long as the process lives */
     static int bind_loop_ready;
     cr_address_t addr;
+    if (cr_address_parse(text, &addr) == 0 && addr.tls) {
+        CR_ERROR("%s: listeners take host:port; --tls-cert makes every TCP listener speak TLS",
+                 text);
+        return CR_EINVAL;
+    }
     if (cr_address_parse(text, &addr) != 0 || (addr.is_unix && !allow_unix)) {
         CR_ERROR("%s: not an address (%s)", text,
                  allow_unix ? "host:port or unix:/path" : "host:port");
@@ -71,11 +77,17 @@ int cr_listen_bind(const char *text, int allow_unix, cr_listener_t *out)
         if (uv_tcp_getsockname((uv_tcp_t *)handle, (struct sockaddr *)&bound, &len) == 0) {
             int port = 0;
             if (bound.ss_family == AF_INET) {
-                uv_ip4_name((struct sockaddr_in *)&bound, host, sizeof host);
-                port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
+                const struct sockaddr_in *in = (struct sockaddr_in *)&bound;
+                uv_ip4_name(in, host, sizeof host);
+                port = ntohs(in->sin_port);
+                out->loopback = (ntohl(in->sin_addr.s_addr) >> 24) == 127;
             } else {
-                uv_ip6_name((struct sockaddr_in6 *)&bound, host, sizeof host);
-                port = ntohs(((struct sockaddr_in6 *)&bound)->sin6_port);
+                const struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&bound;
+                uv_ip6_name(in6, host, sizeof host);
+                port = ntohs(in6->sin6_port);
+                out->loopback =
+                    IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr) ||
+                    (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && in6->sin6_addr.s6_addr[12] == 127);
             }
             snprintf(out->bound, sizeof out->bound, "%s%s%s:%d",
                      bound.ss_family == AF_INET6 ? "[" : "", host,

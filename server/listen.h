@@ -11,6 +11,7 @@
 typedef struct {
     int fd;
     int is_unix;
+    int loopback;    /* TCP on a loopback address: only this host reaches it */
     char bound[300]; /* the address really bound (the port for port 0) */
 } cr_listener_t;
 

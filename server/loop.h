@@ -8,6 +8,7 @@
 #include "buf.h"
 #include "listen.h"
 #include "session.h"
+#include "tls.h"
 
 typedef struct cr_outmsg_s {
     struct cr_outmsg_s *next;
@@ -44,8 +45,14 @@ int cr_unsent_take_resume_locked(cr_session_t *s);
  * once before any output). */
 void cr_outbox_init(uv_async_t *wakeup);
 /* Where the session's output goes: its connection's stream, written by the loop, and its
- * socket, written straight from a sending thread when nothing is queued before (loop). */
-void cr_outbox_attach(cr_session_t *s, uv_stream_t *stream, int fd);
+ * socket, written straight from a sending thread when nothing is queued before; with tls
+ * (which the session then owns), encrypted on the way (loop thread). */
+void cr_outbox_attach(cr_session_t *s, uv_stream_t *stream, int fd, cr_tls_t *tls);
+/* Drops TLS from a session's output before anything was sent (a plaintext client on a TLS
+ * listener is answered in plaintext); frees the old one (loop thread). */
+void cr_outbox_set_tls(cr_session_t *s, cr_tls_t *tls);
+/* Frees what the session's output holds (session.c, at the last reference). */
+void cr_outbox_free(cr_session_t *s);
 /* The sessions that rang since the last take, one after another (cr_outbox_next); the
  * loop flushes each and drops the reference the list held (loop thread). */
 cr_session_t *cr_outbox_take(void);

@@ -8,6 +8,7 @@
 #include "loop.h"
 #include "request.h"
 #include "session.h"
+#include "tls.h"
 
 /* Every read lands in one buffer of the loop's first: nothing stays in it. */
 #define CR_READ_BUFFER (64u << 10)
@@ -30,6 +31,10 @@ typedef struct conn_s {
     int closing;
     int refused;          /* its hello was refused: nothing more is read */
     int admitted;         /* its hello named a tenant */
+    cr_tls_t *tls;        /* TLS on this connection (the session owns it), NULL: plaintext */
+    int tls_started;      /* ciphertext has come in */
+    int tls_ready;        /* its handshake is done */
+    int plain_on_tls;     /* it spoke plaintext to TLS: its hello is refused, in plaintext */
     uint64_t address_key; /* the guard's count it is in, 0: none */
     int64_t accepted_ns;
     struct conn_s *prev_waiting, *next_waiting; /* not admitted yet: the server's list */
@@ -52,7 +57,8 @@ struct cr_server_s {
     void (*on_last_closed)(void); /* set while restarting: the last connection closed */
     conn_t *waiting;              /* connections that have not been admitted, newest first */
     uv_timer_t hello_deadline;
-    char rbuf[CR_READ_BUFFER]; /* every read lands here first: nothing stays in it */
+    char rbuf[CR_READ_BUFFER];  /* every read lands here first: nothing stays in it */
+    char plain[CR_READ_BUFFER]; /* what TLS decrypts from rbuf, unless it goes to a request */
 };
 
 /* connection.c */

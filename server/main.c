@@ -20,6 +20,7 @@
 #include "status.h"
 #include "supervisor.h"
 #include "tenants.h"
+#include "tls_config.h"
 #include "waiter.h"
 
 int main(int argc, char **argv)
@@ -42,10 +43,23 @@ int main(int argc, char **argv)
         CR_ERROR("--tenants: %s", err);
         return 2;
     }
+    if (cr_tls_config_load(&o.tls, err, sizeof err) != 0) {
+        CR_ERROR("TLS: %s", err);
+        return 2;
+    }
     cr_listener_t listeners[CR_MAX_LISTEN], metrics_listener;
-    for (int i = 0; i < o.listen.count; i++)
+    for (int i = 0; i < o.listen.count; i++) {
         if (cr_listen_bind(o.listen.addr[i], 1, &listeners[i]) != 0)
             return 1;
+        if (!listeners[i].is_unix && !listeners[i].loopback && !cr_tls_config_enabled() &&
+            !o.insecure) {
+            CR_ERROR("--listen %s: plaintext TCP on an address other hosts reach; give "
+                     "--tls-cert and --tls-key, or --insecure to accept that anyone on the "
+                     "network can read and forge its traffic",
+                     o.listen.addr[i]);
+            return 2;
+        }
+    }
     if (o.metrics && cr_listen_bind(o.metrics, 0, &metrics_listener) != 0)
         return 1;
     cr_status_start();
@@ -55,6 +69,8 @@ int main(int argc, char **argv)
     cr_status_set_restarts(generation);
     if (generation > 0 && o.tenants_file) /* the file as it is now, not as it was at start */
         cr_tenants_reload();
+    if (generation > 0) /* the certificates too */
+        cr_tls_config_reload();
     if (cr_backend_open(&o.backend, &backend, err, sizeof err) != 0) {
         CR_ERROR("backend %s: %s", o.backend.kind, err);
         return 1;
@@ -66,7 +82,8 @@ int main(int argc, char **argv)
                 strcmp(backend.kind, "cuda") == 0 ? backend.path : "", backend.desc.name,
                 backend.desc.total_mem >> 20, backend.driver_version);
         for (int i = 0; i < o.listen.count; i++)
-            CR_INFO("listening on %s", listeners[i].bound);
+            CR_INFO("listening on %s (%s)", listeners[i].bound,
+                    listeners[i].is_unix ? "local socket" : cr_tls_config_describe());
         if (o.metrics)
             CR_INFO("metrics on http://%s/metrics", metrics_listener.bound);
     } else {

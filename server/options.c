@@ -227,12 +227,31 @@ static const cr_option_t table[] = {
      FLAG(no_shm),
      .help = "decline shared memory from clients on Unix sockets (their bytes then travel "
              "over the socket)"},
+    {.name = "tls-cert",
+     .arg = "FILE",
+     TEXT(tls.cert),
+     .help = "the server's certificate (PEM, chain allowed): every TCP listener speaks TLS 1.3 "
+             "(needs --tls-key); SIGHUP reads it again"},
+    {.name = "tls-key",
+     .arg = "FILE",
+     TEXT(tls.key),
+     .help = "the certificate's private key (PEM)"},
+    {.name = "tls-client-ca",
+     .arg = "FILE",
+     TEXT(tls.client_ca),
+     .help = "CAs (PEM) one of which must have signed every TCP client's certificate (mutual "
+             "TLS); a tenant whose \"cert\" names it then needs no token"},
+    {.name = "insecure",
+     FLAG(insecure),
+     .help = "allow a plaintext TCP listener on an address other than loopback (anyone on the "
+             "network reads and forges its traffic)"},
     {.name = "tenants",
      .arg = "FILE",
      TEXT(tenants_file),
      .usual = "one tenant, \"default\", with the whole device",
      .help = "tenants (JSON: name, token, memory, weight, priority, compute_limit, sessions, "
-             "admin); clients then need CUDA_REMOTE_TOKEN; SIGHUP reloads it"},
+             "admin, cert); clients then need CUDA_REMOTE_TOKEN or a client certificate; "
+             "SIGHUP reloads it"},
     {.name = "metrics",
      .arg = "ADDR",
      TEXT(metrics),

@@ -16,6 +16,7 @@
 #include "backend.h"
 #include "guard.h"
 #include "loop.h"
+#include "tls_config.h"
 
 typedef struct {
     const char *addr[CR_MAX_LISTEN];
@@ -32,6 +33,8 @@ typedef struct {
     const char *log_level;    /* for CUDA_REMOTE_LOG */
     const char *tenants_file; /* NULL: one tenant, "default", with the whole device */
     const char *metrics;      /* NULL: no metrics listener */
+    cr_tls_files_t tls;       /* cert NULL: no TLS */
+    int insecure;             /* allow plaintext TCP listeners on other than loopback */
 } cr_server_options_t;
 
 typedef struct cr_option_s cr_option_t;

@@ -7,6 +7,12 @@
  * order. Every byte queued counts toward the session's unsent output until it is written
  * or dropped (cr_unsent_written); a closing session's output is dropped.
  *
+ * On a TLS connection the writer encrypts as it goes, a bounded piece at a time
+ * (CR_TLS_SEAL_CHUNK) into the session's tls_wire: a direct writer while the socket takes
+ * it, the loop for the rest, one piece written at a time (tls_busy). Whoever encrypts also
+ * writes, so the records go out in the order they were made. A message is released once
+ * it is encrypted: the ciphertext is the copy that waits.
+ *
  * Threads: cr_server_send, cr_server_wake and cr_server_close_connection from any thread;
  * the drain on the loop thread. */
 #include <errno.h>
@@ -15,6 +21,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "log.h"
 #include "loop.h"
 #include "session_private.h"
 #include "session.h"
@@ -85,12 +92,60 @@ static int write_direct(int fd, cr_outmsg_t *m)
     return 1;
 }
 
+/* Sends what is left of tls_wire without blocking; returns 1 when all of it went out. */
+static int write_wire(cr_session_t *s, int fd)
+{
+    while (s->tls_wire_sent < s->tls_wire.len) {
+        ssize_t w = send(fd, s->tls_wire.data + s->tls_wire_sent,
+                         s->tls_wire.len - s->tls_wire_sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return 0;
+        }
+        s->tls_wire_sent += (size_t)w;
+    }
+    s->tls_wire.len = s->tls_wire_sent = 0;
+    return 1;
+}
+
+/* Encrypts up to `room` more bytes of m into tls_wire; returns 1 once all of m is in, -1
+ * when TLS failed (the connection is then closed). */
+static int seal_message(cr_session_t *s, cr_outmsg_t *m, size_t room)
+{
+    struct iovec iov[2] = {{m->head.data, m->head.len}, {(void *)m->bulk, m->bulk_len}};
+    ssize_t k = cr_tls_seal(s->tls, iov, m->bulk_len ? 2 : 1, m->sent, room, &s->tls_wire);
+    if (k < 0)
+        return -1;
+    m->sent += (size_t)k;
+    return m->sent == m->head.len + m->bulk_len;
+}
+
+/* The direct write of m on a TLS connection: piece by piece while the socket takes it. 1
+ * when all of m went out; 0 when the rest (the unsent ciphertext in tls_wire, and what of
+ * m is not encrypted yet) is the loop's; -1 when TLS failed (m is dropped). Runs with
+ * direct_busy. */
+static int write_direct_tls(cr_session_t *s, int fd, cr_outmsg_t *m)
+{
+    for (;;) {
+        int all = seal_message(s, m, CR_TLS_SEAL_CHUNK);
+        if (all < 0) {
+            s->tls_wire.len = s->tls_wire_sent = 0;
+            return -1;
+        }
+        if (!write_wire(s, fd))
+            return 0;
+        if (all)
+            return 1;
+    }
+}
+
 void cr_server_send(cr_session_t *s, cr_outmsg_t *m)
 {
     m->next = NULL;
     m->session = s;
     m->sent = 0;
-    int wake = 0;
+    int wake = 0, close_after = 0;
     pthread_mutex_lock(&s->lock);
     s->out_bytes += m->head.len + m->bulk_len; /* until release_msg */
     if (!s->stream && s->closing) {            /* nobody to send it to */
@@ -98,12 +153,18 @@ void cr_server_send(cr_session_t *s, cr_outmsg_t *m)
         release_msg(m);
         return;
     }
-    if (m->head.len && s->fd >= 0 && !s->out_head && !s->writes_in_flight && !s->direct_busy) {
+    if (m->head.len && s->fd >= 0 && !s->out_head && !s->writes_in_flight && !s->direct_busy &&
+        s->tls_wire.len == 0) {
         /* nothing before it: write it from this thread */
         s->direct_busy = 1;
         int fd = s->fd;
         pthread_mutex_unlock(&s->lock);
-        int done = write_direct(fd, m);
+        int done = s->tls ? write_direct_tls(s, fd, m) : write_direct(fd, m);
+        if (done < 0) {
+            CR_WARN("session %llu: TLS: %s", (unsigned long long)s->id, cr_tls_why(s->tls));
+            close_after = 1;
+            done = 1;
+        }
         pthread_mutex_lock(&s->lock);
         s->direct_busy = 0;
         pthread_cond_broadcast(&s->cond); /* a closing connection may wait for this */
@@ -134,6 +195,8 @@ wake_loop:
         add_to_list(s);
     if (wake)
         uv_async_send(doorbell);
+    if (close_after)
+        cr_server_close_connection(s);
 }
 
 void cr_server_wake(cr_session_t *s)
@@ -161,8 +224,12 @@ static void on_write(uv_write_t *w, int status)
     release_msg(m);
 }
 
+static unsigned flush_tls(cr_session_t *s, uv_stream_t **stream_out);
+
 unsigned cr_outbox_flush(cr_session_t *s, uv_stream_t **stream_out)
 {
+    if (s->tls)
+        return flush_tls(s, stream_out);
     pthread_mutex_lock(&s->lock);
     /* a direct write in progress goes first: its writer re-queues the session after it */
     cr_outmsg_t *m = s->direct_busy ? NULL : s->out_head;
@@ -217,15 +284,154 @@ cr_session_t *cr_outbox_take(void)
     return s;
 }
 
-void cr_outbox_attach(cr_session_t *s, uv_stream_t *stream, int fd)
+void cr_outbox_attach(cr_session_t *s, uv_stream_t *stream, int fd, cr_tls_t *tls)
 {
     pthread_mutex_lock(&s->lock);
     s->stream = stream;
     s->fd = fd;
+    s->tls = tls;
     pthread_mutex_unlock(&s->lock);
 }
 
 cr_session_t *cr_outbox_next(const cr_session_t *s)
 {
     return s->next_with_output;
+}
+
+/* --- TLS: the loop's writer --------------------------------------------------------------- */
+
+static void pump(cr_session_t *s, uv_stream_t *stream);
+
+/* Drops what is queued (the connection is gone or TLS failed). */
+static void drop_queued(cr_session_t *s)
+{
+    pthread_mutex_lock(&s->lock);
+    cr_outmsg_t *m = s->out_head;
+    s->out_head = s->out_tail = NULL;
+    pthread_mutex_unlock(&s->lock);
+    while (m) {
+        cr_outmsg_t *next = m->next;
+        release_msg(m);
+        m = next;
+    }
+}
+
+/* A piece of ciphertext was written: the next one (through the doorbell, which also acts on
+ * requests to close or read again). */
+static void on_tls_write(uv_write_t *w, int status)
+{
+    cr_session_t *s = w->data;
+    int wake = 0;
+    if (status < 0) /* the connection is broken: nothing more goes out, and it closes */
+        drop_queued(s);
+    pthread_mutex_lock(&s->lock);
+    s->tls_wire.len = s->tls_wire_sent = 0;
+    s->tls_busy = 0;
+    s->writes_in_flight--;
+    if (status < 0)
+        s->close_requested = 1;
+    if (s->stream)
+        enqueue_locked(s, &wake);
+    pthread_mutex_unlock(&s->lock);
+    if (wake == 2)
+        add_to_list(s);
+    if (wake)
+        uv_async_send(doorbell);
+}
+
+/* Encrypts the next piece of the queue (or what TLS itself has to send) and writes it.
+ * Loop thread, not while a direct writer or another piece is at work. */
+static void pump(cr_session_t *s, uv_stream_t *stream)
+{
+    pthread_mutex_lock(&s->lock);
+    if (s->tls_busy || s->direct_busy) {
+        pthread_mutex_unlock(&s->lock);
+        return;
+    }
+    s->tls_busy = 1; /* from here, no direct writer starts */
+    s->writes_in_flight++;
+    pthread_mutex_unlock(&s->lock);
+    int failed = 0;
+    if (s->tls_wire_sent == s->tls_wire.len) { /* nothing left over: encrypt more */
+        s->tls_wire.len = s->tls_wire_sent = 0;
+        failed = cr_tls_take(s->tls, &s->tls_wire) < 0;
+        while (!failed && s->tls_wire.len < CR_TLS_SEAL_CHUNK) {
+            pthread_mutex_lock(&s->lock);
+            cr_outmsg_t *m = s->out_head; /* only this thread takes from the head now */
+            pthread_mutex_unlock(&s->lock);
+            if (!m)
+                break;
+            int all = m->head.len ? seal_message(s, m, CR_TLS_SEAL_CHUNK - s->tls_wire.len) : 1;
+            if (all < 0) {
+                failed = 1;
+                break;
+            }
+            if (!all)
+                break;
+            pthread_mutex_lock(&s->lock);
+            s->out_head = m->next;
+            if (!s->out_head)
+                s->out_tail = NULL;
+            pthread_mutex_unlock(&s->lock);
+            release_msg(m); /* the ciphertext is its copy now */
+        }
+    }
+    if (failed) {
+        CR_WARN("session %llu: TLS: %s", (unsigned long long)s->id, cr_tls_why(s->tls));
+        s->tls_wire.len = s->tls_wire_sent = 0;
+        drop_queued(s);
+        cr_server_close_connection(s);
+    }
+    uv_buf_t buf = uv_buf_init((char *)s->tls_wire.data + s->tls_wire_sent,
+                               (unsigned)(s->tls_wire.len - s->tls_wire_sent));
+    s->tls_write.data = s;
+    if (buf.len == 0 || uv_write(&s->tls_write, stream, &buf, 1, on_tls_write) != 0) {
+        pthread_mutex_lock(&s->lock);
+        s->tls_busy = 0;
+        s->writes_in_flight--;
+        pthread_mutex_unlock(&s->lock);
+        if (buf.len != 0) { /* the stream is closing */
+            s->tls_wire.len = s->tls_wire_sent = 0;
+            drop_queued(s);
+        }
+    }
+}
+
+static unsigned flush_tls(cr_session_t *s, uv_stream_t **stream_out)
+{
+    pthread_mutex_lock(&s->lock);
+    s->out_queued = 0;
+    uv_stream_t *stream = s->stream;
+    int resume = cr_unsent_take_resume_locked(s);
+    pthread_mutex_unlock(&s->lock);
+    *stream_out = stream;
+    if (!stream) { /* closed: nothing more goes out */
+        drop_queued(s);
+        return 0;
+    }
+    pump(s, stream); /* does nothing while a piece is being written or a direct writer runs */
+    pthread_mutex_lock(&s->lock);
+    /* the connection closes only once everything queued before went out */
+    int idle = !s->tls_busy && !s->direct_busy && !s->out_head && s->tls_wire.len == 0;
+    int close_now = s->close_requested && idle;
+    if (close_now)
+        s->close_requested = 0;
+    pthread_mutex_unlock(&s->lock);
+    return (resume ? CR_OUTBOX_RESUME : 0u) | (close_now ? CR_OUTBOX_CLOSE : 0u);
+}
+
+void cr_outbox_set_tls(cr_session_t *s, cr_tls_t *tls)
+{
+    pthread_mutex_lock(&s->lock);
+    cr_tls_t *old = s->tls;
+    s->tls = tls;
+    pthread_mutex_unlock(&s->lock);
+    cr_tls_free(old);
+}
+
+void cr_outbox_free(cr_session_t *s)
+{
+    cr_tls_free(s->tls);
+    s->tls = NULL;
+    cr_buf_free(&s->tls_wire);
 }

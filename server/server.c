@@ -20,6 +20,7 @@
 #include "status.h"
 #include "supervisor.h"
 #include "tenants.h"
+#include "tls_config.h"
 
 #define RESTART_GRACE_MS 2000
 
@@ -72,6 +73,7 @@ static void on_signal(uv_signal_t *sig, int signum)
 static void on_sighup(uv_signal_t *sig, int signum)
 {
     cr_tenants_reload(); /* sessions carry on */
+    cr_tls_config_reload();
 }
 
 int cr_server_run(const cr_backend_t *b, const cr_listener_t *listeners, int listener_count,

@@ -13,6 +13,7 @@
  * them; s->lock guards what struct cr_session_s (session.h) says it does. */
 #include "backend.h"
 #include "guard.h"
+#include "loop.h"
 #include "scheduler.h"
 #include "session.h"
 #include "session_private.h"
@@ -79,6 +80,7 @@ void cr_sessions_foreach(void (*fn)(const cr_session_info_t *info, void *arg), v
             info.id = s->id;
             memcpy(info.who, s->who, sizeof info.who);
             memcpy(info.peer, s->peer, sizeof info.peer);
+            memcpy(info.auth, s->auth, sizeof info.auth);
             info.tenant = s->tenant;
             info.queued = s->inbox_count;
             info.connected_ns = s->connected_ns;
@@ -150,6 +152,7 @@ static void session_free(cr_session_t *s)
         cr_session_uncharge(s, s->allocations.ranges[i].value);
     cr_rangemap_free(&s->allocations);
     cr_rangemap_free(&s->code_ranges);
+    cr_outbox_free(s);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->cond);
     free(s);

@@ -90,6 +90,7 @@ typedef struct {
     uint64_t id;
     char who[320]; /* "program (pid N) on host" */
     char peer[128];
+    char auth[300]; /* how it authenticated: "token", "certificate CN=alice", "none"; "/TLS" */
     const cr_tenant_t *tenant;
     uint64_t memory, requests, queued;
     int64_t connected_ns;

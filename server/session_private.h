@@ -6,8 +6,10 @@
 #include <pthread.h>
 #include <uv.h>
 
+#include "buf.h"
 #include "idmap.h"
 #include "rangemap.h"
+#include "tls.h"
 #include "session.h"
 #ifndef CR_SERVER_SESSION_PRIVATE_H
 #define CR_SERVER_SESSION_PRIVATE_H
@@ -21,6 +23,7 @@ struct cr_session_s {
     uint64_t id;
     char peer[128]; /* address of the connection */
     char who[320];  /* "program (pid N) on host" after hello */
+    char auth[300]; /* how the hello was admitted (cr_session_info_t) */
     int hello_done;
     cr_tenant_t *tenant; /* set at hello */
 
@@ -56,6 +59,13 @@ struct cr_session_s {
     int fd;               /* the connection's socket, -1 once it closes */
     int direct_busy;      /* a thread is writing straight to fd */
     int writes_in_flight; /* messages handed to libuv, not yet written */
+    /* TLS (outbox.c): messages are encrypted into tls_wire a piece at a time, by the thread
+     * that writes: a direct writer, or the loop while tls_busy */
+    cr_tls_t *tls; /* owned; NULL: plaintext */
+    cr_buf_t tls_wire;
+    size_t tls_wire_sent;
+    int tls_busy; /* the loop encrypts or writes tls_wire (counts in writes_in_flight) */
+    uv_write_t tls_write;
     struct cr_outmsg_s *out_head, *out_tail;
     int out_queued;        /* on the server's list of sessions with output */
     int close_requested;   /* close the connection once the output is written */

@@ -231,12 +231,13 @@ void cr_srv_status(cr_request_t *req)
     msgpack_pack_array(pk, sessions.count);
     for (size_t i = 0; i < sessions.count; i++) {
         const cr_session_info_t *s = &sessions.list[i];
-        msgpack_pack_map(pk, 9 + USAGE_FIELDS);
+        msgpack_pack_map(pk, 10 + USAGE_FIELDS);
         kv_u64(pk, CR_STATUS_SESSION_ID, s->id);
         kv_u64(pk, CR_STATUS_SESSION_ENDING, (uint64_t)s->ending);
         kv_str(pk, CR_STATUS_SESSION_TENANT, s->tenant ? s->tenant->name : "");
         kv_str(pk, CR_STATUS_SESSION_WHO, s->who);
         kv_str(pk, CR_STATUS_SESSION_PEER, s->peer);
+        kv_str(pk, CR_STATUS_SESSION_AUTH, s->auth);
         kv_u64(pk, CR_STATUS_SESSION_MEMORY, s->memory);
         kv_u64(pk, CR_STATUS_SESSION_REQUESTS, s->requests);
         kv_u64(pk, CR_STATUS_SESSION_QUEUED, s->queued);

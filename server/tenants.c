@@ -3,7 +3,11 @@
  *
  *   {"tenants": [{"name": "alice", "token": "...", "memory": "2GiB", "weight": 1,
  *                 "priority": "normal", "admin": false, "sessions": 64,
- *                 "compute_limit": "30%"}]}
+ *                 "compute_limit": "30%", "cert": "CN=alice"}]}
+ *
+ * A tenant is known by its token, or by the client certificate "cert" names ("CN=name": the
+ * subject's common name; "DNS:name" or "URI:uri": a subject alternative name) when the
+ * server verifies client certificates (--tls-client-ca); it has one or both.
  *
  * "sessions" bounds the clients a tenant may have connected at once (default: the
  * server's --max-sessions-per-tenant); "compute_limit" caps its device time even when the
@@ -63,6 +67,7 @@ static int parse_entry(const cJSON *e, int index, cr_tenant_t *out, char *err, s
     const cJSON *admin = cJSON_GetObjectItemCaseSensitive(e, "admin");
     const cJSON *sessions = cJSON_GetObjectItemCaseSensitive(e, "sessions");
     const cJSON *limit = cJSON_GetObjectItemCaseSensitive(e, "compute_limit");
+    const cJSON *cert = cJSON_GetObjectItemCaseSensitive(e, "cert");
     if (!cJSON_IsObject(e)) {
         snprintf(err, len, "tenant %d is not an object", index);
         return CR_EINVAL;
@@ -75,12 +80,28 @@ static int parse_entry(const cJSON *e, int index, cr_tenant_t *out, char *err, s
         return CR_EINVAL;
     }
     snprintf(out->name, sizeof out->name, "%s", name->valuestring);
-    if (!cJSON_IsString(token) || strlen(token->valuestring) < 8 ||
-        strlen(token->valuestring) >= sizeof out->token) {
-        snprintf(err, len, "tenant %s: \"token\" must be a string of 8-255 characters", out->name);
+    if ((token || !cert) && (!cJSON_IsString(token) || strlen(token->valuestring) < 8 ||
+                             strlen(token->valuestring) >= sizeof out->token)) {
+        snprintf(err, len, "tenant %s: \"token\" must be a string of 8-255 characters%s", out->name,
+                 token ? "" : " (or the tenant needs a \"cert\")");
         return CR_EINVAL;
     }
-    snprintf(out->token, sizeof out->token, "%s", token->valuestring);
+    snprintf(out->token, sizeof out->token, "%s", token ? token->valuestring : "");
+    out->cert[0] = 0;
+    if (cert) {
+        const char *c = cJSON_IsString(cert) ? cert->valuestring : "";
+        size_t prefix = !strncmp(c, "CN=", 3)                              ? 3
+                        : !strncmp(c, "DNS:", 4) || !strncmp(c, "URI:", 4) ? 4
+                                                                           : 0;
+        if (!prefix || !c[prefix] || strlen(c) >= sizeof out->cert) {
+            snprintf(err, len,
+                     "tenant %s: \"cert\" must be \"CN=name\", \"DNS:name\" or \"URI:uri\" "
+                     "(under 256 characters)",
+                     out->name);
+            return CR_EINVAL;
+        }
+        snprintf(out->cert, sizeof out->cert, "%s", c);
+    }
     out->quota = 0;
     if (cJSON_IsString(memory)) {
         if (cr_parse_size(memory->valuestring, &out->quota) != 0) {
@@ -203,9 +224,12 @@ static cr_tenant_t *parse_file(const char *path, int *count, char *err, size_t l
         }
         for (int j = 0; j < i; j++)
             if (!strcmp(entries[j].name, entries[i].name) ||
-                !strcmp(entries[j].token, entries[i].token)) {
+                (entries[i].token[0] && !strcmp(entries[j].token, entries[i].token)) ||
+                (entries[i].cert[0] && !strcmp(entries[j].cert, entries[i].cert))) {
                 snprintf(err, len, "tenants %s and %s share a %s", entries[j].name, entries[i].name,
-                         !strcmp(entries[j].name, entries[i].name) ? "name" : "token");
+                         !strcmp(entries[j].name, entries[i].name)     ? "name"
+                         : !strcmp(entries[j].token, entries[i].token) ? "token"
+                                                                       : "cert");
                 bad = 1;
             }
         i++;
@@ -248,6 +272,7 @@ static int apply(const cr_tenant_t *entries, int n, char *err, size_t len)
             *tail = t;
         }
         memcpy(t->token, entries[i].token, sizeof t->token);
+        memcpy(t->cert, entries[i].cert, sizeof t->cert);
         __atomic_store_n(&t->quota, entries[i].quota, __ATOMIC_RELAXED);
         __atomic_store(&t->weight, &entries[i].weight, __ATOMIC_RELAXED); /* sched.c reads it */
         __atomic_store_n(&t->priority, entries[i].priority, __ATOMIC_RELAXED);
@@ -325,11 +350,22 @@ cr_tenant_t *cr_tenants_find(const char *token, size_t len, const char **why)
         *why = "this server has tenants: set CUDA_REMOTE_TOKEN to your tenant's token";
     } else {
         for (cr_tenant_t *t = tenants; t; t = t->next)
-            if (!t->removed && token_equal(t->token, token, len))
+            if (!t->removed && t->token[0] && token_equal(t->token, token, len))
                 found = t;
         if (!found)
             *why = "the token (CUDA_REMOTE_TOKEN) was rejected: no tenant has it";
     }
+    pthread_mutex_unlock(&lock);
+    return found;
+}
+
+cr_tenant_t *cr_tenants_find_cert(int (*has_name)(const char *name, void *arg), void *arg)
+{
+    pthread_mutex_lock(&lock);
+    cr_tenant_t *found = NULL;
+    for (cr_tenant_t *t = file_path ? tenants : NULL; t && !found; t = t->next)
+        if (!t->removed && t->cert[0] && has_name(t->cert, arg))
+            found = t;
     pthread_mutex_unlock(&lock);
     return found;
 }

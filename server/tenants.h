@@ -1,4 +1,4 @@
-/* Tenants (tenants.c): who may connect (by token), their device-memory quota, weight,
+/* Tenants (tenants.c): who may connect (by token or client certificate), their device-memory quota, weight,
  * compute limit and priority, from the tenants file; SIGHUP reloads it. Usage counters are
  * atomics, updated by sessions and the scheduler. */
 #ifndef CR_SERVER_TENANTS_H
@@ -40,7 +40,9 @@ typedef struct {
 typedef struct cr_tenant_s {
     struct cr_tenant_s *next;
     char name[64];
-    char token[256];       /* never logged */
+    char token[256];       /* never logged; "": known by its certificate only */
+    char cert[256];        /* "CN=...", "DNS:..." or "URI:...": the client certificate that
+                              names it, "": none (under the tenants' lock) */
     uint64_t quota;        /* bytes of device memory, 0: the whole device (atomic) */
     double weight;         /* share of device time under contention */
     double compute_limit;  /* its device time at most this part of the wall time, even on an
@@ -69,6 +71,9 @@ int cr_tenants_from_file(void);
 /* The tenant a hello's token names (token NULL when the client sent none); NULL with the
  * reason to give the client when it is refused. */
 cr_tenant_t *cr_tenants_find(const char *token, size_t len, const char **why);
+/* The tenant whose "cert" names a client certificate: has_name(cert, arg) says whether the
+ * verified certificate carries that name. NULL: none (or no tenants file). */
+cr_tenant_t *cr_tenants_find_cert(int (*has_name)(const char *name, void *arg), void *arg);
 /* Charges device memory to a tenant: CUDA_ERROR_OUT_OF_MEMORY when it would pass its
  * quota (exactly: used + bytes may equal the quota). */
 CUresult cr_tenant_charge(cr_tenant_t *t, uint64_t bytes);

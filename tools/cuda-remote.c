@@ -2,7 +2,8 @@
  *
  *   cuda-remote status [--server ADDR] [--json]
  *
- * status connects like a CUDA program would (CUDA_REMOTE_ADDR, CUDA_REMOTE_TOKEN), asks the
+ * status connects like a CUDA program would (CUDA_REMOTE_ADDR, CUDA_REMOTE_TOKEN, and for a
+ * tls:// address CUDA_REMOTE_TLS_*), asks the
  * server what it runs (@status, common/protocol.h) and prints it as tables, as nvidia-smi
  * does for processes: the server, the tenants the caller may see (its own; every one for an
  * admin tenant or a server without tenants), and their sessions. --json prints the reply as
@@ -32,19 +33,21 @@ static const char *prog = "cuda-remote";
 
 /* Sends a request whose body is `body` and reads its reply's body into *reply (unpacked in
  * *u). 0, or -1 with the reason printed. */
-static int call(int fd, uint16_t opcode, uint64_t call_id, const cr_buf_t *body, cr_buf_t *reply,
-                msgpack_unpacked *u)
+static int call(cr_transport_t *t, uint16_t opcode, uint64_t call_id, const cr_buf_t *body,
+                cr_buf_t *reply, msgpack_unpacked *u)
 {
     cr_frame_header_t h = {CR_PROTOCOL_VERSION, opcode, 0, (uint32_t)body->len, call_id, 0};
-    if (cr_frame_send(fd, &h, body->data) != 0) {
-        fprintf(stderr, "%s: the server closed the connection\n", prog);
+    if (cr_frame_send(t, &h, body->data) != 0) {
+        fprintf(stderr, "%s: the server closed the connection%s%s\n", prog, t->why[0] ? ": " : "",
+                t->why);
         return -1;
     }
     do { /* skip anything that is not this call's reply */
-        int err = cr_frame_recv(fd, &h, reply);
+        int err = cr_frame_recv(t, &h, reply);
         if (err) {
             fprintf(stderr, "%s: %s\n", prog,
                     err == CR_ENOMEM ? "out of memory"
+                    : t->why[0]      ? t->why
                                      : "the server closed the connection or spoke nonsense");
             return -1;
         }
@@ -176,8 +179,8 @@ static void print_tables(const msgpack_object *st)
                num(t, CR_STATUS_USAGE_ERRORS), num(t, CR_STATUS_TENANT_QUEUED));
     }
 
-    printf("\n%-7s %-12s %-40s %-22s %10s %9s %10s %9s %7s\n", "SESSION", "TENANT", "PROGRAM",
-           "FROM", "MEMORY", "LAUNCHES", "GPU TIME", "REQUESTS", "UP");
+    printf("\n%-7s %-12s %-40s %-22s %-24s %10s %9s %10s %9s %7s\n", "SESSION", "TENANT", "PROGRAM",
+           "FROM", "AUTHENTICATED BY", "MEMORY", "LAUNCHES", "GPU TIME", "REQUESTS", "UP");
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
@@ -189,16 +192,17 @@ static void print_tables(const msgpack_object *st)
                                since->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
                          ? since->via.i64
                          : now_ns;
-        char tenant[64], who[320], peer[128], id[32];
+        char tenant[64], who[320], peer[128], auth[300], id[32];
         snprintf(id, sizeof id, "%" PRIu64 "%s", num(s, CR_STATUS_SESSION_ID),
                  num(s, CR_STATUS_SESSION_ID) == self ? "*"
                  : num(s, CR_STATUS_SESSION_ENDING)   ? "-"
                                                       : "");
         printf(
-            "%-7s %-12s %-40s %-22s %10s %9" PRIu64 " %10s %9" PRIu64 " %7s\n", id,
+            "%-7s %-12s %-40s %-22s %-24s %10s %9" PRIu64 " %10s %9" PRIu64 " %7s\n", id,
             str(s, CR_STATUS_SESSION_TENANT, tenant, sizeof tenant),
             str(s, CR_STATUS_SESSION_WHO, who, sizeof who),
             str(s, CR_STATUS_SESSION_PEER, peer, sizeof peer),
+            str(s, CR_STATUS_SESSION_AUTH, auth, sizeof auth),
             bytes(num(s, CR_STATUS_SESSION_MEMORY), a, sizeof a), num(s, CR_STATUS_USAGE_LAUNCHES),
             device_time(num(s, CR_STATUS_USAGE_DEVICE_NS), b, sizeof b),
             num(s, CR_STATUS_SESSION_REQUESTS), duration((double)(now_ns - t0) / 1e9, e, sizeof e));
@@ -268,12 +272,13 @@ static int status(const char *server, int json)
 {
     cr_address_t addr;
     if (cr_address_parse(server, &addr) != 0) {
-        fprintf(stderr, "%s: %s is not an address (host:port, host, unix:/path)\n", prog, server);
+        fprintf(stderr, "%s: %s is not an address (host:port, host, tls://host:port, unix:/path)\n",
+                prog, server);
         return 2;
     }
     char err[256] = "";
-    int fd = cr_address_connect(&addr, 5000, err, sizeof err);
-    if (fd < 0) {
+    cr_transport_t t;
+    if (cr_transport_connect(&t, &addr, 5000, err, sizeof err) != 0) {
         fprintf(stderr, "%s: cannot reach cuda-remoted at %s: %s\n", prog, server, err);
         return 1;
     }
@@ -285,7 +290,7 @@ static int status(const char *server, int json)
     int rc = 1;
     msgpack_unpacked u;
     msgpack_unpacked_init(&u);
-    if (call(fd, CR_OP_HELLO, 1, &body, &reply, &u) != 0)
+    if (call(&t, CR_OP_HELLO, 1, &body, &reply, &u) != 0)
         goto out;
     if (u.data.via.array.ptr[0].via.u64 != 0) {
         char why[256];
@@ -296,7 +301,7 @@ static int status(const char *server, int json)
     }
     cr_buf_reset(&body);
     msgpack_pack_array(&pk, 0);
-    if (call(fd, CR_OP_STATUS, 2, &body, &reply, &u) != 0)
+    if (call(&t, CR_OP_STATUS, 2, &body, &reply, &u) != 0)
         goto out;
     if (u.data.via.array.ptr[0].via.u64 != 0 || u.data.via.array.size < 2) {
         fprintf(stderr, "%s: status failed (CUresult %" PRIu64 ")\n", prog,
@@ -314,7 +319,7 @@ out:
     msgpack_unpacked_destroy(&u);
     cr_buf_free(&body);
     cr_buf_free(&reply);
-    close(fd);
+    cr_transport_close(&t);
     return rc;
 }
 

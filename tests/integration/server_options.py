@@ -39,6 +39,8 @@ def valid_values(tmp):
         'max-unsent': '32MiB', 'max-connections': '64', 'max-per-address': '8',
         'hello-timeout': '5', 'max-sessions-per-tenant': '4', 'no-shm': None,
         'tenants': os.path.join(tmp, 'tenants.json'), 'metrics': '127.0.0.1:0', 'log': 'info',
+        'tls-cert': os.path.join(tmp, 'cert.pem'), 'tls-key': os.path.join(tmp, 'key.pem'),
+        'tls-client-ca': os.path.join(tmp, 'cert.pem'), 'insecure': None,
     }
 
 
@@ -177,7 +179,8 @@ def check_start(server, env, tmp, listed):
                 raise Failure('the server with every option (%s) did not start:\n%s'
                               % (' '.join(args), text))
             time.sleep(0.02)
-        for want in ('compute capability 8.6', '1024 MiB of device memory'):
+        for want in ('compute capability 8.6', '1024 MiB of device memory',
+                     '(TLS 1.3, client certificates required)'):
             if want not in text:
                 raise Failure('the server log does not say "%s":\n%s' % (want, text))
         if not os.path.exists(valid['emu-trace']):
@@ -201,6 +204,12 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, 'tenants.json'), 'w') as f:
             json.dump({'tenants': [{'name': 'alice', 'token': 'alice-token-0001'}]}, f)
+        # a certificate for --tls-cert, its own CA for --tls-client-ca
+        subprocess.run(['openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt',
+                        'ec_paramgen_curve:P-256', '-nodes', '-days', '2', '-subj', '/CN=localhost',
+                        '-keyout', os.path.join(tmp, 'key.pem'), '-out',
+                        os.path.join(tmp, 'cert.pem')], check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
         try:
             rc, help_text, err = run(opts.server, ['--help'], env)
             if rc != 0 or err:

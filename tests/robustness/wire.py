@@ -80,10 +80,13 @@ def expect(what, got, want):
 
 
 class Client:
-    def __init__(self, path, opcodes, token=None, expect_refusal=False):
+    def __init__(self, path, opcodes, token=None, expect_refusal=False, sock=None):
+        """path: the server's Unix socket; or sock: a connected socket (TLS, say)."""
         self.op = opcodes
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.connect(path)
+        if sock is None:
+            sock = socket.socket(socket.AF_UNIX)
+            sock.connect(path)
+        self.sock = sock
         self.sock.settimeout(10)
         self.call_id = 0
         self.last_bulk = b''
