@@ -89,8 +89,11 @@ static CUresult hello(cr_client_t *cl, char *message, size_t message_len)
     cr_pending_t p = {0};
     msgpack_unpacked u;
     int err = cr_msg_begin(cl->conn, &m, CR_OP_HELLO);
-    if (err)
+    if (err) { /* e.g. TLS: the server refused our certificate right after the handshake */
+        const char *lost = cr_conn_why(cl->conn);
+        snprintf(message, message_len, "%s", lost ? lost : cr_strerror(err));
         return cr_transport_error(err);
+    }
     cr_hello_pack(&m.pk, CR_CUDA_VERSION, cr_remote_stub_version, NULL);
 
     CUresult r = cr_call(&m, &p, &u);

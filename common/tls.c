@@ -38,7 +38,7 @@ struct cr_tls_s {
 /* --- the BIO ------------------------------------------------------------------------------ */
 
 static BIO_METHOD *bio_method;
-static pthread_once_t bio_once = PTHREAD_ONCE_INIT;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static int bio_write(BIO *b, const char *data, int len)
 {
@@ -83,8 +83,12 @@ static int bio_create(BIO *b)
     return 1;
 }
 
-static void make_bio_method(void)
+/* OpenSSL's first call. No clean-up at exit: the stub's reader thread and the server's
+ * executors may still be in libssl while the process exits, and must not find its locks
+ * freed. */
+static void init(void)
 {
+    OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT, NULL);
     BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "cuda-remote");
     if (m && BIO_meth_set_write(m, bio_write) && BIO_meth_set_read(m, bio_read) &&
         BIO_meth_set_ctrl(m, bio_ctrl) && BIO_meth_set_create(m, bio_create))
@@ -106,9 +110,10 @@ static void openssl_error(char *err, size_t err_len, const char *what)
     ERR_clear_error();
 }
 
-static SSL_CTX *new_context(const SSL_METHOD *method, char *err, size_t err_len)
+static SSL_CTX *new_context(int server, char *err, size_t err_len)
 {
-    SSL_CTX *ctx = SSL_CTX_new(method);
+    pthread_once(&init_once, init);
+    SSL_CTX *ctx = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
     if (!ctx) {
         openssl_error(err, err_len, "cannot make a TLS context");
         return NULL;
@@ -144,7 +149,7 @@ static int use_cert_and_key(SSL_CTX *ctx, const char *cert, const char *key, cha
 cr_tls_context_t *cr_tls_server_context(const char *cert, const char *key, const char *client_ca,
                                         char *err, size_t err_len)
 {
-    SSL_CTX *ctx = new_context(TLS_server_method(), err, err_len);
+    SSL_CTX *ctx = new_context(1, err, err_len);
     if (!ctx)
         return NULL;
     if (use_cert_and_key(ctx, cert, key, err, err_len) != 0)
@@ -177,7 +182,7 @@ cr_tls_context_t *cr_tls_client_context(const char *ca, const char *cert, const 
         snprintf(err, err_len, "a client certificate needs its key, and a key its certificate");
         return NULL;
     }
-    SSL_CTX *ctx = new_context(TLS_client_method(), err, err_len);
+    SSL_CTX *ctx = new_context(0, err, err_len);
     if (!ctx)
         return NULL;
     int ok =
@@ -218,7 +223,7 @@ static void on_info(const SSL *ssl, int where, int ret)
 
 cr_tls_t *cr_tls_new(cr_tls_context_t *ctx, int is_server, const char *server_name)
 {
-    pthread_once(&bio_once, make_bio_method);
+    pthread_once(&init_once, init);
     if (!bio_method)
         return NULL;
     cr_tls_t *t = calloc(1, sizeof *t);

@@ -121,7 +121,6 @@ static int complete(conn_t *c)
             snprintf(why, sizeof why, "%s", PLAIN_ON_TLS);
             cr_hello_refuse(req, CUDA_ERROR_NOT_PERMITTED, why);
             cr_guard_refuse(CR_GUARD_TLS, cr_session_peer(c->session), why);
-            req = NULL;
             goto refused;
         }
         if (cr_session_admit(c->session, req, why, sizeof why) != 0) {

@@ -6,7 +6,11 @@ certificate, and the refusal of a plaintext listener other hosts can reach.
 The CAs and certificates are made here, with the openssl command, in a temporary folder.
 
   tls_test.py --server BIN --stub DIR --tool BIN --opcodes codegen/opcodes.txt
-              --program copies_static --quota-program tenant_quota_static
+              --program streams_static --bulk-program memory_static
+              --quota-program tenant_quota_static
+
+--bulk-program (copies of 1 B to 64 MiB, checked) runs once over TLS; --program (copies and
+launches on several streams, checked) wherever a connection is expected to work.
 """
 import argparse
 import json
@@ -156,7 +160,9 @@ def tls_address(server, host='localhost'):
 def check_tls(env, server):
     """Server with --tls-cert/--tls-key: one program right, then every way wrong."""
     address = tls_address(server)
-    runs('copies over %s trusting the test CA' % address, env.program(address, env.tls_env()))
+    runs('copies of 1 B to 64 MiB over %s trusting the test CA' % address,
+         env.program(address, env.tls_env(), [env.args.bulk_program], timeout=240))
+    runs('streams over TLS', env.program(address, env.tls_env()))
     status = env.status(address, env.tls_env())
     expect('cuda-remote status over TLS', status.returncode, 0)
     mine = [s for s in json.loads(status.stdout)['sessions'] if 'cuda-remote' in s['who']]
@@ -278,6 +284,7 @@ def main():
     ap.add_argument('--tool', required=True)
     ap.add_argument('--opcodes', required=True)
     ap.add_argument('--program', required=True)
+    ap.add_argument('--bulk-program', required=True)
     ap.add_argument('--quota-program', required=True)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix='cr-tls-') as pki:
