@@ -56,14 +56,21 @@ void cr_memory_connected(const cr_client_t *cl)
         reserve_window(cl->windows[i].base, cl->windows[i].size);
 }
 
-void cr_devmap_add(CUdeviceptr p, size_t size)
+#define MAPPED (1ull << 63) /* in a range's value: a mapping of the virtual-memory API */
+
+static void devmap_add(CUdeviceptr p, size_t size, uint64_t flags)
 {
     pthread_mutex_lock(&map_lock);
     /* the server just handed this range out: whatever the map still says of it is stale */
     if (cr_rangemap_remove_overlapping(&device_ranges, p, size ? size : 1))
         CR_DEBUG("device range %#llx+%zu replaces stale ones", (unsigned long long)p, size);
-    cr_rangemap_add(&device_ranges, p, size ? size : 1, next_buffer_id++);
+    cr_rangemap_add(&device_ranges, p, size ? size : 1, next_buffer_id++ | flags);
     pthread_mutex_unlock(&map_lock);
+}
+
+void cr_devmap_add(CUdeviceptr p, size_t size)
+{
+    devmap_add(p, size, 0);
 }
 
 void cr_devmap_remove(CUdeviceptr p)
@@ -91,6 +98,17 @@ int cr_devmap_contains(CUdeviceptr p, size_t len)
 {
     pthread_mutex_lock(&map_lock);
     int inside = cr_rangemap_contains(&device_ranges, p, len);
+    /* mappings of the virtual-memory API one after another are one span */
+    const cr_range_t *r = inside ? NULL : cr_rangemap_find(&device_ranges, p);
+    while (r && (r->value & MAPPED)) {
+        uint64_t end = r->start + r->size;
+        if (p + len <= end) {
+            inside = 1;
+            break;
+        }
+        r = cr_rangemap_find(&device_ranges, end);
+        r = r && r->start == end ? r : NULL;
+    }
     pthread_mutex_unlock(&map_lock);
     return inside;
 }
@@ -164,6 +182,29 @@ CUresult cr_hand_cuMemFree_v2(CUdeviceptr dptr)
     r = cr_remote_cuMemFree_v2(dptr);
     if (r != CUDA_SUCCESS && size)
         cr_devmap_add(dptr, size);
+    return r;
+}
+
+/* The virtual-memory API: a mapped range is device memory as the stub's map knows it (copy
+ * directions, pointer attributes), one range per mapping. */
+CUresult cr_hand_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                          CUmemGenericAllocationHandle handle, unsigned long long flags)
+{
+    CUresult r = cr_remote_cuMemMap(ptr, size, offset, handle, flags);
+    if (r == CUDA_SUCCESS)
+        devmap_add(ptr, size, MAPPED);
+    return r;
+}
+
+CUresult cr_hand_cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    CUresult r = cr_remote_cuMemUnmap(ptr, size);
+    for (CUdeviceptr p = ptr; r == CUDA_SUCCESS && p < ptr + size;) {
+        size_t one = cr_devmap_take(p); /* the mappings it unmapped, one after another */
+        if (!one)
+            break;
+        p += one;
+    }
     return r;
 }
 
@@ -340,7 +381,7 @@ static pointer_info_t pointer_info(CUdeviceptr ptr)
     pthread_mutex_lock(&map_lock);
     const cr_range_t *r = cr_rangemap_find(&device_ranges, ptr);
     if (r) {
-        info = (pointer_info_t){CR_MEM_DEVICE, r->start, r->size, r->value, 0};
+        info = (pointer_info_t){CR_MEM_DEVICE, r->start, r->size, r->value & ~MAPPED, 0};
     } else if ((r = cr_rangemap_find(&host_ranges, ptr)) != NULL) {
         info = (pointer_info_t){(int)(r->value >> 32), r->start, r->size,
                                 r->start /* stable per buffer */, (unsigned)r->value};

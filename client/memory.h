@@ -22,7 +22,8 @@ void cr_devmap_remove(CUdeviceptr p);
 size_t cr_devmap_take(CUdeviceptr p);
 /* Forgets every device allocation (the primary context was reset). */
 void cr_memory_forget_device_allocations(void);
-/* 1 when [p, p + len) lies inside one known device allocation or global. */
+/* 1 when [p, p + len) lies inside one known device allocation or global, or in mappings of
+ * the virtual-memory API one after another. */
 int cr_devmap_contains(CUdeviceptr p, size_t len);
 /* 1 when p lies in device memory (an allocation, a global, or a device address window). */
 int cr_is_device_ptr(uint64_t p);

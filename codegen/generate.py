@@ -256,6 +256,11 @@ def dptr_extent(fn, p, spec):
         return names.index(name)
     if spec == 'first':
         return ('CR_EXTENT_FIRST', 1, -1, -1), -1
+    if spec == 'address':
+        if not fn.server_hand:
+            fail('%s.%s: an address is checked by a hand-written server handler: add '
+                 'server=hand' % (fn.name, p['name']))
+        return ('CR_EXTENT_ADDRESS', 1, -1, -1), -1
     m = EXTENT_RE.match(spec or '')
     if m:
         return ('CR_EXTENT_COUNT', int(m.group(2) or 1), -1, -1), index(m.group(1))
@@ -265,7 +270,8 @@ def dptr_extent(fn, p, spec):
         return ('CR_EXTENT_ROWS', int(elem or 1), index(pitch), index(rows)), index(width)
     fail('%s.%s: a device pointer needs its extent, so that the server can check the '
          'caller owns every byte the call reaches: first, extent[COUNT] or extent[COUNT*ELEM], '
-         'or rows[PITCH,WIDTH*ELEM,HEIGHT]' % (fn.name, p['name']))
+         'or rows[PITCH,WIDTH*ELEM,HEIGHT] (or address, checked by a hand-written server '
+         'handler)' % (fn.name, p['name']))
 
 
 def classify(fn, p, handle_types):

@@ -55,6 +55,9 @@ typedef enum {
     CR_EXTENT_COUNT,    /* count_param elements of extent_elem bytes (none: its first byte) */
     CR_EXTENT_ROWS,     /* extent_rows rows extent_pitch bytes apart, each count_param
                            elements of extent_elem bytes */
+    CR_EXTENT_ADDRESS,  /* an address range of the virtual-memory API, no memory the call
+                           reaches: the function's hand-written server handler checks it
+                           against the session's reservations and mappings */
 } cr_extent_kind_t;
 
 typedef struct {

@@ -94,6 +94,20 @@ int cr_rangemap_contains(const cr_rangemap_t *m, uint64_t addr, uint64_t len)
     return r && len <= r->size - (addr - r->start);
 }
 
+int cr_rangemap_covers(const cr_rangemap_t *m, uint64_t addr, uint64_t len)
+{
+    uint64_t end = addr + (len ? len : 1);
+    if (end < addr)
+        return 0;
+    while (addr < end) {
+        const cr_range_t *r = cr_rangemap_find(m, addr);
+        if (!r)
+            return 0;
+        addr = r->start + r->size; /* the next range must start where this one ends */
+    }
+    return 1;
+}
+
 void cr_rangemap_free(cr_rangemap_t *m)
 {
     free(m->ranges);

@@ -37,6 +37,9 @@ size_t cr_rangemap_remove_overlapping(cr_rangemap_t *m, uint64_t start, uint64_t
 const cr_range_t *cr_rangemap_find(const cr_rangemap_t *m, uint64_t addr);
 /* 1 when [addr, addr + len) lies inside one range (len 0 counts as inside when addr does). */
 int cr_rangemap_contains(const cr_rangemap_t *m, uint64_t addr, uint64_t len);
+/* 1 when [addr, addr + len) is covered by ranges that follow one another without a gap
+ * (len 0: when addr is inside one). */
+int cr_rangemap_covers(const cr_rangemap_t *m, uint64_t addr, uint64_t len);
 void cr_rangemap_free(cr_rangemap_t *m);
 
 #endif

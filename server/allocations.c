@@ -74,7 +74,8 @@ int cr_session_owns(cr_session_t *s, CUdeviceptr p, uint64_t len)
 {
     pthread_mutex_lock(&s->lock);
     int owned = cr_rangemap_contains(&s->allocations, p, len) ||
-                cr_rangemap_contains(&s->code_ranges, p, len);
+                cr_rangemap_contains(&s->code_ranges, p, len) ||
+                (s->vmm_mapped.count && cr_rangemap_covers(&s->vmm_mapped, p, len));
     pthread_mutex_unlock(&s->lock);
     return owned;
 }

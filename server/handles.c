@@ -307,6 +307,7 @@ void cr_session_release_resources(cr_session_t *s, int keep_code)
 
     for (int stage = 0; stage <= 4; stage++) {
         if (stage == 2) { /* device memory */
+            cr_session_vmm_release_all(s);
             pthread_mutex_lock(&s->lock);
             cr_rangemap_t allocs = s->allocations;
             s->allocations = (cr_rangemap_t)CR_RANGEMAP_INIT;

@@ -319,8 +319,8 @@ static CUresult check_device_pointers(const cr_fn_desc_t *d, const cr_arg_t *a,
                                       const cr_generic_session_t *s)
 {
     for (int i = 0; i < d->param_count; i++) {
-        if (d->params[i].kind != CR_P_DPTR)
-            continue;
+        if (d->params[i].kind != CR_P_DPTR || d->params[i].extent == CR_EXTENT_ADDRESS)
+            continue; /* an address: its hand-written handler checks it */
         uint64_t len = dptr_extent(d, a, i);
         if (!len || !s->owns(s->ctx, a[i].u, len))
             return CUDA_ERROR_INVALID_VALUE;

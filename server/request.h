@@ -23,7 +23,8 @@ struct cr_request_s {
     msgpack_zone *zone;         /* the request's own zone, when it outlives the executor's */
     const msgpack_object *args; /* root's elements when it is an array */
     uint32_t argc;
-    int fd; /* a descriptor that came with the frame (@shm_attach), or -1 */
+    int fd;            /* a descriptor that came with the frame (@shm_attach), or -1 */
+    uint64_t hook_arg; /* what a generic call's before-hook keeps for its after-hook */
 };
 
 /* The memory a received request holds, for the bounds on unrun input. */

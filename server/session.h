@@ -201,8 +201,37 @@ uint64_t cr_session_alloc_size(cr_session_t *s, CUdeviceptr p);
 /* A global of one of the session's libraries or modules (owner: its handle id), learnt
  * when the client asks for its address. */
 void cr_session_track_code(cr_session_t *s, CUdeviceptr p, size_t size, uint64_t owner);
-/* 1 when [p, p + len) lies inside one allocation or global of the session: device
- * addresses a client passes must be its own. */
+/* 1 when [p, p + len) lies inside one allocation or global of the session, or in ranges
+ * where it mapped memory one after another: device addresses a client passes must be its
+ * own. */
 int cr_session_owns(cr_session_t *s, CUdeviceptr p, uint64_t len);
+
+/* The virtual-memory API (virtual_memory.c). Reserved address ranges: */
+int cr_session_vmm_reserve(cr_session_t *s, CUdeviceptr base, uint64_t size); /* 0 or CR_E* */
+/* 1 when [p, p + size) lies in one of its reservations; _is_reservation: exactly one. */
+int cr_session_vmm_reserved(cr_session_t *s, CUdeviceptr p, uint64_t size);
+int cr_session_vmm_is_reservation(cr_session_t *s, CUdeviceptr base, uint64_t size);
+void cr_session_vmm_unreserve(cr_session_t *s, CUdeviceptr base);
+/* Physical memory it created, of `size` bytes already charged: the id its client names it
+ * by (0: out of memory). */
+uint64_t cr_session_vmm_add_physical(cr_session_t *s, uint64_t backend, uint64_t size);
+/* The backend's handle (and size) behind a live id: 1, or 0 for an id not its own. */
+int cr_session_vmm_physical(cr_session_t *s, uint64_t id, uint64_t *backend, uint64_t *size);
+/* The client released a handle (cuMemRelease succeeded). */
+void cr_session_vmm_release(cr_session_t *s, uint64_t id);
+/* cuMemRetainAllocationHandle succeeded for addr: the id of what is mapped there, its
+ * handle count raised (0: none of its own). */
+uint64_t cr_session_vmm_retain(cr_session_t *s, CUdeviceptr addr);
+/* Mappings: recorded once the backend mapped; 0, or nonzero (unknown id, overlap). */
+int cr_session_vmm_map(cr_session_t *s, CUdeviceptr base, uint64_t size, uint64_t id);
+/* 1 when [p, p + len) is mapped memory of its; _unmappable: whole mappings exactly. */
+int cr_session_vmm_mapped(cr_session_t *s, CUdeviceptr p, uint64_t len);
+int cr_session_vmm_unmappable(cr_session_t *s, CUdeviceptr base, uint64_t size);
+/* The backend unmapped [base, base + size): forgets the mappings; memory released and no
+ * longer mapped goes back to the tenant. */
+void cr_session_vmm_unmap(cr_session_t *s, CUdeviceptr base, uint64_t size);
+/* Unmaps, releases and frees all of it in the backend and gives the tenant its bytes back
+ * (a session's end, a context reset). */
+void cr_session_vmm_release_all(cr_session_t *s);
 
 #endif

@@ -1,5 +1,6 @@
 /* What the files of the session module share and no other module uses: the session itself.
- * They are session.c, handles.c, allocations.c, legacy_stream.c, context_loss.c,
+ * They are session.c, handles.c, allocations.c, virtual_memory.c, legacy_stream.c,
+ * context_loss.c,
  * executor.c, admission.c, hello.c, and the session's output (outbox.c, unsent.c); every
  * other module goes through the functions of session.h and loop.h. */
 
@@ -42,11 +43,15 @@ struct cr_session_s {
     cr_idmap_t handles;   /* id -> cr_handle_t * */
     cr_idmap_t by_object; /* backend handle -> id */
     uint64_t next_handle;
-    cr_rangemap_t allocations; /* device memory the session holds (value: charged bytes) */
-    cr_rangemap_t code_ranges; /* globals of its code (value: the library/module id) */
-    CUresult deferred_error;   /* first failure of an asynchronous request, not yet reported */
-    CUresult context_error;    /* a kernel fault broke the client's context: every call fails */
-    int probe_wanted;          /* the executor should ask whether the device context is lost */
+    cr_rangemap_t allocations;  /* device memory the session holds (value: charged bytes) */
+    cr_rangemap_t code_ranges;  /* globals of its code (value: the library/module id) */
+    cr_rangemap_t vmm_reserved; /* address ranges it reserved (virtual_memory.c) */
+    cr_rangemap_t vmm_mapped;   /* where its physical memory is mapped (value: its id) */
+    cr_idmap_t vmm_physical;    /* id -> physical memory it created */
+    uint64_t next_physical_id;
+    CUresult deferred_error; /* first failure of an asynchronous request, not yet reported */
+    CUresult context_error;  /* a kernel fault broke the client's context: every call fails */
+    int probe_wanted;        /* the executor should ask whether the device context is lost */
 
     /* executor only */
     pthread_t executor;

@@ -145,8 +145,9 @@ int cr_emu_configure(const cr_emu_config_t *cfg)
     uint64_t mem =
         cfg->memory_bytes ? cr__round_up(cfg->memory_bytes, CR__ALIGN_LARGE) : default_memory();
     unsigned sm = cfg->compute_capability ? cfg->compute_capability : CR__DEFAULT_SM;
-    if (base % CR__ALIGN_LARGE || mem == 0 || base >= USER_VA_END || mem > USER_VA_END - base ||
-        !known_capability(sm))
+    uint64_t window = mem + cr__vmm_region_size(mem); /* the arena, then vmm.c's region */
+    if (base % CR__ALIGN_LARGE || mem == 0 || base >= USER_VA_END || window < mem ||
+        window > USER_VA_END - base || !known_capability(sm))
         return CR_EINVAL;
     if (cfg->trace_path && !(path = strdup(cfg->trace_path)))
         return CR_ENOMEM;
@@ -177,8 +178,8 @@ void cr_emu_device_window(uint64_t *base, uint64_t *size)
     }
     if (base)
         *base = cr__emu.va_base;
-    if (size)
-        *size = cr__emu.memory_bytes;
+    if (size) /* the arena, then the region reserved ranges come from (vmm.c) */
+        *size = cr__emu.memory_bytes + cr__vmm_region_size(cr__emu.memory_bytes);
     pthread_mutex_unlock(&cr__emu.init_lock);
 }
 
@@ -220,7 +221,7 @@ CUresult cr_emu_cuInit(unsigned int Flags)
         cr__emu.va_base = DEFAULT_VA_BASE;
         cr__emu.memory_bytes = default_memory();
     }
-    if ((err = cr__arena_init()) != 0) {
+    if ((err = cr__arena_init()) != 0 || (err = cr__vmm_init()) != 0) {
         rc = err == CR_ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_OPERATING_SYSTEM;
         goto out;
     }

@@ -222,6 +222,7 @@ typedef enum {
     CR__ALLOC_USER = 1,   /* cuMemAlloc, cuMemAllocPitch */
     CR__ALLOC_GLOBAL = 2, /* a module's __device__/__constant__ variable */
     CR__ALLOC_POOL = 3,   /* stream-ordered, from a memory pool */
+    CR__ALLOC_MAPPED = 4, /* physical memory mapped into a reserved range (vmm.c) */
 } cr__alloc_kind_t;
 
 typedef struct {
@@ -237,6 +238,17 @@ typedef struct {
 extern pthread_rwlock_t cr__mem_lock;
 
 int cr__arena_init(void); /* maps the arena; CR_E* */
+/* Device memory in use: the arena's allocations and vmm.c's physical memory. Caller holds
+ * cr__mem_lock. */
+uint64_t cr__mem_used_locked(void);
+
+/* ---- virtual memory management (vmm.c) ---- */
+
+int cr__vmm_init(void); /* reserves the region after the arena; CR_E* */
+/* The size of the reservable region for an arena of memory_bytes. */
+uint64_t cr__vmm_region_size(uint64_t memory_bytes);
+int cr__in_vmm_region(uint64_t addr);
+extern uint64_t cr__vmm_physical; /* bytes of physical memory alive (cr__mem_lock) */
 /* Reserves `bytes` rounded to the alignment for the size; *reserved gets the rounded size.
  * Caller holds cr__mem_lock for writing. Returns 0 or CR_ENOMEM. */
 int cr__arena_take(uint64_t bytes, uint64_t *base, uint64_t *reserved);
@@ -264,8 +276,10 @@ int cr__mem_free(uint64_t dptr, unsigned kind_mask);
 int cr__mem_mark_free(uint64_t dptr, unsigned kind_mask);
 /* An operation that returns a marked allocation to its pool or the arena. NULL if no memory. */
 cr__op_t *cr__mem_release_op(uint64_t base);
-/* 0 when [addr, addr + len) lies inside one live allocation, else CUDA_ERROR_INVALID_VALUE. */
+/* 0 when [addr, addr + len) lies inside one live allocation (or adjacent mappings of
+ * vmm.c), else CUDA_ERROR_INVALID_VALUE. */
 CUresult cr__mem_check(uint64_t addr, uint64_t len);
+/* 1 when addr is a device address: the arena or the reservable region of vmm.c. */
 int cr__in_arena(uint64_t addr);
 /* 1 when [p, p + len) lies inside page-locked host memory (cuMemAllocHost/HostAlloc/
  * HostRegister). */

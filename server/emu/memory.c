@@ -70,6 +70,11 @@ int cr__arena_init(void)
     return 0;
 }
 
+uint64_t cr__mem_used_locked(void)
+{
+    return arena_used + cr__vmm_physical;
+}
+
 uint64_t cr__alloc_granule(uint64_t bytes)
 {
     return bytes >= CR__ALIGN_LARGE ? CR__ALIGN_LARGE : CR__ALIGN_SMALL;
@@ -94,8 +99,8 @@ int cr__arena_take(uint64_t bytes, uint64_t *base, uint64_t *reserved)
     uint64_t need = cr__round_up(bytes, align);
     size_t best = SIZE_MAX;
     uint64_t best_waste = UINT64_MAX;
-    if (bytes == 0 || need < bytes)
-        return CR_ENOMEM;
+    if (bytes == 0 || need < bytes || need > cr__emu.memory_bytes - cr__mem_used_locked())
+        return CR_ENOMEM; /* physical memory (vmm.c) counts too */
     for (size_t i = 0; i < free_count; i++) {
         uint64_t start = cr__round_up(free_ranges[i].start, align);
         uint64_t end = free_ranges[i].start + free_ranges[i].size;
@@ -196,7 +201,8 @@ void cr__arena_give(uint64_t base, uint64_t reserved)
 
 int cr__in_arena(uint64_t addr)
 {
-    return addr >= cr__emu.va_base && addr - cr__emu.va_base < cr__emu.memory_bytes;
+    return (addr >= cr__emu.va_base && addr - cr__emu.va_base < cr__emu.memory_bytes) ||
+           cr__in_vmm_region(addr);
 }
 
 /* ---- allocation table ---- */
@@ -345,8 +351,16 @@ CUresult cr__mem_check(uint64_t addr, uint64_t len)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_rwlock_rdlock(&cr__mem_lock);
     cr__alloc_t *a = cr__alloc_find(addr);
-    if (a && !a->free_pending && addr + len - a->base <= a->size)
-        rc = CUDA_SUCCESS;
+    while (a && !a->free_pending) {
+        if (addr + len - a->base <= a->size) {
+            rc = CUDA_SUCCESS;
+            break;
+        }
+        /* adjacent mappings (vmm.c) are one span, as a reserved range is on a GPU */
+        uint64_t end = a->base + a->size;
+        cr__alloc_t *next = a->kind == CR__ALLOC_MAPPED ? cr__alloc_find(end) : NULL;
+        a = next && next->kind == CR__ALLOC_MAPPED && next->base == end ? next : NULL;
+    }
     pthread_rwlock_unlock(&cr__mem_lock);
     return rc;
 }
@@ -409,7 +423,7 @@ CUresult cr_emu_cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
     if (!free_bytes || !total)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_rwlock_rdlock(&cr__mem_lock);
-    *free_bytes = cr__emu.memory_bytes - arena_used;
+    *free_bytes = cr__emu.memory_bytes - cr__mem_used_locked();
     pthread_rwlock_unlock(&cr__mem_lock);
     *total = cr__emu.memory_bytes;
     return CUDA_SUCCESS;

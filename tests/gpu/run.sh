@@ -60,7 +60,8 @@ for exe in "$build"/tests/integration/*_static "$build"/tests/integration/*_shar
 done
 t=$build/tests/tenants
 check tenants_test tenants tenants_test --stub "$build/client" --opcodes codegen/opcodes.txt \
-  --program "$build/tests/integration/tenant_quota_static"
+  --program "$build/tests/integration/tenant_quota_static" \
+  --vmm-program "$build/tests/integration/vmm_static"
 check metrics_status_test tenants metrics_status_test --tool "$build/tools/cuda-remote" \
   --opcodes codegen/opcodes.txt
 check sched_test tenants sched_test --stub "$build/client" --program "$t/spin"

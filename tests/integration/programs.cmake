@@ -44,3 +44,5 @@ cr_cuda_test(copies_server_no_shm PROGRAM copies TRANSPORT unix
            --expect-log "shared memory declined: disabled" --reject-log "shared memory with")
 # a tenant's view of memory (run by tests/tenants with a tenants file)
 cr_cuda_program(tenant_quota)
+cr_cuda_program(vmm)
+cr_cuda_test(vmm)

@@ -217,6 +217,70 @@ def check_isolation(path, ops):
     bob.sock.close()
 
 
+# CUmemAllocationProp (pinned, on device 0) with its one pointer set: the server must clear
+# it, never follow it; CUmemAccessDesc (device 0, read-write)
+VMM_PROP = struct.pack('<iiiiQQ', 1, 0, 1, 0, 0xdeadbeefdeadbeef, 0)
+VMM_ACCESS = struct.pack('<iii', 1, 0, 3)
+PIECE = 2 * MiB
+
+
+def check_vmm(args, server, path, ops):
+    """The virtual-memory API: a tenant's quota exact (vmm.cu under alice's 64 MiB), and bob
+    going for alice's reservation, physical memory and mapped range."""
+    env = run.client_env(args.stub, server.address, {'CUDA_REMOTE_TOKEN': TOKENS['alice']})
+    p = subprocess.run([args.vmm_program, str(64 * MiB)], env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=120)
+    if p.returncode != 0:
+        raise Failure('vmm under alice\'s quota failed:\n%s%s' % (p.stdout, p.stderr))
+    expect('vmm: 32 pieces of 2 MiB fit alice\'s 64 MiB, the next refused',
+           'quota of %d bytes: 32 pieces of %d created' % (64 * MiB, PIECE) in p.stdout, True)
+
+    alice, bob = Client(path, ops, TOKENS['alice']), Client(path, ops, TOKENS['bob'])
+    r, base = alice.call('cuMemAddressReserve', [True, 2 * PIECE, 0, 0, 0])[:2]
+    expect('alice reserves 4 MiB of addresses', r, SUCCESS)
+    r, handle = alice.call('cuMemCreate', [True, PIECE, VMM_PROP, 0])[:2]
+    expect('alice creates 2 MiB of physical memory', r, SUCCESS)
+    expect('which her quota counts', mem_info(alice)[1], 64 * MiB - PIECE)
+    expect('alice maps it', alice.call('cuMemMap', [base, PIECE, 0, handle, 0]), [SUCCESS])
+    expect('and may use it', alice.call('cuMemSetAccess', [base, PIECE, VMM_ACCESS, 1]),
+           [SUCCESS])
+    pattern = bytes((i * 29 + 3) & 0xff for i in range(4096))
+    expect('alice writes her mapped memory',
+           alice.call('cuMemcpyHtoD_v2', [base, len(pattern), 0], bulk=pattern), [SUCCESS])
+    r, own = bob.call('cuMemAddressReserve', [True, PIECE, 0, 0, 0])[:2]
+    expect('bob reserves his own', r, SUCCESS)
+    r, bobs = bob.call('cuMemCreate', [True, PIECE, VMM_PROP, 0])[:2]
+    expect('bob creates his own', r, SUCCESS)
+    attempts = [
+        ('cuMemMap', [base + PIECE, PIECE, 0, bobs, 0]),  # into alice's reservation
+        ('cuMemMap', [own, PIECE, 0, handle + 1, 0]),      # an id he does not have
+        ('cuMemUnmap', [base, PIECE]),
+        ('cuMemAddressFree', [base, 2 * PIECE]),
+        ('cuMemSetAccess', [base, PIECE, VMM_ACCESS, 1]),
+        ('cuMemcpyDtoH_v2', [base, 16, 0]),
+        ('cuMemsetD8_v2', [base, 0, 16, 0]),
+        ('cuMemRelease', [handle + 1]),
+        ('cuMemMap', [base, PIECE, 0, bobs, 0]),           # over alice's mapping
+    ]
+    for op, body in attempts:
+        got = bob.call(op, body)[0]
+        if got != INVALID_VALUE:
+            raise Failure('bob\'s %s %r: got %d, expected %d' % (op, body, got, INVALID_VALUE))
+    print('ok: %d attempts on alice\'s virtual memory refused' % len(attempts))
+    expect('alice\'s mapped memory is intact',
+           (alice.call('cuMemcpyDtoH_v2', [base, len(pattern), 0]),
+            alice.last_bulk == pattern), ([SUCCESS], True))
+    expect('alice unmaps and releases', (alice.call('cuMemUnmap', [base, PIECE]),
+                                         alice.call('cuMemRelease', [handle])),
+           ([SUCCESS], [SUCCESS]))
+    expect('her quota has it back', mem_info(alice)[1], 64 * MiB)
+    expect('bob maps his own', bob.call('cuMemMap', [own, PIECE, 0, bobs, 0]), [SUCCESS])
+    bob.sock.close()  # a client that goes away unmaps, releases and frees
+    alice.sock.close()
+    expect('bob\'s quota has all of it back once he left',
+           wait_free(path, ops, TOKENS['bob'], 32 * MiB), 32 * MiB)
+
+
 def check_reload(server, path, ops, tenants_file):
     alice = Client(path, ops, TOKENS['alice'])
     r, a = alice.call('cuMemAlloc_v2', [True, 8 * MiB])
@@ -288,6 +352,8 @@ def test(server, args, tenants_file):
     check_sigkill(args, server, path, ops)
     check_isolation(path, ops)
     wait_free(path, ops, TOKENS['alice'], 64 * MiB)  # her clients' sessions ended
+    check_vmm(args, server, path, ops)
+    wait_free(path, ops, TOKENS['alice'], 64 * MiB)
     check_reload(server, path, ops, tenants_file)
     check_priorities(server, path, ops)
     if 'alice-token' in server.log_text() or 'bob-token' in server.log_text():
@@ -300,6 +366,7 @@ def main():
     ap.add_argument('--stub', required=True)
     ap.add_argument('--opcodes', required=True)
     ap.add_argument('--program', required=True)
+    ap.add_argument('--vmm-program', required=True)
     args = ap.parse_args()
     files = []
 

@@ -77,6 +77,15 @@ static void test_rangemap(void)
     CHECK_EQ_INT(cr_rangemap_contains(&m, 1099, 1), 1);
     CHECK_EQ_INT(cr_rangemap_contains(&m, 2049, 0), 1);
     CHECK_EQ_INT(cr_rangemap_contains(&m, 1500, 1), 0);
+    /* covers: ranges one after another, [500,1000) then [1000,1100), count as one span */
+    CHECK_EQ_INT(cr_rangemap_contains(&m, 900, 200), 0);
+    CHECK_EQ_INT(cr_rangemap_covers(&m, 900, 200), 1);
+    CHECK_EQ_INT(cr_rangemap_covers(&m, 500, 600), 1);
+    CHECK_EQ_INT(cr_rangemap_covers(&m, 500, 601), 0);   /* one byte past [1000,1100) */
+    CHECK_EQ_INT(cr_rangemap_covers(&m, 1050, 1000), 0); /* the gap before 2000 */
+    CHECK_EQ_INT(cr_rangemap_covers(&m, 499, 2), 0);
+    CHECK_EQ_INT(cr_rangemap_covers(&m, 2049, 0), 1);
+    CHECK_EQ_INT(cr_rangemap_covers(&m, 2000, UINT64_MAX), 0); /* wraps */
 
     cr_range_t out;
     CHECK_EQ_INT(cr_rangemap_remove(&m, 1001, &out), 0); /* only by the exact start */
