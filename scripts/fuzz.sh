@@ -19,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
-all=(fuzz_frame fuzz_msgpack fuzz_image fuzz_request fuzz_ptx_load fuzz_ptx_run)
+all=(fuzz_frame fuzz_msgpack fuzz_image fuzz_tls fuzz_request fuzz_ptx_load fuzz_ptx_run)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 cuda=${CUDA_HOME:-/usr/local/cuda}
@@ -74,6 +74,7 @@ options() {
   case $1 in
   fuzz_frame | fuzz_msgpack) o+=(-max_len=4096 -timeout=20) ;;
   fuzz_image | fuzz_ptx_load) o+=(-max_len=200000 -timeout=20) ;;
+  fuzz_tls) o+=(-max_len=32768 -timeout=20) ;;
   fuzz_request) o+=(-max_len=65536 -timeout=20) ;;
   fuzz_ptx_run) o+=(-max_len=200000 -timeout=5 -ignore_ooms=1) ;;
   esac

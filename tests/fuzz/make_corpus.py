@@ -3,19 +3,26 @@
 
     tests/fuzz/make_corpus.py [OUTPUT_DIR (default tests/fuzz/corpus)]
     tests/fuzz/make_corpus.py --load-images OUTPUT_DIR IMAGE...   (scripts/fuzz.sh)
+    tests/fuzz/make_corpus.py --tls-hello FUZZ_TLS OUTPUT_DIR
 
 Seeds are small, well-formed examples of what each target parses, so that the fuzzer starts
 from inputs that get past the first checks: frame headers, msgpack bodies, code images
 (PTX, and fatbin containers with stored, LZ4 and zstd entries built here byte by byte),
 whole client conversations for fuzz_request (its input format is described at the top of
-fuzz_request.c) and a PTX module for the interpreter's targets. Opcodes come from
+fuzz_request.c), what a client sends a TLS listener for fuzz_tls (described at the top of
+fuzz_tls.c) and a PTX module for the interpreter's targets. Opcodes come from
 codegen/opcodes.txt, so the seeds follow it. Larger seeds come from the build at run time:
 scripts/fuzz.sh copies nvcc's fatbins and cubins, and with --load-images wraps them in
-conversations that load them.
-Standard library only; rerunning it rewrites the same files."""
+conversations that load them. fuzz_tls's ClientHello seeds need a client's real first
+flight: --tls-hello has the built fuzz_tls make one (with a client cr_tls_t, and so with
+fresh random bytes each time) and writes the seeds made of it into OUTPUT_DIR
+(tests/fuzz/corpus/fuzz_tls for the committed ones).
+Standard library only; rerunning it rewrites the same files (but for --tls-hello's)."""
 import os
 import struct
+import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -373,6 +380,121 @@ def image_seeds():
     }
 
 
+# --- fuzz_tls ------------------------------------------------------------------------------
+
+AFTER_HANDSHAKE, VERIFY, NO_CERT, ROGUE_CERT, DISTRUST = 1, 2, 4, 8, 16  # the options byte
+SEAL, RAW, FLIP, REPLAY, DROP, CUT, RECORD, SWAP = range(8)  # what an op does with its bytes
+
+
+def tls_input(options, reads, *ops):
+    return bytes([options, reads]) + b''.join(ops)
+
+
+def tls_op(kind, data, arg=0):
+    return bytes([kind | arg << 3]) + struct.pack('<H', len(data)) + data
+
+
+def wire_frame(op, body, bulk_len=0, call=1, flags=0):
+    raw = mp(body)
+    return header(opcode=OP[op], flags=flags, body=len(raw), call=call, bulk=bulk_len) + raw
+
+
+def tls_seeds():
+    """What a client sends after a real handshake (the target makes that), and a few
+    plaintext clients on a TLS port."""
+    hello = wire_frame('@hello', {'protocol': 1, 'cuda_version': 13000, 'client': 'seed',
+                                  'pid': 42, 'host': 'corpus', 'program': '/seed/prog',
+                                  'token': 'fuzz-token'})
+    # a copy whose bulk is read straight into its buffer (the loop's direct reads: 16 KiB
+    # or more to come), sent in part
+    copy = wire_frame('cuMemcpyHtoD_v2', [DEV, 65536, 0], bulk_len=65536, call=2) + bytes(600)
+    more = bytes(range(256)) * 2
+    query = wire_frame('cuMemGetInfo_v2', [True, True], call=3)
+    s = {}
+    s['frames'] = tls_input(AFTER_HANDSHAKE, 0, tls_op(SEAL, hello), tls_op(SEAL, copy),
+                            tls_op(SEAL, more, arg=3))
+    s['frames_verify'] = tls_input(AFTER_HANDSHAKE | VERIFY, 200, tls_op(SEAL, hello),
+                                   tls_op(SEAL, query), tls_op(SEAL, copy, arg=17))
+    s['small_reads'] = tls_input(AFTER_HANDSHAKE, 7, tls_op(SEAL, hello, arg=5),
+                                 tls_op(SEAL, query, arg=1))
+    s['no_client_certificate'] = tls_input(AFTER_HANDSHAKE | VERIFY | NO_CERT, 0,
+                                           tls_op(SEAL, hello))
+    s['rogue_client_certificate'] = tls_input(AFTER_HANDSHAKE | VERIFY | ROGUE_CERT, 0,
+                                              tls_op(SEAL, hello))
+    s['client_refuses_server'] = tls_input(AFTER_HANDSHAKE | DISTRUST, 0)
+    s['flipped'] = tls_input(AFTER_HANDSHAKE, 0, tls_op(SEAL, hello), tls_op(FLIP, query, arg=12))
+    s['replayed'] = tls_input(AFTER_HANDSHAKE, 0, tls_op(REPLAY, hello), tls_op(SEAL, query))
+    s['dropped'] = tls_input(AFTER_HANDSHAKE, 0, tls_op(DROP, hello), tls_op(SEAL, query))
+    s['cut'] = tls_input(AFTER_HANDSHAKE, 30, tls_op(SEAL, hello), tls_op(CUT, query, arg=16),
+                         tls_op(SEAL, query))
+    s['swapped'] = tls_input(AFTER_HANDSHAKE, 0, tls_op(SWAP, hello))
+    # unencrypted records after the handshake: a close_notify, a KeyUpdate, application data
+    s['record_alert'] = tls_input(AFTER_HANDSHAKE | VERIFY, 0, tls_op(SEAL, hello),
+                                  tls_op(RECORD, b'\x01\x00', arg=1))
+    s['record_handshake'] = tls_input(AFTER_HANDSHAKE, 0, tls_op(SEAL, hello),
+                                      tls_op(RECORD, b'\x18\x00\x00\x01\x01', arg=2))
+    s['record_raw'] = tls_input(AFTER_HANDSHAKE, 0, tls_op(SEAL, hello),
+                                tls_op(RAW, b'\x17\x03\x03\x00\x20' + bytes(32)))
+    s['plaintext_hello'] = tls_input(0, 0, hello)
+    s['plaintext_other'] = tls_input(0, 0, query)
+    # an alert (unknown_ca) in place of a ClientHello
+    s['client_alert'] = tls_input(0, 0, b'\x15\x03\x01\x00\x02\x02\x30')
+    s['http'] = tls_input(0, 0, b'GET /metrics HTTP/1.1\r\nHost: fuzz.server\r\n\r\n')
+    return s
+
+
+def client_hello_parts(record):
+    """A ClientHello record as (the body before its extensions, [(type, data)...])."""
+    assert record[0] == 22 and record[5] == 1, 'not a ClientHello'
+    body = record[9:5 + struct.unpack('>H', record[3:5])[0]]
+    at = 2 + 32
+    at += 1 + body[at]  # legacy_session_id
+    at += 2 + struct.unpack('>H', body[at:at + 2])[0]  # cipher_suites
+    at += 1 + body[at]  # legacy_compression_methods
+    end = at + 2 + struct.unpack('>H', body[at:at + 2])[0]
+    fixed, at, exts = body[:at], at + 2, []
+    while at < end:
+        kind, n = struct.unpack('>HH', body[at:at + 4])
+        exts.append((kind, body[at + 4:at + 4 + n]))
+        at += 4 + n
+    return fixed, exts
+
+
+def client_hello(fixed, exts):
+    e = b''.join(struct.pack('>HH', kind, len(data)) + data for kind, data in exts)
+    body = fixed + struct.pack('>H', len(e)) + e
+    message = b'\x01' + struct.pack('>I', len(body))[1:] + body
+    return b'\x16\x03\x01' + struct.pack('>H', len(message)) + message
+
+
+def tls_hello_seeds(binary, out):
+    """fuzz_tls seeds made of a real ClientHello, which the built target writes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, 'hello')
+        subprocess.run([binary, '-runs=0'], env=dict(os.environ, FUZZ_TLS_HELLO=path),
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        with open(path, 'rb') as f:
+            hello = f.read()
+    fixed, exts = client_hello_parts(hello)
+    assert client_hello(fixed, exts) == hello
+    versions, key_share = 43, 51
+    no_shares = [(k, b'\0\0' if k == key_share else d) for k, d in exts]
+    s = {
+        'client_hello': tls_input(0, 0, hello),
+        'client_hello_verify_bytewise': tls_input(VERIFY, 1, hello),
+        # no supported_versions: a TLS 1.2 client, refused
+        'client_hello_tls12': tls_input(0, 0, client_hello(fixed, [(k, d) for k, d in exts
+                                                                     if k != versions])),
+        # no key share: the server asks again (HelloRetryRequest), and the client's hello
+        # with its share follows
+        'client_hello_retry': tls_input(0, 0, client_hello(fixed, no_shares), hello),
+    }
+    os.makedirs(out, exist_ok=True)
+    for name, data in s.items():
+        with open(os.path.join(out, name), 'wb') as f:
+            f.write(data)
+
+
 def load_image_seeds(out, files):
     """fuzz_request seeds that load each code image (nvcc's, from the build) as a library and
     as a module, and ask for what such programs ask for first."""
@@ -398,10 +520,14 @@ def main():
     if len(sys.argv) > 2 and sys.argv[1] == '--load-images':
         load_image_seeds(sys.argv[2], sys.argv[3:])
         return
+    if len(sys.argv) == 4 and sys.argv[1] == '--tls-hello':
+        tls_hello_seeds(sys.argv[2], sys.argv[3])
+        return
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, 'tests', 'fuzz', 'corpus')
     ptx = {'kernels.ptx': PTX}
     for target, seeds in (('fuzz_frame', frame_seeds()), ('fuzz_msgpack', msgpack_seeds()),
                           ('fuzz_image', image_seeds()), ('fuzz_request', request_seeds()),
+                          ('fuzz_tls', tls_seeds()),
                           ('fuzz_ptx_load', ptx), ('fuzz_ptx_run', ptx)):
         d = os.path.join(out, target)
         os.makedirs(d, exist_ok=True)

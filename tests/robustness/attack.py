@@ -3,10 +3,11 @@
 
 Starts its own cuda-remoted on the emulated device (--backend emu) with four tenants
 (tokens, quotas), a Unix socket, a TCP port on 127.0.0.1 the kernel picks and a metrics
-endpoint on 127.0.0.1, then runs eleven classes of attack and load, one after the other,
-while a "canary" client of another tenant keeps making checked calls (allocate, copy a
-known pattern up, copy it back, compare, memset, compare, free). It prints one table row
-per class and exits 1 if any verdict is FAIL (2 for a usage error or its own time limit).
+endpoint on 127.0.0.1, then runs eleven classes of attack and load (thirteen with --tls),
+one after the other, while a "canary" client of another tenant keeps making checked calls
+(allocate, copy a known pattern up, copy it back, compare, memset, compare, free). It prints
+one table row per class and exits 1 if any verdict is FAIL (2 for a usage error or its own
+time limit).
 
 It is run by hand; it is not part of the default test run (it takes minutes, and needs a
 few GiB of RAM where a server does not bound what a hostile client makes it hold; a server
@@ -15,12 +16,25 @@ not hardened against a class FAILs it, which is the point):
     python3 tests/robustness/attack.py --quick    # about 1-2 minutes
     python3 tests/robustness/attack.py            # the full run, at most about 10 minutes
     python3 tests/robustness/attack.py --quick --only 5,6 --keep-log /tmp/attack-logs
+    python3 tests/robustness/attack.py --quick --tls          # every class over TLS 1.3
+    python3 tests/robustness/attack.py --tls --only 12        # the full TLS load, ~2 min
 
   --server BIN   cuda-remoted (default: build/server/cuda-remoted of this checkout)
   --seed N       seed of every random choice (default 1)
   --only LIST    run only these classes (comma-separated numbers)
   --keep-log DIR copy the server's log (--log debug) there; without it the log is kept
                  in its temporary folder only when some verdict is FAIL, and its path printed
+  --tls          the script makes a CA and a server certificate (CN localhost, SANs localhost
+                 and 127.0.0.1) with the openssl command in its temporary folder and starts
+                 its server with --tls-cert/--tls-key: every TCP connection the script makes
+                 (hand-spoken clients, raw bytes, class 10's child processes) goes through
+                 Python's ssl, TLS 1.3, trusting that CA only; Unix-socket ones stay
+                 plaintext. Raw bytes go inside TLS, so that they still reach the frame
+                 parser, except where a class is about the connection itself: class 1 sends
+                 a quarter of its garbage on TCP in plaintext (for the handshake's parser),
+                 class 6's TCP flood is bare TCP that never begins TLS, class 13 is about
+                 handshakes. Classes 12 and 13 run only with --tls.
+  --load-calls N class 12's calls per client (default 10,000; 1,000 with --quick)
 
 The classes, and what each verdict requires (every class also requires: no server process
 died unless the script killed it, the canary got no wrong reply and no failed call, and no
@@ -59,12 +73,36 @@ sanitizer report appeared in the server log):
                           count (/metrics) return to what they were within 10 s, each time
  11 server SIGKILLed      the server process (the supervisor's child) killed with SIGKILL: a
                           new client is served within 10 s
+ 12 TLS load              (--tls) 64 clients of 4 tenants over TLS, each N checked
+                          synchronous calls (round trips of 1 B to 64 KiB, 1 MiB in 1% of
+                          them): no wrong or lost reply (none later than 30 s), no failed
+                          client, all calls done within 540 s (120 s quick); the server's RSS
+                          grows < 64 MiB from the end of the warm-up (the first 10% of the
+                          calls) to the end of the load. Prints calls/s and the RSS series
+ 13 TLS never finished    (--tls) against a server of its own with --hello-timeout 4
+                          --max-per-address 64 --max-connections 1280 (448 quick): TCP
+                          connections whose TLS handshake never finishes (nothing sent, part
+                          of a ClientHello, a ClientHello dripped a byte per 100 ms, a whole
+                          ClientHello and never the client's Finished; and, beside them,
+                          handshakes finished but no hello): 64 handshaking and 64 idle from
+                          one address each, then 16 more each: those refused at once (metric
+                          per_address); 1000 (320 quick) of every kind from other addresses,
+                          a real TLS client from 127.0.0.1 served within 2 s meanwhile; then,
+                          the server filled to --max-connections with handshakes, 16 past it
+                          refused at once (too_many_connections), a real client served again
+                          within 6.5 s, and again, until a fill grows the RSS peak < 4 MiB
+                          over the one before (5 fills at most, 3 quick); every connection
+                          the server took dropped within 6.5 s of connecting (metric
+                          hello_timeout, the log's "dropped: it sent no hello in time"); RSS
+                          grows < 16 MiB + 80 KiB a connection held; threads grow < 32
 
 Network: it connects only to 127.0.0.1 and to the Unix socket of the server it started
 (class 6's flood binds its TCP connections to the source address 127.0.0.2, still to
 127.0.0.1, and, run as root, opens its Unix-socket connections as uid 65534 in a child
-process, another local user as the server sees it); every loop is bounded in count and in time, and a watchdog ends the run (and
-the server) past its time limit (240 s quick, 600 s full).
+process, another local user as the server sees it; class 13 binds its connections to
+127.0.0.2 and up and 127.0.1.x to 127.0.5.x, 48 to 80 an address); every loop is bounded in
+count and in time, and a watchdog ends the run (and the server) past its time limit (240 s
+quick, 600 s full; with --tls 450 s and 1230 s).
 Python 3.11 standard library only.
 """
 import argparse
@@ -77,6 +115,7 @@ import select
 import shutil
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -89,8 +128,10 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, '..', '..'))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration'))
+sys.path.insert(0, os.path.join(ROOT, 'tests', 'tls'))
 sys.path.insert(0, HERE)
 import run  # noqa: E402  (the integration harness: Server)
+from tls_test import make_ca, make_cert  # noqa: E402  (test certificates, openssl command)
 from wire import (CLIENT_ID_BASE, FRAME_ASYNC, FRAME_REPLY, HEADER, INVALID_VALUE,  # noqa: E402
                   MAGIC, SUCCESS, VERSION, pack, read_opcodes, reply_ints)
 
@@ -120,6 +161,26 @@ NONREADER_RSS_MAX = 512 * MiB    # class 7: RSS growth with unread replies
 HEADER_CLOSE_S = 2.0             # class 3: an over-limit header closes the connection by then
 RELEASE_S = 10.0                 # class 10: a killed client's memory is back by then
 RESTART_SERVE_S = 10.0           # class 11: a new client is served by then
+LOAD_CLIENTS = 64                # class 12: clients (of the 4 tenants), all over TLS
+LOAD_CALLS, LOAD_CALLS_QUICK = 10000, 1000   # class 12: checked synchronous calls, each
+LOAD_SECONDS, LOAD_SECONDS_QUICK = 540, 120  # class 12: the calls must be done by then
+LOAD_REPLY_S = 30.0              # class 12: a reply not there by then is lost
+LOAD_WARMUP = 0.1                # class 12: the warm-up: this share of all the calls
+LOAD_RSS_MAX = 64 * MiB          # class 12: RSS growth from after the warm-up to the end
+LOAD_SIZES = (1, 7, 4096, 16 * KiB + 1, 64 * KiB + 3)  # class 12: bytes of a round trip
+LOAD_BIG, LOAD_BIG_SHARE = 1 * MiB, 0.01                # class 12: and now and then this
+HS_HELLO_TIMEOUT = 4             # class 13's server: --hello-timeout (seconds)
+HS_PER_ADDRESS = 64              # class 13's server: --max-per-address
+HS_MAX_CONN, HS_MAX_CONN_QUICK = 1280, 448   # class 13's server: --max-connections
+HS_FLOOD, HS_FLOOD_QUICK = 1000, 320         # class 13: connections in its first phase
+HS_EXTRA = 16                    # class 13: attempts past a limit, each refused at once
+HS_DROP_SLACK = 1.5              # class 13: dropped within the hello timeout, a quarter of
+                                 # it (the period of the server's check) and this
+HS_KINDS = ('silent', 'partial', 'drip', 'stalled', 'no-hello')  # class 13 (see Stall)
+HS_RSS_BASE = 16 * MiB           # class 13: RSS growth: this (the real clients, the canary)
+HS_RSS_PER_CONN = 80 * KiB       # and this a connection the server holds at once
+HS_REFILL_RSS_MAX = 4 * MiB      # class 13: a fill of the server grows its RSS peak by less
+HS_FILLS, HS_FILLS_QUICK = 5, 3  # than this over the one before, by this many fills at most
 
 PTX_POKE = b'''.version 8.0
 .target sm_75
@@ -172,10 +233,31 @@ def split_local(addr):
     return (socket.AF_INET6 if ':' in host else socket.AF_INET), (host, int(port))
 
 
-def connect(addr, timeout=5.0, source=None):
+# --tls: the context every TCP connection of the script goes through (TLS 1.3, trusting the
+# run's own CA only); None: plaintext everywhere. Unix-socket connections stay plaintext.
+TLS = None
+
+
+def tls_context(ca):
+    c = ssl.create_default_context(cafile=ca)
+    c.minimum_version = ssl.TLSVersion.TLSv1_3
+    return c
+
+
+def make_pki(d):
+    """The run's CA and the server's certificate (CN localhost, SANs localhost and
+    127.0.0.1), made with the openssl command in d; returns (ca, cert, key) paths."""
+    os.makedirs(d, exist_ok=True)
+    make_ca(d, 'ca')
+    make_cert(d, 'server', 'ca', '/CN=localhost', 'DNS:localhost,IP:127.0.0.1')
+    return tuple(os.path.join(d, n) for n in ('ca.pem', 'server.pem', 'server.key'))
+
+
+def connect(addr, timeout=5.0, source=None, plain=False):
     """A connection to a local address; source: the local IP address to connect from (TCP;
     any 127/8 address is this machine's loopback), so that one client can look like
-    another host."""
+    another host. With --tls a TCP connection has done its TLS handshake when this returns,
+    unless plain (then it is bare TCP, for what is about the connection itself)."""
     family, where = split_local(addr)
     s = socket.socket(family, socket.SOCK_STREAM)
     s.settimeout(timeout)
@@ -183,6 +265,8 @@ def connect(addr, timeout=5.0, source=None):
         if source and family != socket.AF_UNIX:
             s.bind((source, 0))
         s.connect(where)
+        if TLS is not None and family != socket.AF_UNIX and not plain:
+            s = TLS.wrap_socket(s, server_hostname=where[0])
     except BaseException:
         s.close()
         raise
@@ -300,7 +384,8 @@ class Conn:
 
 
 def roundtrip(c, size, seed):
-    """Checked calls: alloc, copy up, copy back, compare, memset half, compare, free."""
+    """Checked calls: alloc, copy up, copy back, compare, memset half, compare, free.
+    Returns how many calls it made (6, or 4 for a 1-byte round trip)."""
     dev = c.check('alloc %d' % size, 'cuMemAlloc_v2', [True, size])[1]
     data = pattern(size, seed)
     c.check('copy up', 'cuMemcpyHtoD_v2', [dev, size, 0], data)
@@ -315,6 +400,7 @@ def roundtrip(c, size, seed):
         if c.last_bulk != bytes([v]) * half + data[half:]:
             raise WrongReply('memset of %d bytes came back different' % half)
     c.check('free', 'cuMemFree_v2', [dev])
+    return 6 if half else 4
 
 
 def real_client(addr, token, size=64 * KiB, seed=7, timeout=5.0, source=None):
@@ -353,6 +439,8 @@ def wait_closed(s, seconds):
             try:
                 if not s.recv(1 << 16):
                     return 'closed'
+            except socket.timeout:  # TLS: part of a record came, the rest did not yet
+                continue
             except (ConnectionError, OSError):
                 return 'closed'
 
@@ -393,16 +481,22 @@ def children_of(pid):
 # --- the server -----------------------------------------------------------------------------
 
 class Target:
-    """A cuda-remoted (supervisor and server process) the script started."""
+    """A cuda-remoted (supervisor and server process) the script started. tls: (certificate,
+    key) for its TCP listener, or None; options: more server options (a class's own
+    limits)."""
 
-    def __init__(self, binary, workdir):
+    def __init__(self, binary, workdir, tls=None, options=()):
         self.workdir = workdir
+        self.options = list(options)
         tenants = os.path.join(workdir, 'tenants.json')
         with open(tenants, 'w') as f:
             json.dump({'tenants': [dict(name=n, token=t, memory=q)
                                    for n, (t, q) in TENANTS.items()]}, f)
         extra = ['--listen', '127.0.0.1:0', '--tenants', tenants, '--metrics', '127.0.0.1:0',
                  '--emu-memory', EMU_MEMORY, '--log', 'debug']
+        if tls:
+            extra += ['--tls-cert', tls[0], '--tls-key', tls[1]]
+        extra += self.options
         self.server = run.Server(binary, workdir, 'unix', extra=extra)
         self.unix = self.server.address
         text = self.server.log_text()
@@ -411,6 +505,10 @@ class Target:
         if not tcp:
             raise run.Failure('no TCP listener in the log:\n' + text)
         self.tcp = tcp[0]
+        said = re.search(r'listening on %s \((.*)\)' % re.escape(self.tcp), text)
+        self.tcp_speaks = said.group(1) if said else '?'
+        if bool(tls) != self.tcp_speaks.startswith('TLS'):
+            raise run.Failure('the TCP listener speaks %s:\n%s' % (self.tcp_speaks, text))
         self.metrics = self.server.wait_for(r'metrics on http://(\S+)/metrics').group(1)
         split_local(self.tcp), split_local(self.metrics)
         self.pid = self.server.proc.pid
@@ -544,13 +642,14 @@ class Canary(threading.Thread):
 
     def run(self):
         token = TENANTS[CANARY_TENANT][0]
-        conn, n = None, 0
+        conn, n, target = None, 0, None
         while not self.halt.is_set():
             n += 1
             t0 = time.monotonic()
             try:
                 if conn is None:
-                    conn = Conn(self.target.unix if n % 2 else self.target.tcp, token,
+                    target = self.target
+                    conn = Conn(target.unix if n % 2 else target.tcp, token,
                                 timeout=5, program='attack.py canary')
                 roundtrip(conn, 64 * KiB, 1000 + n)
                 self._count(0)
@@ -560,7 +659,8 @@ class Canary(threading.Thread):
                 conn.close()
                 conn = None
             except Exception as e:
-                self._count(2, problem='failed: %s: %s' % (type(e).__name__, e))
+                if target is self.target:  # not a server the script stopped for another
+                    self._count(2, problem='failed: %s: %s' % (type(e).__name__, e))
                 if conn:
                     conn.close()
                 conn = None
@@ -598,6 +698,7 @@ class Ctx:
         self.canary = Canary()
         self.rng = random.Random(args.seed)
         self.children = []  # subprocesses the script started (killed at exit)
+        self.pki = None     # --tls: (CA, server certificate, its key)
 
     def q(self, quick, full):
         return quick if self.quick else full
@@ -650,7 +751,7 @@ def class_random(ctx, res):
     limit = ctx.q(8000, 80000)
     lock = threading.Lock()
     counts = {'conns': 0, 'frames': 0, 'replies': 0, 'closed': 0, 'waiting': 0, 'open': 0,
-              'hello_refused': 0, 'calls_before_close': 0}
+              'hello_refused': 0, 'calls_before_close': 0, 'plain_on_tls': 0}
     results = {}
     bad = []
     nops = max(OPS.values())
@@ -659,7 +760,13 @@ def class_random(ctx, res):
         addr = ctx.target.addr(i)
         kind = r.randrange(3)
         frames = 0
-        s = connect(addr, 5)
+        # --tls: the bytes go inside TLS (for the frame parser), but a quarter of the garbage
+        # on TCP comes in plaintext, for the TLS handshake's own parser
+        plain = TLS is not None and kind < 2 and addr != ctx.target.unix and r.random() < 0.25
+        if plain:
+            with lock:
+                counts['plain_on_tls'] += 1
+        s = connect(addr, 5, plain=plain)
         try:
             if kind == 0:    # random bytes
                 s.sendall(r.randbytes(r.randrange(1, 4096)))
@@ -752,6 +859,9 @@ def class_random(ctx, res):
                      'to random calls (results: %s)' % (
                          counts['closed'], counts['waiting'], counts['open'], counts['replies'],
                          ', '.join('%d x%d' % kv for kv in top) or '-'))
+    if TLS is not None:
+        res.notes.append('TCP connections spoke TLS, except %d of random bytes or frames sent '
+                         'in plaintext to the TLS listener' % counts['plain_on_tls'])
     if counts['open']:
         res.fail.append('%d connections still open 3 s after the client\'s EOF' %
                         counts['open'])
@@ -1439,7 +1549,7 @@ def class_idle(ctx, res):
             ATTACKER_UID, flood_said.decode().strip()))
     source = ATTACKER_SOURCE
     try:
-        probe = connect(ctx.target.tcp, 2, source)
+        probe = connect(ctx.target.tcp, 2, source, plain=True)
         probe.close()
     except OSError as e:
         res.notes.append('cannot connect from %s (%s): the TCP flood comes from 127.0.0.1, '
@@ -1454,8 +1564,8 @@ def class_idle(ctx, res):
             break
         if flood and ctx.target.addr(i) == ctx.target.unix:
             continue  # the other user holds those
-        try:
-            socks.append(connect(ctx.target.addr(i), 2, source))
+        try:  # bare TCP even with --tls: the class is about the connection itself
+            socks.append(connect(ctx.target.addr(i), 2, source, plain=True))
         except OSError as e:
             refused += 1
             key = '%s %s' % ('TCP' if i % 2 else 'Unix', 'EAGAIN (listen backlog full)'
@@ -1525,6 +1635,8 @@ def class_idle(ctx, res):
                                  n - n // 2, refused, early, late, hold + 1, st0[2],
                                  max(st1[2], st2[2]), st0[1], max(st1[1], st2[1]),
                                  st0[0] >> 20, max(st1[0], st2[0]) >> 20))
+    if TLS is not None:
+        res.notes.append('the TCP half never began TLS (bare TCP); the real clients spoke TLS')
     if why:
         res.notes.append('refused at connect: %s' % ', '.join('%s x%d' % kv
                                                              for kv in sorted(why.items())))
@@ -1788,7 +1900,8 @@ def class_sigkill(ctx, res):
         mode = modes[i % len(modes)]
         p = subprocess.Popen([sys.executable, os.path.abspath(__file__), '--child', mode,
                               '--child-addr', ctx.target.addr(i), '--child-token',
-                              ctx.token(tenant)], stdout=subprocess.PIPE,
+                              ctx.token(tenant)] + (['--child-ca', ctx.pki[0]] if ctx.pki
+                                                    else []), stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, text=True)
         ctx.children.append(p)
         ready = readable(p.stdout, 10) and p.stdout.readline()
@@ -1856,6 +1969,481 @@ def class_server_kill(ctx, res):
     res.notes.append('%s after its server process (pid %d) got SIGKILL' % (sup, victim))
 
 
+# --- 12. TLS load ---------------------------------------------------------------------------
+
+def class_tls_load(ctx, res):
+    n = LOAD_CLIENTS
+    calls = ctx.args.load_calls or ctx.q(LOAD_CALLS_QUICK, LOAD_CALLS)
+    deadline = time.monotonic() + ctx.q(LOAD_SECONDS_QUICK, LOAD_SECONDS)
+    lock = threading.Lock()
+    counts = {'calls': 0, 'wrong': 0, 'lost': 0, 'failed': 0, 'bytes': 0}
+    problems = []
+    done_calls = [0] * n
+    tenants = list(TENANTS)
+    loaded = threading.Event()   # every client has made its calls (or given up)
+    release = threading.Event()  # then they close their connections
+    finished = [0]
+
+    def client(i):
+        r = random.Random(ctx.args.seed * 100000 + 12000 + i)
+        c, done, k = None, 0, 0
+        try:
+            c = Conn(ctx.target.tcp, ctx.token(tenants[i % 4]), timeout=LOAD_REPLY_S,
+                     program='attack.py tls-load %d' % i)
+            while done < calls and time.monotonic() < deadline:
+                k += 1
+                if calls - done < 6:  # the last few: synchronizations, checked too
+                    c.check('synchronize', 'cuCtxSynchronize_v2', [])
+                    got, size = 1, 0
+                else:
+                    size = LOAD_BIG if r.random() < LOAD_BIG_SHARE else r.choice(LOAD_SIZES)
+                    got = roundtrip(c, size, i * 1000000 + k)
+                done += got
+                with lock:
+                    counts['calls'] += got
+                    counts['bytes'] += (3 if got == 6 else 2) * size
+            if c.stray:
+                raise WrongReply('%d replies to calls it never waited for' % c.stray)
+        except WrongReply as e:
+            with lock:
+                counts['wrong'] += 1
+                problems.append('client %d wrong after %d calls: %s' % (i, done, e))
+        except socket.timeout:
+            with lock:
+                counts['lost'] += 1
+                problems.append('client %d: no reply within %.0f s (a lost reply) after %d '
+                                'calls' % (i, LOAD_REPLY_S, done))
+        except Exception as e:
+            with lock:
+                counts['failed'] += 1
+                problems.append('client %d failed after %d calls: %s: %s' % (
+                    i, done, type(e).__name__, e))
+        finally:
+            done_calls[i] = done
+            with lock:
+                finished[0] += 1
+                if finished[0] == n:
+                    loaded.set()
+            release.wait(60)
+            if c:
+                c.close()
+
+    series = []  # (seconds, calls so far, rss, threads)
+
+    def sample(t0):
+        st = proc_stats(ctx.target.child) or (0, 0, 0)
+        with lock:
+            series.append((time.monotonic() - t0, counts['calls'], st[0], st[1]))
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(n)]
+    t0 = time.monotonic()
+    sample(t0)
+    for t in threads:
+        t.start()
+    period = ctx.q(1.0, 5.0)
+    while not loaded.wait(period):
+        sample(t0)
+        if time.monotonic() > deadline + 30:
+            break
+    t_end = time.monotonic() - t0
+    sample(t0)  # the end of the load: every connection still open
+    release.set()
+    for t in threads:
+        t.join(30)
+    time.sleep(1.0)
+    sample(t0)  # the connections closed
+    total = n * calls
+    warm = next((x for x in series if x[1] >= LOAD_WARMUP * total), None)
+    loaded_series = series[:-1]
+    res.sent = '%d calls/%d conn' % (counts['calls'], n)
+    res.wrong = counts['wrong']
+    res.dropped = counts['lost'] + counts['failed']
+    rate = counts['calls'] / t_end if t_end > 0 else 0.0
+    res.notes.append('%d clients of %d tenants over TLS 1.3, each %d checked synchronous calls '
+                     '(round trips alloc, up, down, memset, down, free of %s bytes, %s bytes in '
+                     '%.0f%% of them): %d calls in %.1f s, %.0f calls/s, %d MiB copied' % (
+                         n, len(tenants), calls, '/'.join(str(x) for x in LOAD_SIZES),
+                         LOAD_BIG, 100 * LOAD_BIG_SHARE, counts['calls'], t_end, rate,
+                         counts['bytes'] >> 20))
+    res.notes.append('RSS series (seconds: calls done, server RSS MiB/threads): ' + ', '.join(
+        '%.0f: %d %d/%d' % (x[0], x[1], x[2] >> 20, x[3]) for x in series))
+    short = [i for i in range(n) if done_calls[i] < calls]
+    if warm is None:
+        res.fail.append('the load never passed its warm-up (%d%% of the calls)' % (
+            100 * LOAD_WARMUP))
+    else:
+        after = [x for x in loaded_series if x[0] >= warm[0]]
+        peak = max(after, key=lambda x: x[2])
+        growth = peak[2] - warm[2]
+        steady = ((loaded_series[-1][1] - warm[1]) / (loaded_series[-1][0] - warm[0])
+                  if loaded_series[-1][0] > warm[0] else 0.0)
+        res.notes.append('RSS after the warm-up (%d calls, %.0f s): %d MiB; peak after it %d '
+                         'MiB (at %.0f s), at the end of the load %d MiB, %d MiB once the '
+                         'clients closed: grew %+d MiB (bound: < %d MiB); %.0f calls/s after '
+                         'the warm-up' % (warm[1], warm[0], warm[2] >> 20, peak[2] >> 20,
+                                          peak[0], loaded_series[-1][2] >> 20,
+                                          series[-1][2] >> 20, growth >> 20,
+                                          LOAD_RSS_MAX >> 20, steady))
+        if growth >= LOAD_RSS_MAX:
+            res.fail.append('RSS grew %d MiB after the warm-up (bound %d MiB)' % (
+                growth >> 20, LOAD_RSS_MAX >> 20))
+    if counts['wrong'] or counts['lost'] or counts['failed']:
+        res.fail.append('%d wrong, %d lost replies, %d failed clients (first: %s)' % (
+            counts['wrong'], counts['lost'], counts['failed'], problems[0]))
+    elif short:
+        res.fail.append('%d clients did not finish their %d calls within the time limit '
+                        '(fewest: %d)' % (len(short), calls, min(done_calls)))
+
+
+# --- 13. TLS handshakes that never finish ----------------------------------------------------
+
+def hs_limits(ctx):
+    """class 13's server: (--max-connections, connections opened in its first phase)"""
+    return ctx.q(HS_MAX_CONN_QUICK, HS_MAX_CONN), ctx.q(HS_FLOOD_QUICK, HS_FLOOD)
+
+
+def hs_server_options(ctx):
+    return ['--hello-timeout', str(HS_HELLO_TIMEOUT), '--max-per-address', str(HS_PER_ADDRESS),
+            '--max-connections', str(hs_limits(ctx)[0])]
+
+
+def client_hello():
+    """The first flight of a real TLS 1.3 client (Python's, trusting the run's CA): one
+    ClientHello record, fresh random and key share."""
+    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    obj = TLS.wrap_bio(inc, out, server_hostname='127.0.0.1')
+    try:
+        obj.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return out.read()
+
+
+class Stall:
+    """One connection that never finishes its TLS handshake (or, kind no-hello, finishes it
+    and never says hello): silent (bare TCP, the idle connection of class 6), partial (part
+    of a ClientHello, then nothing), drip (a ClientHello a byte every 100 ms), stalled (the
+    whole ClientHello; the server's answer read, the client's Finished never sent)."""
+
+    def __init__(self, addr, kind, source, rng):
+        self.kind, self.source = kind, source
+        self.closed = None     # seconds from opened to the server's close
+        self.sent = 0
+        self.got = 0           # bytes from the server (its handshake messages)
+        self.error = None
+        hello = client_hello() if kind in ('partial', 'drip', 'stalled') else b''
+        self.hello = hello[:rng.randrange(1, len(hello))] if kind == 'partial' else hello
+        self.opened = time.monotonic()
+        try:
+            self.sock = connect(addr, 5, source, plain=kind != 'no-hello')
+        except OSError as e:  # refused before or in the handshake
+            self.sock, self.closed, self.error = None, time.monotonic() - self.opened, e
+            return
+        self.sock.setblocking(False)
+        if kind in ('partial', 'stalled'):
+            self.send(len(self.hello))
+
+    def send(self, k):
+        try:
+            self.sent += self.sock.send(self.hello[self.sent:self.sent + k])
+        except (BlockingIOError, ssl.SSLWantWriteError):
+            pass
+        except OSError:
+            self.close_seen()
+
+    def close_seen(self):
+        if self.closed is None:
+            self.closed = time.monotonic() - self.opened
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def readable(self):
+        """Reads what the server sent; records its close."""
+        try:
+            while True:
+                data = self.sock.recv(1 << 16)
+                if not data:
+                    self.close_seen()
+                    return
+                self.got += len(data)
+        except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            return
+        except OSError:
+            self.close_seen()
+
+
+def hold_stalls(stalls, seconds, on_tick=None):
+    """Keeps the stalls' connections (dripping where they drip) until the server closed each,
+    or for at most seconds; on_tick() every 50 ms or so."""
+    p = select.poll()
+    live = {}
+    for st in stalls:
+        if st.closed is None:
+            p.register(st.sock.fileno(), select.POLLIN)
+            live[st.sock.fileno()] = st
+    end = time.monotonic() + seconds
+    next_drip = time.monotonic()
+    while live and time.monotonic() < end:
+        if time.monotonic() >= next_drip:
+            next_drip += 0.1
+            for st in list(live.values()):
+                if st.kind == 'drip' and st.sent < len(st.hello):
+                    st.send(1)
+        for fd, _ in p.poll(50):
+            st = live.get(fd)
+            if st is not None:
+                st.readable()
+        for fd, st in list(live.items()):
+            if st.closed is not None:
+                p.unregister(fd)
+                del live[fd]
+        if on_tick:
+            on_tick()
+    return len(live)
+
+
+def refusal_counts(ctx):
+    """cuda_remote_connections_refused_total by reason."""
+    return {dict(labels).get('reason'): v for (name, labels), v in ctx.target.metrics_values()
+            .items() if name == 'cuda_remote_connections_refused_total'}
+
+
+def class_tls_stall(ctx, res):
+    max_conn, flood = hs_limits(ctx)
+    rng = random.Random(ctx.args.seed * 1000 + 13)
+    tick = HS_HELLO_TIMEOUT / 4
+    drop_by = HS_HELLO_TIMEOUT + tick + HS_DROP_SLACK
+    early = HS_HELLO_TIMEOUT / 2  # closed before this: refused at accept
+    shaking = ('partial', 'drip', 'stalled')
+    log0 = len(ctx.target.log_text().splitlines())
+    ref0 = refusal_counts(ctx)
+    st0 = proc_stats(ctx.target.child) or (0, 0, 0)
+    peak = list(st0)  # the class's
+    now_peak = [0]    # the phase's RSS
+
+    def watch():
+        st = proc_stats(ctx.target.child)
+        if st:
+            for k in range(3):
+                peak[k] = max(peak[k], st[k])
+            now_peak[0] = max(now_peak[0], st[0])
+
+    def gauge():
+        try:
+            return int(ctx.target.metrics_values().get(('cuda_remote_connections_open', ()), -1))
+        except OSError:
+            return -1
+
+    def probe(timeout):
+        try:
+            return real_client(ctx.target.tcp, ctx.token('gamma'), timeout=timeout)
+        except WrongReply as e:
+            res.wrong += 1
+            return 'wrong: %s' % e
+        except Exception as e:
+            return '%s: %s' % (type(e).__name__, e)
+
+    phases = []  # (label, connections the server held at the height, its RSS peak)
+
+    # phase 1: two addresses filled to --max-per-address and past it, one with handshakes
+    # that never finish, one with idle connections; then connections of every kind from
+    # other addresses; a real TLS client from 127.0.0.1 meanwhile
+    plan = []  # (source, kind, past the address's limit)
+    for k in range(HS_PER_ADDRESS + HS_EXTRA):
+        plan.append(('127.0.0.2', shaking[k % 3], k >= HS_PER_ADDRESS))
+    for k in range(HS_PER_ADDRESS + HS_EXTRA):
+        plan.append(('127.0.0.3', 'silent', k >= HS_PER_ADDRESS))
+    k = 0
+    while len(plan) < flood:
+        plan.append(('127.0.0.%d' % (4 + k // 48), HS_KINDS[k % len(HS_KINDS)], False))
+        k += 1
+    probes, slow = [], []
+    stop = threading.Event()
+
+    def prober():
+        while not stop.is_set():
+            took = probe(REAL_CLIENT_MAX_S + 3)
+            probes.append(took)
+            if not isinstance(took, float) or took > REAL_CLIENT_MAX_S:
+                slow.append(took if isinstance(took, str) else '%.2f s' % took)
+            stop.wait(0.5)
+
+    probe_thread = threading.Thread(target=prober)
+    probe_thread.start()
+    now_peak[0] = st0[0]
+    t0 = time.monotonic()
+    stalls = [Stall(ctx.target.tcp, kind, src, rng) for src, kind, _ in plan]
+    opened_in = time.monotonic() - t0
+    held = gauge()
+    left = hold_stalls(stalls, drop_by + 2, watch)
+    stop.set()
+    probe_thread.join(10)
+    phases.append(('phase 1', held, now_peak[0]))
+    ref1 = refusal_counts(ctx)
+
+    # phase 2, again and again: every connection the server allows and some past it,
+    # handshakes that never finish from addresses each under its own limit; a real client
+    # while it is full (refused, as --max-connections says), and how soon once the deadline
+    # emptied it; until a fill costs the server no more memory than the one before (the
+    # first ones do: the allocator's free lists settle), or HS_FILLS of them
+    rounds = []
+    for rnd in range(ctx.q(HS_FILLS_QUICK, HS_FILLS)):
+        now_peak[0] = 0
+        watch()
+        t1 = time.monotonic()
+        group = [Stall(ctx.target.tcp, shaking[k % 3], '127.0.%d.%d' % (1 + rnd, 1 + k // 48),
+                       rng) for k in range(max_conn + HS_EXTRA)]
+        filled_in = time.monotonic() - t1
+        held = gauge()
+        full_probe = probe(3)
+        served = [None]
+
+        def serve_again():
+            if served[0] is None and time.monotonic() - t1 > 0.5:
+                took = probe(2)
+                if isinstance(took, float):
+                    served[0] = time.monotonic() - (t1 + filled_in)
+                elif took.startswith('wrong'):
+                    slow.append(took)
+            watch()
+
+        left += hold_stalls(group, drop_by + 2, serve_again)
+        deadline = time.monotonic() + drop_by
+        while served[0] is None and time.monotonic() < deadline:
+            serve_again()
+            time.sleep(0.1)
+        phases.append(('fill %d' % (rnd + 1), held, now_peak[0]))
+        rounds.append((group, filled_in, full_probe, served[0]))
+        if rnd and phases[-1][2] - phases[-2][2] < HS_REFILL_RSS_MAX:
+            break
+    for st in stalls + [s for r in rounds for s in r[0]]:
+        if st.sock is not None and st.closed is None:
+            st.sock.close()
+    ref2 = refusal_counts(ctx)
+    time.sleep(1.0)
+    st1 = proc_stats(ctx.target.child) or (0, 0, 0)
+    watch()
+
+    # what happened to each connection
+    def tally(group):
+        refused = [s for s in group if s.closed is not None and s.closed < early]
+        dropped = [s for s in group if s.closed is not None and s.closed >= early]
+        late = [s for s in dropped if s.closed > drop_by]
+        still = [s for s in group if s.closed is None]
+        return refused, dropped, late, still
+
+    def delta(a, b, reason):
+        return int(b.get(reason, 0) - a.get(reason, 0))
+
+    phase2 = [s for r in rounds for s in r[0]]
+    by_kind = {}
+    for st in stalls + phase2:
+        if st.closed is not None and st.closed >= early:
+            by_kind.setdefault(st.kind, []).append(st.closed)
+    over_a = [s for (src, kind, past), s in zip(plan, stalls) if past and src == '127.0.0.2']
+    over_b = [s for (src, kind, past), s in zip(plan, stalls) if past and src == '127.0.0.3']
+    under = [s for (src, kind, past), s in zip(plan, stalls) if not past]
+    ra = tally(over_a)[0]
+    rb = tally(over_b)[0]
+    r_under, d1, late1, still1 = tally(under)
+    r2, d2, late2, still2 = tally(phase2)
+    per_addr = delta(ref0, ref1, 'per_address')
+    too_many = delta(ref1, ref2, 'too_many_connections')
+    timeouts = delta(ref0, ref2, 'hello_timeout')
+    tls_failed = delta(ref0, ref2, 'tls_failed')
+    lines = ctx.target.log_text().splitlines()[log0:]
+    drop_lines = [l for l in lines if 'dropped: it sent no hello in time' in l]
+    drop_logged = len(drop_lines) + sum(int(m) for l in drop_lines
+                                        for m in re.findall(r'\(and (\d+) more since', l))
+    res.sent = '%d+%d conn' % (len(stalls), len(phase2))
+    res.dropped = len(ra) + len(rb) + len(r_under) + len(d1) + len(r2) + len(d2)
+    kinds = ', '.join('%s %d (%.1f-%.1f s)' % (k, len(v), min(v), max(v))
+                      for k, v in sorted(by_kind.items()))
+    most = max(p[1] for p in phases)
+    growth = max(p[2] for p in phases) - st0[0]
+    rss_bound = HS_RSS_BASE + HS_RSS_PER_CONN * most
+    res.notes.append('server: --hello-timeout %d --max-per-address %d --max-connections %d; '
+                     'phase 1: %d connections opened in %.1f s (127.0.0.2: %d handshakes that '
+                     'never finish + %d past the limit; 127.0.0.3: %d idle + %d past it; the '
+                     'rest of every kind from 127.0.0.4 on, 48 an address); phase 2, %d fills '
+                     'of the server: %d handshakes that never finish (48 an address) opened in '
+                     '%s s' % (
+                         HS_HELLO_TIMEOUT, HS_PER_ADDRESS, max_conn, len(stalls), opened_in,
+                         HS_PER_ADDRESS, HS_EXTRA, HS_PER_ADDRESS, HS_EXTRA, len(rounds),
+                         max_conn + HS_EXTRA, '/'.join('%.1f' % r[1] for r in rounds)))
+    res.notes.append('past --max-per-address: %d/%d handshaking and %d/%d idle refused at once; '
+                     'metric per_address +%d' % (len(ra), len(over_a), len(rb), len(over_b),
+                                                 per_addr))
+    res.notes.append('past --max-connections: %d of %d refused at once (metric '
+                     'too_many_connections +%d, with the real clients tried while full); a '
+                     'real TLS client while full: %s; served again %s after the fill' % (
+                         len(r2), len(phase2), too_many,
+                         ' / '.join(r[2] if isinstance(r[2], str) else 'served in %.2f s' % r[2]
+                                    for r in rounds),
+                         ' / '.join('%.2f s' % r[3] if r[3] is not None else 'never'
+                                    for r in rounds)))
+    res.notes.append('dropped at the hello deadline, by kind (seconds after connecting): %s; '
+                     'metric hello_timeout +%d, tls_failed +%d; the log says %d of them (%d '
+                     'lines, rate-limited), e.g. "%s"' % (
+                         kinds or 'none', timeouts, tls_failed, drop_logged, len(drop_lines),
+                         drop_lines[0].split('warning: ', 1)[-1] if drop_lines else '-'))
+    flights = [s.got for s in stalls + phase2 if s.kind == 'stalled' and s.closed is not None
+               and s.closed >= early]
+    res.notes.append('the stalled ones read the server\'s answer to their ClientHello (%s bytes) '
+                     'and never sent their Finished; real TLS client during phase 1: %d probes, '
+                     '%s' % ('%d-%d' % (min(flights), max(flights)) if flights else 'no',
+                             len(probes),
+                             'max %.2f s' % max(p for p in probes if isinstance(p, float))
+                             if any(isinstance(p, float) for p in probes) else '-'))
+    res.notes.append('server RSS %d MiB before; %s: grew %d MiB (%.0f KiB a connection held; '
+                     'bound %d MiB + %d KiB a connection = %d MiB); threads %d -> %d; fds %d -> '
+                     '%d -> %d' % (
+                         st0[0] >> 20, '; '.join('%s: %d connections open, RSS peak %d MiB' % (
+                             p[0], p[1], p[2] >> 20) for p in phases), growth >> 20,
+                         growth / max(1, most) / KiB, HS_RSS_BASE >> 20, HS_RSS_PER_CONN // KiB,
+                         rss_bound >> 20, st0[1], peak[1], st0[2], peak[2], st1[2]))
+    if r_under:
+        res.notes.append('%d connections under every limit closed within %.0f s (%s)' % (
+            len(r_under), early, ', '.join(sorted({s.kind for s in r_under}))))
+    accepted = d1 + d2
+    if len(ra) != len(over_a) or len(rb) != len(over_b):
+        res.fail.append('past --max-per-address: %d/%d handshaking, %d/%d idle refused' % (
+            len(ra), len(over_a), len(rb), len(over_b)))
+    if per_addr != len(ra) + len(rb):
+        res.fail.append('metric per_address +%d, %d refusals expected' % (
+            per_addr, len(ra) + len(rb)))
+    if len(r2) < len(rounds) * HS_EXTRA or too_many < len(rounds) * HS_EXTRA:
+        res.fail.append('past --max-connections: %d refused seen, metric +%d (at least %d '
+                        'expected)' % (len(r2), too_many, len(rounds) * HS_EXTRA))
+    if late1 or late2 or still1 or still2 or left:
+        res.fail.append('%d connections dropped later than %.1f s, %d never (hello timeout '
+                        '%d s)' % (len(late1) + len(late2), drop_by,
+                                   len(still1) + len(still2), HS_HELLO_TIMEOUT))
+    if timeouts < len(accepted):
+        res.fail.append('metric hello_timeout +%d for %d connections dropped' % (
+            timeouts, len(accepted)))
+    if not drop_lines:
+        res.fail.append('no "dropped: it sent no hello in time" in the server log')
+    if slow:
+        res.fail.append('real TLS client not served within %.0f s: %s' % (
+            REAL_CLIENT_MAX_S, slow[0]))
+    if not probes:
+        res.fail.append('no real TLS client served during phase 1')
+    if any(r[3] is None for r in rounds):
+        res.fail.append('no real client served within %.1f s once phase 2 had filled the '
+                        'server' % drop_by)
+    if growth >= rss_bound:
+        res.fail.append('RSS grew %d MiB with %d connections held (bound %d MiB)' % (
+            growth >> 20, most, rss_bound >> 20))
+    if phases[-1][2] - phases[-2][2] >= HS_REFILL_RSS_MAX:
+        res.fail.append('fill %d of the server still grew its RSS peak by %d MiB (bound %d '
+                        'MiB)' % (len(rounds), (phases[-1][2] - phases[-2][2]) >> 20,
+                                  HS_REFILL_RSS_MAX >> 20))
+    if peak[1] - st0[1] >= IDLE_THREADS_MAX:
+        res.fail.append('threads grew by %d (limit %d)' % (peak[1] - st0[1], IDLE_THREADS_MAX))
+
 # --- the run --------------------------------------------------------------------------------
 
 CLASSES = [
@@ -1870,7 +2458,15 @@ CLASSES = [
     (9, 'many clients', class_many),
     (10, 'SIGKILLed clients', class_sigkill),
     (11, 'server SIGKILLed', class_server_kill),
+    (12, 'TLS load', class_tls_load),
+    (13, 'TLS never finished', class_tls_stall),
 ]
+NEEDS_TLS = {12, 13}  # run with --tls only
+
+
+def class_server_options(ctx, num):
+    """Server options a class needs beyond the usual ones (its server is started for it)."""
+    return hs_server_options(ctx) if num == 13 else []
 
 
 def sanitizer_reports(text):
@@ -1879,16 +2475,20 @@ def sanitizer_reports(text):
 
 def run_class(ctx, num, name, fn, workdir, fresh):
     res = Result(num, name)
-    if ctx.target is None or not ctx.target.alive():
-        old = ctx.target
+    want = class_server_options(ctx, num)
+    old = ctx.target
+    if old is None or not old.alive() or old.options != want:
         if old is not None:
             old.stop()
-            res.notes.append('a fresh cuda-remoted was started for this class (the previous '
-                             'one had exited)')
+            res.notes.append('a fresh cuda-remoted was started for this class (%s)' % (
+                'the previous one had exited' if not old.alive() and old.options == want
+                else 'with %s' % ' '.join(want) if want else 'with the usual options'))
+        elif want:
+            res.notes.append('its cuda-remoted has %s' % ' '.join(want))
         d = os.path.join(workdir, 'server-%d' % fresh[0])
         fresh[0] += 1
         os.makedirs(d)
-        ctx.target = Target(ctx.args.server, d)
+        ctx.target = Target(ctx.args.server, d, ctx.pki[1:] if ctx.pki else None, want)
         ctx.monitor.set_target(ctx.target)
         ctx.canary.target = ctx.target
         if not ctx.canary.is_alive():
@@ -1993,11 +2593,17 @@ def main():
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--only')
     ap.add_argument('--keep-log')
+    ap.add_argument('--tls', action='store_true')
+    ap.add_argument('--load-calls', type=int)
     ap.add_argument('--child', help=argparse.SUPPRESS)
     ap.add_argument('--child-addr', help=argparse.SUPPRESS)
     ap.add_argument('--child-token', help=argparse.SUPPRESS)
+    ap.add_argument('--child-ca', help=argparse.SUPPRESS)
     args = ap.parse_args()
+    global TLS
     if args.child:
+        if args.child_ca:
+            TLS = tls_context(args.child_ca)
         try:
             return child_main(args.child, args.child_addr, args.child_token)
         except (OSError, ConnectionError, WrongReply):
@@ -2013,9 +2619,19 @@ def main():
         except ValueError:
             ap.error('--only: numbers, comma-separated')
     limit = 240 if args.quick else 600
+    if args.tls:  # and classes 12 and 13
+        limit += (LOAD_SECONDS_QUICK if args.quick else LOAD_SECONDS) + 90
     ctx = Ctx(args)
     results = []
     workdir = tempfile.mkdtemp(prefix='cr-attack-')
+    if args.tls:
+        try:
+            ctx.pki = make_pki(os.path.join(workdir, 'pki'))
+        except run.Failure as e:
+            print('attack.py: cannot make the test certificates: %s' % e, file=sys.stderr)
+            shutil.rmtree(workdir, ignore_errors=True)
+            return 2
+        TLS = tls_context(ctx.pki[0])
     started = time.monotonic()
     finished = threading.Event()
 
@@ -2042,11 +2658,17 @@ def main():
     threading.Thread(target=watchdog, daemon=True).start()
     ctx.monitor.start()
     fresh = [0]
-    print('attack.py: %s run, seed %d, server %s' % ('quick' if args.quick else 'full',
-                                                    args.seed, args.server), flush=True)
+    print('attack.py: %s run, seed %d, server %s, TCP %s' % (
+        'quick' if args.quick else 'full', args.seed, args.server,
+        'over TLS 1.3 (Unix sockets in plaintext)' if args.tls else 'in plaintext'),
+        flush=True)
     try:
         for num, name, fn in CLASSES:
             if only and num not in only:
+                continue
+            if num in NEEDS_TLS and not args.tls:
+                print('attack.py: class %d (%s): not run (needs --tls)' % (num, name),
+                      flush=True)
                 continue
             print('attack.py: class %d (%s)...' % (num, name), flush=True)
             res = run_class(ctx, num, name, fn, workdir, fresh)
@@ -2058,8 +2680,9 @@ def main():
         finished.set()
         cleanup()
     print()
-    print('cuda-remoted attack run (%s, seed %d, %.0f s, emulated device, %s device memory)' % (
-        'quick' if args.quick else 'full', args.seed, time.monotonic() - started, EMU_MEMORY))
+    print('cuda-remoted attack run (%s, seed %d, %.0f s, emulated device, %s device memory, '
+          'TCP %s)' % ('quick' if args.quick else 'full', args.seed, time.monotonic() - started,
+                       EMU_MEMORY, 'over TLS 1.3' if args.tls else 'in plaintext'))
     print_table(results)
     failed = any(r.fail for r in results)
     if args.keep_log:
