@@ -4,7 +4,9 @@
  * physical memory is charged to its tenant before the device sees the request and given
  * back once it is really gone; mapped ranges are its device memory like its allocations.
  * CUmemAllocationProp carries one pointer (a Windows handle's metadata): it is cleared,
- * never followed, and handles are not exported (requestedHandleTypes must be none). */
+ * never followed, and handles are not exported (requestedHandleTypes must be none). A
+ * client sees one device, 0: the locations it names are the server's device, and only
+ * device memory is remoted. */
 #include "cr_server_hand.h"
 #include "dispatch.h"
 #include "handlers.h"
@@ -17,11 +19,30 @@ static void clear_pointer(void *prop)
         ((CUmemAllocationProp *)prop)->win32HandleMetaData = NULL;
 }
 
+/* The client's device 0 as the server's device; other locations are not remoted. */
+static CUresult to_server_location(cr_request_t *req, CUmemLocation *loc)
+{
+    if (!loc)
+        return CUDA_SUCCESS;
+    if (loc->type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    if (loc->id != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    loc->id = (int)cr_session_backend(req->session)->device;
+    return CUDA_SUCCESS;
+}
+
+/* A CUmemAllocationProp from the client: its pointer cleared, its location the server's. */
+static CUresult from_client_prop(cr_request_t *req, void *p)
+{
+    clear_pointer(p);
+    return p ? to_server_location(req, &((CUmemAllocationProp *)p)->location) : CUDA_SUCCESS;
+}
+
 /* (granularity *, prop, option) */
 static CUresult before_granularity(cr_request_t *req, cr_arg_t *a)
 {
-    clear_pointer(a[1].p);
-    return CUDA_SUCCESS;
+    return from_client_prop(req, a[1].p);
 }
 
 static const cr_generic_hooks_t granularity_hooks = {before_granularity, NULL};
@@ -77,7 +98,9 @@ void cr_srv_cuMemAddressFree(cr_request_t *req)
 static CUresult before_create(cr_request_t *req, cr_arg_t *a)
 {
     const CUmemAllocationProp *prop = a[2].p;
-    clear_pointer(a[2].p);
+    CUresult r = from_client_prop(req, a[2].p);
+    if (r != CUDA_SUCCESS)
+        return r;
     if (prop && prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE)
         return CUDA_ERROR_NOT_SUPPORTED; /* a shareable handle would leave the session */
     return cr_session_charge(req->session, a[1].u);
@@ -194,10 +217,12 @@ void cr_srv_cuMemUnmap(cr_request_t *req)
 /* (ptr, size, desc[count], count): mapped memory of the session's, for the device */
 static CUresult before_set_access(cr_request_t *req, cr_arg_t *a)
 {
-    const CUmemAccessDesc *desc = a[2].p;
-    for (uint64_t i = 0; desc && i < a[3].u; i++)
-        if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE)
-            return CUDA_ERROR_NOT_SUPPORTED; /* host access to device memory is not remoted */
+    CUmemAccessDesc *desc = a[2].p;
+    for (uint64_t i = 0; desc && i < a[3].u; i++) {
+        CUresult r = to_server_location(req, &desc[i].location);
+        if (r != CUDA_SUCCESS)
+            return r; /* host access to device memory is not remoted */
+    }
     return cr_session_vmm_mapped(req->session, a[0].u, a[1].u) ? CUDA_SUCCESS
                                                                : CUDA_ERROR_INVALID_VALUE;
 }
@@ -212,6 +237,9 @@ void cr_srv_cuMemSetAccess(cr_request_t *req)
 /* (flags *, location, ptr) */
 static CUresult before_get_access(cr_request_t *req, cr_arg_t *a)
 {
+    CUresult r = to_server_location(req, a[1].p);
+    if (r != CUDA_SUCCESS)
+        return r;
     return cr_session_vmm_mapped(req->session, a[2].u, 1) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -231,7 +259,10 @@ static CUresult before_properties(cr_request_t *req, cr_arg_t *a)
 
 static CUresult after_properties(cr_request_t *req, cr_arg_t *a, CUresult r)
 {
-    clear_pointer(a[0].p);
+    CUmemAllocationProp *prop = a[0].p;
+    clear_pointer(prop);
+    if (r == CUDA_SUCCESS && prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+        prop->location.id = 0; /* the client's name for the server's device */
     return r;
 }
 

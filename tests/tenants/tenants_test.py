@@ -26,6 +26,8 @@ from wire import (CLIENT_ID_BASE, INVALID_HANDLE, INVALID_VALUE, SUCCESS,  # noq
                   Client, Failure, expect, read_opcodes)
 
 OUT_OF_MEMORY = 2
+INVALID_DEVICE = 101
+NOT_SUPPORTED = 801
 MiB = 1 << 20
 TOKENS = {'alice': 'alice-token-0001', 'bob': 'bob-token-0002', 'carol': 'carol-token-0003'}
 PTX = b'''.version 8.0
@@ -238,6 +240,13 @@ def check_vmm(args, server, path, ops):
     alice, bob = Client(path, ops, TOKENS['alice']), Client(path, ops, TOKENS['bob'])
     r, base = alice.call('cuMemAddressReserve', [True, 2 * PIECE, 0, 0, 0])[:2]
     expect('alice reserves 4 MiB of addresses', r, SUCCESS)
+    other_device = struct.pack('<iiiiQQ', 1, 0, 1, 1, 0, 0)  # location: device 1
+    shareable = struct.pack('<iiiiQQ', 1, 1, 1, 0, 0, 0)     # a POSIX descriptor to export
+    expect('physical memory of a device the client does not have: refused',
+           alice.call('cuMemCreate', [True, PIECE, other_device, 0])[0], INVALID_DEVICE)
+    expect('a shareable handle: not remoted',
+           alice.call('cuMemCreate', [True, PIECE, shareable, 0])[0], NOT_SUPPORTED)
+    expect('neither refusal charged the quota', mem_info(alice)[1], 64 * MiB)
     r, handle = alice.call('cuMemCreate', [True, PIECE, VMM_PROP, 0])[:2]
     expect('alice creates 2 MiB of physical memory', r, SUCCESS)
     expect('which her quota counts', mem_info(alice)[1], 64 * MiB - PIECE)
