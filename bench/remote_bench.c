@@ -1,13 +1,19 @@
 /* The remoting layer's own figures, through the stub (linked as libcuda.so.1), against the
  * server CUDA_REMOTE_ADDR names.
  *
- *   remote_bench [--quick]
+ *   remote_bench [--quick] [--sizes SIZE,...] [--copies-only]
+ *
+ * --sizes: the copy sizes to measure (bytes, or with a K, M or G suffix: "1M,64M"); by
+ * default 4 KiB to 256 MiB in steps of 4. --copies-only: no sync calls or launches (for a
+ * profile of the copies).
  *
  * Prints one JSON object per line, like raw_limits:
  *   sync_call_us          cuStreamQuery on an idle stream (a call that must reach the server)
  *   launch_rate_per_s     launches of an empty kernel, then one synchronize
  *   h2d_gbps / d2h_gbps   copies of SIZE bytes: sync from/to pageable memory ("pageable"),
  *                         async from/to page-locked memory then one synchronize ("pinned")
+ *   bytes_copied          all the bytes the copies moved, untimed ones included (for a
+ *                         figure of CPU time per byte, from the CPU time of the processes)
  * with "size" and "mode" fields where they apply. */
 #include <cuda.h>
 #include <stdint.h>
@@ -87,6 +93,8 @@ static void launches(CUfunction f, CUstream s, int n)
     emit("launch_rate_per_s", n / (submitted - t0), "1/s", "submit", 0);
 }
 
+static double bytes_copied;
+
 static void copies(CUstream s, size_t size, int quick)
 {
     CUdeviceptr d;
@@ -105,6 +113,7 @@ static void copies(CUstream s, size_t size, int quick)
         reps = 1;
     if (reps > 2000)
         reps = 2000;
+    bytes_copied += 4.0 * size * (reps + 1); /* four modes, each with one untimed copy */
     /* each mode is timed after one untimed copy of its own: buffers the layers keep for
      * reuse exist by then, as they do in a program's steady state */
     CK(cuMemcpyHtoD(d, pageable, size));
@@ -136,9 +145,46 @@ static void copies(CUstream s, size_t size, int quick)
     free(pageable);
 }
 
+/* "1M,64M" into sizes[]; returns how many, or -1. */
+static int parse_sizes(const char *text, size_t *sizes, int max)
+{
+    int n = 0;
+    while (*text) {
+        char *end;
+        unsigned long long v = strtoull(text, &end, 10);
+        int shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+        if (shift)
+            end++;
+        if (end == text || (*end && *end != ',') || v == 0 || n == max)
+            return -1;
+        sizes[n++] = (size_t)v << shift;
+        text = *end ? end + 1 : end;
+    }
+    return n;
+}
+
 int main(int argc, char **argv)
 {
-    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    int quick = 0, nsizes = 0, copies_only = 0;
+    size_t sizes[32];
+    for (size_t size = 4 << 10; size <= ((size_t)256 << 20); size *= 4)
+        sizes[nsizes++] = size;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            quick = 1;
+        } else if (strcmp(argv[i], "--copies-only") == 0) {
+            copies_only = 1;
+        } else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
+            nsizes = parse_sizes(argv[++i], sizes, 32);
+            if (nsizes < 0) {
+                fprintf(stderr, "remote_bench: --sizes: sizes like 1M,64M\n");
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "usage: remote_bench [--quick] [--sizes SIZE,...] [--copies-only]\n");
+            return 2;
+        }
+    }
     CUdevice dev;
     CUcontext ctx;
     CUmodule mod;
@@ -152,10 +198,13 @@ int main(int argc, char **argv)
     CK(cuModuleGetFunction(&f, mod, "empty"));
     CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
 
-    sync_calls(s, quick ? 2000 : 10000);
-    launches(f, s, quick ? 20000 : 200000);
-    for (size_t size = 4 << 10; size <= ((size_t)256 << 20); size *= 4)
-        copies(s, size, quick);
+    if (!copies_only) {
+        sync_calls(s, quick ? 2000 : 10000);
+        launches(f, s, quick ? 20000 : 200000);
+    }
+    for (int i = 0; i < nsizes; i++)
+        copies(s, sizes[i], quick);
+    emit("bytes_copied", bytes_copied, "B", NULL, 0);
 
     CK(cuStreamDestroy(s));
     CK(cuModuleUnload(mod));

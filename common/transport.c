@@ -178,7 +178,7 @@ int cr_transport_writev(cr_transport_t *t, struct iovec *iov, int n, int pass_fd
 ssize_t cr_transport_recv(cr_transport_t *t, void *dst, size_t n, int dontwait)
 {
     for (;;) {
-        if (t->tls) {
+        if (t->tls && !t->drained) { /* a caller polling an idle connection skips this */
             size_t used = 0;
             ssize_t got =
                 cr_tls_read(t->tls, t->in + t->in_pos, t->in_len - t->in_pos, &used, dst, n);
@@ -189,7 +189,8 @@ ssize_t cr_transport_recv(cr_transport_t *t, void *dst, size_t n, int dontwait)
                 snprintf(t->why, sizeof t->why, "TLS: %s", cr_tls_why(t->tls));
                 return got;
             }
-            t->in_pos = t->in_len = 0; /* all of it went in */
+            t->in_pos = t->in_len = 0; /* all of it went in, and nothing is left inside */
+            t->drained = 1;
         }
         void *into = t->tls ? t->in : dst;
         size_t cap = t->tls ? TLS_INPUT : n;
@@ -198,6 +199,7 @@ ssize_t cr_transport_recv(cr_transport_t *t, void *dst, size_t n, int dontwait)
             if (!t->tls)
                 return r;
             t->in_len = (size_t)r;
+            t->drained = 0;
             continue;
         }
         if (r == 0)
@@ -210,7 +212,7 @@ ssize_t cr_transport_recv(cr_transport_t *t, void *dst, size_t n, int dontwait)
 
 int cr_transport_buffered(cr_transport_t *t)
 {
-    return t->tls && (t->in_pos < t->in_len || cr_tls_has_plaintext(t->tls));
+    return t->tls && !t->drained && (t->in_pos < t->in_len || cr_tls_has_plaintext(t->tls));
 }
 
 void cr_transport_close(cr_transport_t *t)

@@ -28,6 +28,7 @@ typedef struct {
     cr_tls_t *tls; /* NULL: plaintext */
     uint8_t *in;   /* TLS: ciphertext received, not yet decrypted (the receiver's) */
     size_t in_pos, in_len;
+    int drained;     /* TLS: all received bytes went in and no plaintext waits inside */
     cr_buf_t sealed; /* TLS: ciphertext being sent (the writer's) */
     char why[320];   /* the last failure, in words */
 } cr_transport_t;
