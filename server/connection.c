@@ -206,7 +206,8 @@ static int feed(conn_t *c, const uint8_t *p, size_t n)
     return 0;
 }
 
-/* The handshake is done: says so, and hands the client's certificate names to its session. */
+/* The handshake is done: says so at debug level (admission reads the client's certificate
+ * from the session's TLS when the hello comes). */
 static void tls_established(conn_t *c)
 {
     char how[96], subject[256];

@@ -40,6 +40,10 @@
     X(cuMemGetAddressRange_v2) X(cuPointerGetAttribute) X(cuPointerGetAttributes)                  \
     X(cuMemAllocHost_v2) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemHostRegister_v2)                \
     X(cuMemHostUnregister) X(cuMemHostGetFlags) X(cuMemHostGetDevicePointer_v2)                    \
+    /* vmm.c */                                                                                    \
+    X(cuMemGetAllocationGranularity) X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemCreate)     \
+    X(cuMemRelease) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) X(cuMemGetAccess)                  \
+    X(cuMemGetAllocationPropertiesFromHandle) X(cuMemRetainAllocationHandle)                       \
     /* copy.c */                                                                                   \
     X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2) X(cuMemcpyDtoD_v2) X(cuMemcpy) X(cuMemcpyAsync)          \
     X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2) X(cuMemcpyDtoDAsync_v2) X(cuMemcpy2D_v2)       \
