@@ -326,6 +326,44 @@ static int read_frame(cr_conn_t *c, int spin)
     return err;
 }
 
+/* --- a failed write ------------------------------------------------------------------------ */
+
+#define DRAIN_WAIT_NS 200000000 /* for the thread that reads to finish what the server sent */
+
+void cr_conn_write_failed(cr_conn_t *c, const char *why)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += DRAIN_WAIT_NS;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&c->lock);
+    /* a thread reading now meets the end of the connection and what came before it */
+    while (c->role != ROLE_NONE && !c->dead)
+        if (pthread_cond_timedwait(&c->cond, &c->lock, &until) != 0)
+            break;
+    int mine = c->role == ROLE_NONE && !c->dead;
+    if (mine)
+        c->role = ROLE_APP;
+    pthread_mutex_unlock(&c->lock);
+    if (mine) { /* read what is already there, whole frames, without waiting for more */
+        for (;;) {
+            struct pollfd ready = {c->tr.fd, POLLIN, 0};
+            if (c->rpos == c->rlen && !cr_transport_buffered(&c->tr) && poll(&ready, 1, 0) <= 0)
+                break;
+            if (read_frame(c, 0) != 0)
+                break;
+        }
+        pthread_mutex_lock(&c->lock);
+        c->role = ROLE_NONE;
+        pthread_cond_broadcast(&c->cond);
+        pthread_mutex_unlock(&c->lock);
+    }
+    cr_conn_mark_dead(c, why);
+}
+
 /* --- the background reader ---------------------------------------------------------------- */
 
 /* Holds the read role only while no thread waits for a reply, and gives it up when one

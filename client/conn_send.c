@@ -48,7 +48,7 @@ static int flush_locked(cr_conn_t *c, int pass_fd)
     cr_buf_reset(&c->out);
     c->ref_count = 0;
     if (err)
-        cr_conn_mark_dead(c, c->tr.why[0] ? c->tr.why : "write to the server failed");
+        cr_conn_write_failed(c, c->tr.why[0] ? c->tr.why : "write to the server failed");
     return err;
 }
 

@@ -89,6 +89,11 @@ int cr_conn_send_now(cr_msg_t *m);
 
 /* conn_read.c: the background reader thread's body (arg: the connection). */
 void *cr_conn_reader_main(void *arg);
+/* conn_read.c: a write failed. The server may have closed the connection on purpose after
+ * saying why (@context_error): what it sent before is read first (by the thread reading
+ * now, else by the caller), then the connection is marked dead. The caller may hold
+ * send_lock, not lock. */
+void cr_conn_write_failed(cr_conn_t *c, const char *why);
 
 /* conn_callback.c: queues a host function to run on the callback thread, starting it on
  * first use, then acknowledges it. 0 or CR_ENOMEM. */
