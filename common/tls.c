@@ -245,6 +245,9 @@ cr_tls_t *cr_tls_new(cr_tls_context_t *ctx, int is_server, const char *server_na
     SSL_set_app_data(t->ssl, t);
     SSL_set_info_callback(t->ssl, on_info);
     if (is_server) {
+        /* a connection that has not said hello holds no record buffers while it waits
+         * (cr_tls_keep_buffers once it is admitted) */
+        SSL_set_mode(t->ssl, SSL_MODE_RELEASE_BUFFERS);
         SSL_set_accept_state(t->ssl);
         return t;
     }
@@ -432,6 +435,13 @@ ssize_t cr_tls_read(cr_tls_t *t, const uint8_t *in, size_t in_len, size_t *used,
     }
     pthread_mutex_unlock(&t->lock);
     return result;
+}
+
+void cr_tls_keep_buffers(cr_tls_t *t)
+{
+    pthread_mutex_lock(&t->lock);
+    SSL_clear_mode(t->ssl, SSL_MODE_RELEASE_BUFFERS);
+    pthread_mutex_unlock(&t->lock);
 }
 
 int cr_tls_has_plaintext(cr_tls_t *t)

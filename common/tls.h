@@ -57,6 +57,10 @@ int cr_tls_handshake(cr_tls_t *t, const uint8_t *in, size_t in_len, size_t *used
  * the connection cleanly; another CR_E* when it failed (cr_tls_why). */
 ssize_t cr_tls_read(cr_tls_t *t, const uint8_t *in, size_t in_len, size_t *used, void *dst,
                     size_t cap);
+/* A server's connection frees its record buffers whenever they are empty, so that one that
+ * has not said hello costs little; once it is admitted it keeps them (no allocation per
+ * record). */
+void cr_tls_keep_buffers(cr_tls_t *t);
 /* 1 when plaintext already decrypted waits inside (a read needs no input). */
 int cr_tls_has_plaintext(cr_tls_t *t);
 /* Encrypts up to max bytes of the plaintext iov[0..n), starting `skip` bytes in, and

@@ -136,6 +136,8 @@ static int complete(conn_t *c)
         }
         c->admitted = 1;
         forget_waiting(c);
+        if (c->tls)
+            cr_tls_keep_buffers(c->tls);
     }
     if (cr_opcode_rule(req->hdr.opcode)->flags & CR_OPR_PASSES_FD)
         req->fd = take_passed_fd(c);
