@@ -227,9 +227,10 @@ static cr_tenant_t *parse_file(const char *path, int *count, char *err, size_t l
                 (entries[i].token[0] && !strcmp(entries[j].token, entries[i].token)) ||
                 (entries[i].cert[0] && !strcmp(entries[j].cert, entries[i].cert))) {
                 snprintf(err, len, "tenants %s and %s share a %s", entries[j].name, entries[i].name,
-                         !strcmp(entries[j].name, entries[i].name)     ? "name"
-                         : !strcmp(entries[j].token, entries[i].token) ? "token"
-                                                                       : "cert");
+                         !strcmp(entries[j].name, entries[i].name) ? "name"
+                         : entries[i].token[0] && !strcmp(entries[j].token, entries[i].token)
+                             ? "token"
+                             : "cert");
                 bad = 1;
             }
         i++;

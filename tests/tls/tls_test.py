@@ -266,6 +266,25 @@ def check_listener_rules(args, workdir):
         server.stop()
 
 
+def check_tenants_file(args, workdir):
+    """A tenants file's "cert": one per tenant, and a tenant needs a token or a cert."""
+    cases = [([{'name': 'a', 'cert': 'CN=x'}, {'name': 'b', 'cert': 'CN=x'}],
+              'tenants a and b share a cert'),
+             ([{'name': 'a', 'memory': '1GiB'}], 'or the tenant needs a "cert"'),
+             ([{'name': 'a', 'cert': 'O=x'}], '"cert" must be "CN=name", "DNS:name" or "URI:uri"')]
+    path = os.path.join(workdir, 'bad-tenants.json')
+    for tenants, says in cases:
+        with open(path, 'w') as f:
+            json.dump({'tenants': tenants}, f)
+        p = subprocess.run([args.server, '--backend', 'emu', '--listen', '127.0.0.1:0',
+                            '--tenants', path], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=30)
+        if p.returncode != 2 or says not in p.stdout:
+            raise Failure('tenants %r: exit %d, expected 2 saying %r:\n%s' % (
+                tenants, p.returncode, says, p.stdout))
+    print('ok: tenants files with a shared, a missing or a malformed "cert" are refused')
+
+
 def with_server(name, args, extra, test):
     """test(server) against a server listening on a Unix socket and on TCP (extra's
     --listen 127.0.0.1:0); server.address is the TCP one."""
@@ -324,6 +343,7 @@ def main():
         with tempfile.TemporaryDirectory(prefix='cr-tls-listen-') as w:
             try:
                 check_listener_rules(args, w)
+                check_tenants_file(args, w)
             except (Failure, wire.Failure) as e:
                 print('tls.listeners: FAILED: %s' % e, file=sys.stderr)
                 failed = 1
