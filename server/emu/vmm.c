@@ -3,7 +3,8 @@
  * the one into the other (cuMemMap), as PyTorch's expandable segments use them.
  *
  * Reserved ranges lie in a region of their own right after the arena, VMM_VA_FACTOR times
- * its size, mapped PROT_NONE at start so that nothing else lands there; physical memory is
+ * its size, mapped PROT_NONE at start so that nothing else lands there (an unmapped range
+ * gets fresh anonymous pages instead: see cr_emu_cuMemUnmap); physical memory is
  * a memfd, and a mapping is that memfd mapped MAP_SHARED|MAP_FIXED over its range, so two
  * mappings of the same memory see the same bytes, as on a GPU. A mapping is registered as an
  * allocation (CR__ALLOC_MAPPED): copies and kernels reach it like any other device memory,
@@ -378,8 +379,10 @@ CUresult cr_emu_cuMemUnmap(CUdeviceptr ptr, size_t size)
     }
     if (size == 0 || first == last || at != ptr + size)
         goto out;
-    /* the address range goes back to being reserved and inaccessible */
-    void *back = mmap((void *)(uintptr_t)ptr, size, PROT_NONE,
+    /* the address range goes back to being reserved: fresh anonymous pages, not PROT_NONE,
+     * because a kernel still running may have the range in its cache of checked ranges
+     * (unmapping memory in use is the program's error; it must not crash the server) */
+    void *back = mmap((void *)(uintptr_t)ptr, size, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
     if (back == MAP_FAILED) {
         r = CUDA_ERROR_OUT_OF_MEMORY;
