@@ -1,8 +1,10 @@
 /* Frame header encoding and validation (see frame.h for the layout). */
 #include "frame.h"
 
+#include "cr_opcodes.h"
 #include "error.h"
 #include "le.h"
+#include "protocol.h"
 
 void cr_frame_encode(const cr_frame_header_t *h, uint8_t out[CR_FRAME_HEADER_SIZE])
 {
@@ -32,4 +34,13 @@ int cr_frame_decode(const uint8_t in[CR_FRAME_HEADER_SIZE], cr_frame_header_t *h
     if (h->body_len > CR_FRAME_MAX_BODY || h->bulk_len > CR_FRAME_MAX_BULK)
         return CR_ETOOBIG;
     return 0;
+}
+
+int cr_frame_admissible(const cr_frame_header_t *h, int admitted)
+{
+    const cr_opcode_rule_t *rule = cr_opcode_rule(h->opcode);
+    if (!admitted &&
+        (!(rule->flags & CR_OPR_FIRST) || h->bulk_len || h->body_len > CR_HELLO_MAX_BODY))
+        return CR_EPERM;
+    return h->bulk_len > rule->bulk_limit ? CR_ETOOBIG : 0;
 }

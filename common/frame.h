@@ -47,4 +47,9 @@ void cr_frame_encode(const cr_frame_header_t *h, uint8_t out[CR_FRAME_HEADER_SIZ
  * Returns 0, CR_EPROTO (bad magic, flags), CR_EVERSION or CR_ETOOBIG. */
 int cr_frame_decode(const uint8_t in[CR_FRAME_HEADER_SIZE], cr_frame_header_t *h);
 
+/* Whether a server reads a frame with this (decoded) header at all, before it allocates
+ * anything for it: the opcode's rules (cr_opcode_rule) bound its bulk, and before its hello
+ * is admitted a connection may send only a small hello. 0, CR_EPERM or CR_ETOOBIG. */
+int cr_frame_admissible(const cr_frame_header_t *h, int admitted);
+
 #endif

@@ -2,7 +2,7 @@
  *
  * Incoming bytes are cut into requests (a header, a bounded body, and bulk bytes read
  * straight into the request's own buffer) and handed to the session's executor; a frame
- * the rules of its opcode refuse (cr_request_admissible) ends the connection before
+ * the rules of its opcode refuse (cr_frame_admissible) ends the connection before
  * anything is allocated for it. Until its hello admits it (hello.c decides, on this
  * thread), a connection may send one small hello and nothing else, within the hello
  * deadline; it has no executor and no buffer of its own yet, and the connection guard
@@ -154,7 +154,7 @@ static int start_request(conn_t *c)
     int err = cr_frame_decode(c->header, &h);
     if (err)
         return err;
-    if ((err = cr_request_admissible(&h, c->admitted)) != 0)
+    if ((err = cr_frame_admissible(&h, c->admitted)) != 0)
         return err; /* before anything is buffered */
     if (!(c->req = cr_request_new(c->session, &h)))
         return CR_ENOMEM;

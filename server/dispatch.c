@@ -10,15 +10,6 @@
 #include "protocol.h"
 #include "session.h"
 
-int cr_request_admissible(const cr_frame_header_t *h, int admitted)
-{
-    const cr_opcode_rule_t *rule = cr_opcode_rule(h->opcode);
-    if (!admitted &&
-        (!(rule->flags & CR_OPR_FIRST) || h->bulk_len || h->body_len > CR_HELLO_MAX_BODY))
-        return CR_EPERM;
-    return h->bulk_len > rule->bulk_limit ? CR_ETOOBIG : 0;
-}
-
 int cr_request_outlives_executor(const cr_request_t *req)
 {
     unsigned op = req->hdr.opcode;

@@ -9,11 +9,6 @@
 #include "request.h"
 #include "session.h"
 
-/* Whether a frame with this header may be read at all, before anything is allocated for
- * it: the opcode's rules (cr_opcode_rule) bound its bulk, and before its hello is admitted
- * a connection may send only a small hello. 0, CR_EPERM or CR_ETOOBIG. */
-int cr_request_admissible(const cr_frame_header_t *h, int admitted);
-
 typedef void (*cr_hand_fn)(cr_request_t *req);
 typedef CUresult (*cr_call_fn)(const cr_driver_t *d, cr_arg_t *a);
 

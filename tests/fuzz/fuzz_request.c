@@ -331,7 +331,7 @@ static int receive(cr_session_t *s, unsigned flags, uint16_t opcode, const uint8
     cr_frame_encode(&h, raw);
     if (cr_frame_decode(raw, &h) != 0)
         return -1;
-    if (cr_request_admissible(&h, admitted) != 0 || (h.flags & (CR_FRAME_REPLY | CR_FRAME_PARTIAL)))
+    if (cr_frame_admissible(&h, admitted) != 0 || (h.flags & (CR_FRAME_REPLY | CR_FRAME_PARTIAL)))
         return -1;
     cr_request_t *req = cr_request_new(s, &h);
     FUZZ_CHECK(req != NULL);

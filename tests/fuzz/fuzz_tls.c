@@ -472,16 +472,6 @@ int cr_dispatch_on_loop(cr_request_t *req)
     return 1;
 }
 
-/* As dispatch.c's. */
-int cr_request_admissible(const cr_frame_header_t *h, int admitted)
-{
-    const cr_opcode_rule_t *rule = cr_opcode_rule(h->opcode);
-    if (!admitted &&
-        (!(rule->flags & CR_OPR_FIRST) || h->bulk_len || h->body_len > CR_HELLO_MAX_BODY))
-        return CR_EPERM;
-    return h->bulk_len > rule->bulk_limit ? CR_ETOOBIG : 0;
-}
-
 /* As request.c's, but the body and the bulk get only as many bytes as the connection can
  * still bring (a bulk may be announced at 2 GiB): the loop writes no further, since no
  * plaintext outgrows its ciphertext. */
