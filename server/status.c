@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "array.h"
 #include "backend.h"
 #include "cr_server_hand.h"
 #include "dispatch.h"
@@ -46,19 +47,6 @@ double cr_status_uptime(void)
 
 /* ---- collecting ---- */
 
-/* Room for one more element of `size` bytes in *list, which holds count of *cap. 0 or -1. */
-static int room_for_one(void **list, size_t *cap, size_t count, size_t size)
-{
-    if (count < *cap)
-        return 0;
-    size_t n = *cap ? *cap * 2 : 8;
-    void *grown = realloc(*list, n * size);
-    if (!grown)
-        return -1;
-    *list = grown;
-    *cap = n;
-    return 0;
-}
 
 typedef struct {
     cr_tenant_info_t *list;
@@ -69,7 +57,7 @@ typedef struct {
 static void add_tenant(const cr_tenant_t *t, void *arg)
 {
     tenant_list_t *l = arg;
-    if (l->failed || room_for_one((void **)&l->list, &l->cap, l->count, sizeof *l->list)) {
+    if (l->failed || cr_array_room((void **)&l->list, &l->cap, l->count, sizeof *l->list)) {
         l->failed = 1;
         return;
     }
@@ -151,7 +139,7 @@ static void add_session(const cr_session_info_t *s, void *arg)
     session_list_t *l = arg;
     if (l->failed || (l->only && s->tenant != l->only))
         return;
-    if (room_for_one((void **)&l->list, &l->cap, l->count, sizeof *l->list)) {
+    if (cr_array_room((void **)&l->list, &l->cap, l->count, sizeof *l->list)) {
         l->failed = 1;
         return;
     }

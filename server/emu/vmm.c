@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "error.h"
 #include "log.h"
 
@@ -103,20 +104,6 @@ int cr__in_vmm_region(uint64_t addr)
     return region_size && addr >= region_base && addr - region_base < region_size;
 }
 
-/* Grows an array of n elements of `size` bytes to hold one more. 0 or CR_ENOMEM. */
-static int grow(void **array, size_t *cap, size_t n, size_t size)
-{
-    if (n < *cap)
-        return 0;
-    size_t c = *cap ? *cap * 2 : 16;
-    void *p = realloc(*array, c * size);
-    if (!p)
-        return CR_ENOMEM;
-    *array = p;
-    *cap = c;
-    return 0;
-}
-
 static void span_insert(span_t **a, size_t *count, size_t i, span_t s)
 {
     memmove(&(*a)[i + 1], &(*a)[i], (*count - i) * sizeof s);
@@ -133,7 +120,7 @@ static void span_erase(span_t *a, size_t *count, size_t i)
 /* First fit of size bytes aligned to align in the region's free ranges. */
 static int va_take(uint64_t size, uint64_t align, uint64_t *out)
 {
-    if (grow((void **)&va_free, &va_free_cap, va_free_count + 1, sizeof *va_free) != 0)
+    if (cr_array_room((void **)&va_free, &va_free_cap, va_free_count + 1, sizeof *va_free) != 0)
         return CR_ENOMEM;
     for (size_t i = 0; i < va_free_count; i++) {
         span_t f = va_free[i];
@@ -154,7 +141,7 @@ static int va_take(uint64_t size, uint64_t align, uint64_t *out)
 
 static int va_give(uint64_t base, uint64_t size)
 {
-    if (grow((void **)&va_free, &va_free_cap, va_free_count + 1, sizeof *va_free) != 0)
+    if (cr_array_room((void **)&va_free, &va_free_cap, va_free_count + 1, sizeof *va_free) != 0)
         return CR_ENOMEM;
     size_t i = 0;
     while (i < va_free_count && va_free[i].base < base)
@@ -244,7 +231,7 @@ CUresult cr_emu_cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignm
     uint64_t base;
     CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
     pthread_rwlock_wrlock(&cr__mem_lock);
-    if (grow((void **)&reserved, &reserved_cap, reserved_count, sizeof *reserved) == 0 &&
+    if (cr_array_room((void **)&reserved, &reserved_cap, reserved_count, sizeof *reserved) == 0 &&
         va_take(size, alignment > GRANULE ? alignment : GRANULE, &base) == 0) {
         size_t i = 0;
         while (i < reserved_count && reserved[i].base < base)
@@ -344,7 +331,7 @@ CUresult cr_emu_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     if (!p || offset > p->size || size > p->size - offset || !reservation_of(ptr, size) || overlaps)
         goto out;
     r = CUDA_ERROR_OUT_OF_MEMORY;
-    if (grow((void **)&maps, &map_cap, map_count, sizeof *maps) != 0)
+    if (cr_array_room((void **)&maps, &map_cap, map_count, sizeof *maps) != 0)
         goto out;
     cr__alloc_t a = {.base = ptr, .size = size, .kind = CR__ALLOC_MAPPED};
     if (cr__alloc_insert(&a) != 0)
