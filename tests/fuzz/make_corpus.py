@@ -231,6 +231,36 @@ def request_seeds():
         frame('cuMemcpyDtoHAsync_v2', [DEV + 1024, 32, 0], flags=ASYNC),
         frame('cuMemGetInfo_v2', [True, True]),
         frame('cuMemFree_v2', [DEV]))
+    # the virtual-memory API: the first reservation lies where the emulated device's
+    # reservable region starts (after its 64 MiB), physical memory is the session's id 0x20000
+    vmm, phys, piece = DEV + (64 << 20), 0x20000, 2 << 20
+    prop = struct.pack('<iiiiQQ', 1, 0, 1, 0, 0, 0)  # pinned, on device 0
+    access = struct.pack('<iii', 1, 0, 3)              # device 0, read-write
+    location = struct.pack('<ii', 1, 0)
+    s['virtual_memory'] = conversation(
+        frame('cuMemGetAllocationGranularity', [True, prop, 1]),
+        frame('cuMemAddressReserve', [True, 2 * piece, 0, 0, 0]),
+        frame('cuMemCreate', [True, piece, prop, 0]),
+        frame('cuMemCreate', [True, piece, prop, 0]),
+        frame('cuMemMap', [vmm, piece, 0, phys, 0]),
+        frame('cuMemMap', [vmm + piece, piece, 0, phys + 1, 0]),
+        frame('cuMemSetAccess', [vmm, 2 * piece, access, 1]),
+        frame('cuMemGetAccess', [True, location, vmm + 8]),
+        frame('cuMemcpyHtoD_v2', [vmm + piece - 8, 16, 0], bytes(range(16))),
+        frame('cuMemsetD8_v2', [vmm + piece - 32, 7, 64, 0], flags=ASYNC),
+        frame('cuMemcpyDtoH_v2', [vmm + piece - 32, 64, 0]),
+        frame('cuMemGetAllocationPropertiesFromHandle', [True, phys]),
+        frame('cuMemUnmap', [vmm, 2 * piece]),
+        frame('cuMemRelease', [phys]),
+        frame('cuMemRelease', [phys + 1]),
+        frame('cuMemAddressFree', [vmm, 2 * piece]))
+    # left mapped and unreleased: the session's end gives it all back
+    s['virtual_memory_left'] = conversation(
+        frame('cuMemAddressReserve', [True, piece, 0, 0, 0]),
+        frame('cuMemCreate', [True, piece, prop, 0]),
+        frame('cuMemMap', [vmm, piece, 0, phys, 0]),
+        frame('cuMemRelease', [phys]),
+        frame('cuMemcpyHtoD_v2', [vmm, 4, 0], b'abcd'))
     s['module_launch'] = conversation(
         frame('cuModuleLoadData', [0], ptx),
         frame('cuModuleGetFunction', [True, FIRST_ID, 'fill']),
