@@ -8,7 +8,9 @@
  *   emu_slots  the table's size in slots as the emulated device declares it, 0 when it
  *              does not serve the table (then the stub answers CUDA_ERROR_NOT_FOUND, as a
  *              driver without it would). The `cuda` backend reports its driver's own.
- * Facts and sources: the cudart contract (docs) and the tests in tests/stub. */
+ * Facts and sources: the cudart contract (docs) and the tests in tests/stub. 1734dc26 is
+ * asked for by cuBLASLt's first GEMM (its bytes are also in NVRTC, nvJitLink and CUPTI); what
+ * its slots do is not known, so the stub serves it only as every unknown slot. */
 #ifndef CR_EXPORT_TABLES_H
 #define CR_EXPORT_TABLES_H
 
@@ -32,7 +34,9 @@
     X(TOOLS_MODULE, 1, 0, 0x6e, 0x16, 0x3f, 0xbe, 0xb9, 0x58, 0x44, 0x4d, 0x83, 0x5c, 0xe1, 0x82,  \
       0xaf, 0xf1, 0x99, 0x1e)                                                                      \
     X(UNKNOWN_69A28E9F, 1, 0, 0x69, 0xa2, 0x8e, 0x9f, 0x24, 0x49, 0x8b, 0x47, 0xb0, 0x30, 0xc5,    \
-      0xda, 0x33, 0x0e, 0xa4, 0xe9)
+      0xda, 0x33, 0x0e, 0xa4, 0xe9)                                                                \
+    X(UNKNOWN_1734DC26, 1, 0, 0x17, 0x34, 0xdc, 0x26, 0x80, 0x0d, 0x47, 0x45, 0x87, 0x26, 0xc0,    \
+      0xf1, 0xe7, 0xdd, 0x8b, 0xca)
 
 enum {
 #define CR_EXPORT_TABLE_ENUM(name, has_size, emu_slots, ...) CR_EXPORT_##name,
