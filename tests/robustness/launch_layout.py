@@ -23,8 +23,10 @@ from wire import (INVALID_HANDLE, INVALID_VALUE, SUCCESS, Client, Failure,  # no
                   expect, read_opcodes)
 
 BLOB = 32752  # with the 8-byte pointer before it: 32760 bytes, near the 32764 limit
+# PTX ISA 8.1 raised the parameter limit from 4 KiB to 32764 bytes: NVIDIA's driver 580
+# refuses this module as 8.0 (CUDA_ERROR_INVALID_PTX)
 PTX = ('''
-.version 8.0
+.version 8.1
 .target sm_90
 .address_size 64
 .visible .entry leak(.param .u64 out, .param .align 8 .b8 blob[%d])
@@ -65,8 +67,9 @@ def read(c, dev, size):
 
 def layouts(server, opcodes):
     c = Client(server.address[len('unix:'):], opcodes)
-    result, module = c.call('cuModuleLoadData', [PTX_KIND], bulk=PTX)
-    expect('loading the module', result, SUCCESS)
+    loaded = c.call('cuModuleLoadData', [PTX_KIND], bulk=PTX)
+    expect('loading the module', loaded[0], SUCCESS)
+    module = loaded[1]
     result, leak = c.call('cuModuleGetFunction', [True, module, 'leak'])
     expect('finding leak', result, SUCCESS)
     result, pair = c.call('cuModuleGetFunction', [True, module, 'pair'])
