@@ -24,6 +24,9 @@ import tempfile
 import time
 
 
+TENANT_TOKEN = 'run-py-tenant-token'  # --tenant-memory's tenant
+
+
 class Failure(Exception):
     pass
 
@@ -339,6 +342,10 @@ def main():
     ap.add_argument('--reject-log', help='a regular expression the server log must not match')
     ap.add_argument('--server-arg', action='append', default=[],
                     help='an extra argument for cuda-remoted; repeatable')
+    ap.add_argument('--tenant-memory', metavar='SIZE',
+                    help='run the program as a tenant with this memory quota (e.g. 2GiB), so '
+                         'that what it reads of memory in use is its own, not the whole '
+                         'GPU\'s, which other processes move')
     ap.add_argument('--env', action='append', default=[],
                     help='NAME=VALUE in the program\'s environment; repeatable')
     ap.add_argument('--expect-stdout', action='append',
@@ -359,6 +366,13 @@ def main():
                 return 1
             return 0
         server = None
+        if args.tenant_memory:
+            tenants = os.path.join(workdir, 'tenants.json')
+            with open(tenants, 'w') as f:
+                json.dump({'tenants': [{'name': 'test', 'token': TENANT_TOKEN,
+                                        'memory': args.tenant_memory}]}, f)
+            args.server_arg += ['--tenants', tenants]
+            args.env.append('CUDA_REMOTE_TOKEN=' + TENANT_TOKEN)
         try:
             server = Server(args.server, workdir, args.transport, args.backend, args.driver,
                             args.server_arg)
