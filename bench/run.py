@@ -3,11 +3,12 @@
 transport, measured in the same run, as a ratio; median of several rounds with min-max.
 
   bench/run.py --build DIR [--rounds N] [--transports tcp,tls,unix,shm] [--quick]
-               [--copy-sizes 1M,64M] [--output FILE]
+               [--copy-sizes 1M,64M] [--output FILE] [--backend emu|cuda]
 
 Every round measures the limits (bench/raw_limits.c) and then the remoting layer
 (bench/remote_bench.c through the stub, against a fresh cuda-remoted on the emulated
-device, where the device side costs nearly nothing), one transport after the other:
+device, where the device side costs nearly nothing, or with --backend cuda on a GPU through
+NVIDIA's driver), one transport after the other:
   tcp   loopback TCP
   tls   loopback TCP with TLS 1.3: a server with a certificate of a CA made for the run (the
         openssl command, in the run's temporary folder), the client at tls://127.0.0.1:PORT
@@ -48,6 +49,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+BACKEND = 'emu'  # the servers' backend (--backend)
 
 
 def run_json_lines(cmd, env=None, timeout=900):
@@ -62,7 +64,7 @@ def start_server(build, transport, workdir, extra, log_level='info'):
     on_unix = transport in ('unix', 'shm')
     listen = 'unix:' + os.path.join(workdir, 'bench.sock') if on_unix else '127.0.0.1:0'
     log = open(os.path.join(workdir, 'server-%s.log' % transport), 'w+')
-    proc = subprocess.Popen([os.path.join(build, 'server', 'cuda-remoted'), '--backend', 'emu',
+    proc = subprocess.Popen([os.path.join(build, 'server', 'cuda-remoted'), '--backend', BACKEND,
                              '--emu-memory', '2GiB', '--listen', listen] + extra,
                             stdout=log, stderr=subprocess.STDOUT,
                             env=dict(os.environ, CUDA_REMOTE_LOG=log_level))
@@ -185,7 +187,7 @@ def priority_latency(build, add):
                         busy.wait()
                 for name, value in (('p50', p50), ('p90', p90), ('p99', p99)):
                     add({'metric': 'launch_wait_us', 'mode': mode + '_' + name, 'value': value},
-                        'emu')
+                        BACKEND)
         finally:
             proc.terminate()
             proc.wait()
@@ -207,11 +209,16 @@ def main():
     ap.add_argument('--no-kernels', action='store_true', help='skip kernel execution speed')
     ap.add_argument('--no-priority', action='store_true',
                     help='skip the latency of a high-priority tenant under load')
+    ap.add_argument('--backend', default='emu', choices=('emu', 'cuda'),
+                    help='the servers\' device: emulated (default) or a GPU through NVIDIA\'s '
+                    'driver')
     ap.add_argument('--server-arg', action='append', default=[],
                     help='an extra argument for cuda-remoted')
     args = ap.parse_args()
+    global BACKEND
+    BACKEND = args.backend
     build = os.path.abspath(args.build)
-    transports = args.transports.split(',')
+    transports = [t for t in args.transports.split(',') if t]  # '' for none
     if 'tls' in transports:  # compared with plaintext TCP of the same round, run just before
         transports = [t for t in transports if t != 'tls']
         if 'tcp' not in transports:
@@ -344,15 +351,15 @@ def main():
             ('emu', 'host_s', kernel, 0))
 
     for q in ('p50', 'p90', 'p99'):
-        row('high tenant launch+wait %s (us) under low load vs alone' % q, 'emu',
-            ('emu', 'launch_wait_us', 'high_under_low_' + q, 0),
-            ('emu', 'launch_wait_us', 'high_alone_' + q, 0))
-        row('high tenant launch+wait %s (us) under a low loop vs alone' % q, 'emu',
-            ('emu', 'launch_wait_us', 'high_under_low_loop_' + q, 0),
-            ('emu', 'launch_wait_us', 'high_alone_' + q, 0))
-        row('normal tenant launch+wait %s (us) under normal vs alone' % q, 'emu',
-            ('emu', 'launch_wait_us', 'normal_under_normal_' + q, 0),
-            ('emu', 'launch_wait_us', 'normal_alone_' + q, 0))
+        row('high tenant launch+wait %s (us) under low load vs alone' % q, BACKEND,
+            (BACKEND, 'launch_wait_us', 'high_under_low_' + q, 0),
+            (BACKEND, 'launch_wait_us', 'high_alone_' + q, 0))
+        row('high tenant launch+wait %s (us) under a low loop vs alone' % q, BACKEND,
+            (BACKEND, 'launch_wait_us', 'high_under_low_loop_' + q, 0),
+            (BACKEND, 'launch_wait_us', 'high_alone_' + q, 0))
+        row('normal tenant launch+wait %s (us) under normal vs alone' % q, BACKEND,
+            (BACKEND, 'launch_wait_us', 'normal_under_normal_' + q, 0),
+            (BACKEND, 'launch_wait_us', 'normal_alone_' + q, 0))
 
     print('\n%-5s %-56s %12s %12s %8s' % ('path', 'figure (median [min-max])', 'value',
                                           'limit', 'ratio'))
