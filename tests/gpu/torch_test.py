@@ -33,6 +33,7 @@ LOSS_TOLERANCE = 1e-5  # relative, per step
 TIMINGS = (('train_step_ms', 'CNN training step, ms', 'lower'),
            ('launches_per_s', 'launches (add_ of 16 floats) per s', 'higher'),
            ('matmul_4096_bf16_tflops', '4096^3 bf16 matmul, TFLOP/s', 'higher'),
+           ('matmul_8192_bf16_tflops', '8192^3 bf16 matmul, TFLOP/s', 'higher'),
            ('h2d_256MiB_GBps', '256 MiB host to device (pageable), GB/s', 'higher'),
            ('d2h_256MiB_GBps', '256 MiB device to host (pageable), GB/s', 'higher'))
 
