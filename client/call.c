@@ -1,7 +1,9 @@
 /* cr_remote_call, the way every generated remote stub reaches the server: the call's stream
- * arguments become wire ids (stream.c), then the generic marshaller sends it (marshal.c).
+ * arguments become wire ids (stream.c) and pass the capture rules (capture.c), then the
+ * generic marshaller sends it (marshal.c).
  *
  * Threads: any application thread; waits as its call does. */
+#include "capture.h"
 #include "client.h"
 #include "marshal.h"
 #include "stream.h"
@@ -19,8 +21,15 @@ CUresult cr_remote_call(const cr_fn_desc_t *d, cr_arg_t *a)
                          ? NULL /* the default stream the function works on */
                          : (CUstream)a[i].p;
         CUresult r = cr_stream_wire_id(s, &stream_ids[i]);
+        if (r == CUDA_SUCCESS)
+            r = cr_capture_check_call(d, stream_ids[i]);
         if (r != CUDA_SUCCESS)
             return r;
     }
+    /* events tie streams into a capture, by the rule the server follows too */
+    if (d->opcode == CR_OP_cuEventRecord || d->opcode == CR_OP_cuEventRecordWithFlags)
+        cr_capture_event_recorded((uint64_t)(uintptr_t)a[0].p, stream_ids[1]);
+    else if (d->opcode == CR_OP_cuStreamWaitEvent)
+        cr_capture_event_waited(stream_ids[0], (uint64_t)(uintptr_t)a[1].p);
     return cr_marshal_call(d, a, stream_ids);
 }

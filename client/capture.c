@@ -1,29 +1,246 @@
-/* Stream capture: not remoted yet, so no stream is ever capturing. Frameworks ask on hot
- * paths (PyTorch before most allocations), so the answers are local; beginning a capture
- * returns CUDA_ERROR_NOT_SUPPORTED like every function not remoted.
+/* Stream capture, the client's side. The server records the work a capturing stream is
+ * given and replays it at each launch of the graph (server/graph.c); this file keeps which
+ * streams capture, by the same rules the server follows, so that the questions frameworks
+ * ask on hot paths (PyTorch before most allocations, cuBLAS before its launches) are
+ * answered here, and refuses at once what a capture cannot hold.
  *
- * Threads: any; nothing here waits. */
+ * A capture holds kernel launches, memsets, device-to-device copies, event records and
+ * waits. Copies to or from host memory and host functions would need this process at each
+ * replay, and calls that wait on a capturing stream cannot be captured: they fail with
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidate the capture, whose end then fails
+ * with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, as on a GPU. Another stream joins a capture by
+ * waiting on an event recorded in it; the capture ends, for every stream in it, at
+ * cuStreamEndCapture on the stream that began it.
+ *
+ * Threads: any; one lock over the table, and none taken while no stream captures. */
+#include "capture.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "array.h"
 #include "client.h"
+#include "cr_opcodes.h"
+#include "stream.h"
+
+typedef struct {
+    uint64_t stream; /* wire id */
+    uint64_t id;     /* the capture's id, shared by the streams that joined it */
+    uint64_t origin; /* the stream that began it */
+    int invalid;
+} capturing_t;
+
+typedef struct {
+    uint64_t event; /* an event recorded in a capture, by handle */
+    uint64_t id;
+} mark_t;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static capturing_t *streams;
+static size_t stream_count, stream_cap;
+static mark_t *marks;
+static size_t mark_count, mark_cap;
+static unsigned active; /* atomic: stream_count, read without the lock */
+static uint64_t next_id = 1;
+
+static capturing_t *find_locked(uint64_t stream)
+{
+    for (size_t i = 0; i < stream_count; i++)
+        if (streams[i].stream == stream)
+            return &streams[i];
+    return NULL;
+}
+
+static int add_locked(uint64_t stream, uint64_t id, uint64_t origin)
+{
+    if (cr_array_room((void **)&streams, &stream_cap, stream_count, sizeof *streams))
+        return -1;
+    streams[stream_count++] = (capturing_t){stream, id, origin, 0};
+    __atomic_store_n(&active, (unsigned)stream_count, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* Ends capture `id` on every stream and forgets its events. */
+static void end_locked(uint64_t id)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < stream_count; i++)
+        if (streams[i].id != id)
+            streams[k++] = streams[i];
+    stream_count = k;
+    k = 0;
+    for (size_t i = 0; i < mark_count; i++)
+        if (marks[i].id != id)
+            marks[k++] = marks[i];
+    mark_count = k;
+    __atomic_store_n(&active, (unsigned)stream_count, __ATOMIC_RELEASE);
+}
+
+static void invalidate_locked(uint64_t id)
+{
+    for (size_t i = 0; i < stream_count; i++)
+        if (streams[i].id == id)
+            streams[i].invalid = 1;
+}
+
+CUresult cr_capture_check(uint64_t stream, int capturable)
+{
+    if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE))
+        return CUDA_SUCCESS;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&lock);
+    capturing_t *c = find_locked(stream);
+    if (c && c->invalid) {
+        r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    } else if (c && !capturable) {
+        invalidate_locked(c->id);
+        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+CUresult cr_capture_check_call(const cr_fn_desc_t *d, uint64_t stream)
+{
+    switch (d->opcode) {
+    case CR_OP_cuMemsetD8Async:
+    case CR_OP_cuMemsetD16Async:
+    case CR_OP_cuMemsetD32Async:
+    case CR_OP_cuMemsetD2D8Async:
+    case CR_OP_cuMemsetD2D16Async:
+    case CR_OP_cuMemsetD2D32Async:
+    case CR_OP_cuMemcpyDtoDAsync_v2:
+    case CR_OP_cuEventRecord:
+    case CR_OP_cuEventRecordWithFlags:
+    case CR_OP_cuStreamWaitEvent:
+        return cr_capture_check(stream, 1);
+    case CR_OP_cuStreamQuery:
+        return cr_capture_check(stream, 0);
+    default: /* questions about a stream are fine; work on it and waits are not */
+        return d->flags & (CR_FN_ASYNC | CR_FN_WAITS) ? cr_capture_check(stream, 0) : CUDA_SUCCESS;
+    }
+}
+
+void cr_capture_event_recorded(uint64_t event, uint64_t stream)
+{
+    if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE)) /* marks exist only while captures do */
+        return;
+    pthread_mutex_lock(&lock);
+    capturing_t *c = find_locked(stream);
+    size_t i = 0;
+    while (i < mark_count && marks[i].event != event)
+        i++;
+    if (c) { /* (re)marked as this capture's */
+        if (i == mark_count && cr_array_room((void **)&marks, &mark_cap, mark_count, sizeof *marks))
+            c->invalid = 1; /* cannot remember it: a wait on it would not join */
+        else
+            marks[i == mark_count ? mark_count++ : i] = (mark_t){event, c->id};
+    } else if (i < mark_count) { /* recorded outside any capture now */
+        marks[i] = marks[--mark_count];
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+void cr_capture_event_waited(uint64_t stream, uint64_t event)
+{
+    if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE))
+        return;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < mark_count; i++) {
+        if (marks[i].event != event)
+            continue;
+        capturing_t *origin = NULL;
+        for (size_t k = 0; k < stream_count && !origin; k++)
+            if (streams[k].id == marks[i].id)
+                origin = &streams[k];
+        if (origin && !find_locked(stream)) {
+            uint64_t id = origin->id, from = origin->origin;
+            if (add_locked(stream, id, from))
+                invalidate_locked(id);
+        }
+        break;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+CUresult cr_capture_begin(uint64_t stream)
+{
+    pthread_mutex_lock(&lock);
+    CUresult r = CUDA_SUCCESS;
+    if (find_locked(stream))
+        r = CUDA_ERROR_ILLEGAL_STATE;
+    else if (add_locked(stream, next_id, stream))
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    else
+        next_id++;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+CUresult cr_capture_end(uint64_t stream, int *invalid)
+{
+    pthread_mutex_lock(&lock);
+    capturing_t *c = find_locked(stream);
+    CUresult r = CUDA_SUCCESS;
+    if (!c) {
+        r = CUDA_ERROR_ILLEGAL_STATE;
+    } else if (c->origin != stream) {
+        r = CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
+        invalidate_locked(c->id);
+    } else {
+        *invalid = c->invalid;
+        end_locked(c->id);
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+void cr_capture_forget_all(void)
+{
+    pthread_mutex_lock(&lock);
+    stream_count = mark_count = 0;
+    __atomic_store_n(&active, 0, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&lock);
+}
+
+/* --- what frameworks ask -------------------------------------------------------------------- */
 
 CUresult cr_hand_cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus *status)
+{
+    uint64_t id;
+    return cr_hand_cuStreamGetCaptureInfo(stream, status, &id);
+}
+
+CUresult cr_hand_cuStreamGetCaptureInfo(CUstream stream, CUstreamCaptureStatus *status,
+                                        cuuint64_t *id)
 {
     if (!cr_client())
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!status)
         return CUDA_ERROR_INVALID_VALUE;
     *status = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (id)
+        *id = 0;
+    if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE))
+        return CUDA_SUCCESS;
+    uint64_t wire;
+    CUresult r = cr_stream_wire_id(stream, &wire);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&lock);
+    capturing_t *c = find_locked(wire);
+    if (c) {
+        *status =
+            c->invalid ? CU_STREAM_CAPTURE_STATUS_INVALIDATED : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+        if (id)
+            *id = c->id;
+    }
+    pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
 }
 
-CUresult cr_hand_cuStreamGetCaptureInfo(CUstream stream, CUstreamCaptureStatus *status,
-                                        cuuint64_t *id)
-{
-    CUresult r = cr_hand_cuStreamIsCapturing(stream, status);
-    if (r == CUDA_SUCCESS && id)
-        *id = 0;
-    return r;
-}
-
+/* The graph being built is the server's: no handle of it, nor of its nodes, is given out
+ * before the capture ends. */
 CUresult cr_hand_cuStreamGetCaptureInfo_v3(CUstream stream, CUstreamCaptureStatus *status,
                                            cuuint64_t *id, CUgraph *graph, const CUgraphNode **deps,
                                            const CUgraphEdgeData **edges, size_t *count)

@@ -13,6 +13,7 @@
  * one, for each chunk's). */
 #include <string.h>
 
+#include "capture.h"
 #include "client.h"
 #include "context.h"
 #include "error.h"
@@ -163,6 +164,8 @@ static CUresult copy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s
     if (!src && n)
         return CUDA_ERROR_INVALID_VALUE;
     CUresult r = cr_stream_wire_id(stream, &sid);
+    if (r == CUDA_SUCCESS) /* host memory is this process's: no capture can replay it */
+        r = cr_capture_check(sid, 0);
     if (r != CUDA_SUCCESS)
         return r;
     if (try_shared(1, dst, (uint8_t *)src, n, sid, wait, &r))
@@ -195,6 +198,8 @@ static CUresult copy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream stream,
     if (!dst && n)
         return CUDA_ERROR_INVALID_VALUE;
     CUresult r = cr_stream_wire_id(stream, &sid);
+    if (r == CUDA_SUCCESS) /* host memory is this process's: no capture can replay it */
+        r = cr_capture_check(sid, 0);
     if (r != CUDA_SUCCESS)
         return r;
     if (async && !cr_host_mem_type(dst, NULL, NULL, NULL))
@@ -393,7 +398,8 @@ static CUresult copy_3d_message(side_t src, side_t dst, size_t width, size_t hei
     if (direction == CR_COPY_DTOH && async && !cr_host_mem_type(dst.host, NULL, NULL, NULL))
         async = 0;
     uint64_t sid;
-    if ((r = cr_stream_wire_id(stream, &sid)) != CUDA_SUCCESS)
+    if ((r = cr_stream_wire_id(stream, &sid)) != CUDA_SUCCESS ||
+        (r = cr_capture_check(sid, 0)) != CUDA_SUCCESS) /* not among what a capture holds */
         return r;
 
     /* host rows travel packed: gather them for host-to-device */

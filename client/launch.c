@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "client.h"
 #include "context.h"
 #include "error.h"
@@ -159,7 +160,8 @@ static CUresult launch(uint16_t opcode, CUfunction f, const dims_t *d, CUstream 
     if (attr_count && !attrs)
         return CUDA_ERROR_INVALID_VALUE;
     uint64_t sid;
-    if ((r = cr_stream_wire_id(stream, &sid)) != CUDA_SUCCESS)
+    if ((r = cr_stream_wire_id(stream, &sid)) != CUDA_SUCCESS ||
+        (r = cr_capture_check(sid, 1)) != CUDA_SUCCESS)
         return r;
     params_t p;
     if ((r = build_params((uint64_t)(uintptr_t)f, kernel_params, extra, &p)) != CUDA_SUCCESS)
@@ -230,6 +232,8 @@ static CUresult host_func(CUstream stream, void (*fn)(void *), void *data)
         return CUDA_ERROR_INVALID_VALUE;
     uint64_t sid;
     CUresult r = cr_stream_wire_id(stream, &sid);
+    if (r == CUDA_SUCCESS) /* a capture cannot call into this process at each replay */
+        r = cr_capture_check(sid, 0);
     if (r != CUDA_SUCCESS)
         return r;
     cr_msg_t m;

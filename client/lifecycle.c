@@ -7,6 +7,7 @@
  * server's reply; the fork and exit handlers where the C library runs them. */
 #include <pthread.h>
 
+#include "capture.h"
 #include "client.h"
 #include "connect.h"
 #include "context.h"
@@ -74,6 +75,7 @@ CUresult cr_hand_cuDevicePrimaryCtxReset_v2(CUdevice dev)
     if (r == CUDA_SUCCESS) {
         cr_memory_forget_device_allocations();
         cr_stream_forget_per_thread();
+        cr_capture_forget_all();
         cr_handles_forget_type(CR_HT_CUstream); /* the server destroyed them */
         cr_handles_forget_type(CR_HT_CUevent);
         cr_ctx_primary_reset_state(ctx);

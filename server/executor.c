@@ -12,6 +12,7 @@
 #include "cpu.h"
 #include "dispatch.h"
 #include "error.h"
+#include "graph.h"
 #include "guard.h"
 #include "handlers.h"
 #include "log.h"
@@ -173,6 +174,10 @@ static void *executor_main(void *arg)
             msgpack_zone_clear(&exec_zone);
             continue;
         }
+        if (cr_graph_capture(req)) { /* work for a capturing stream is kept, not run */
+            msgpack_zone_clear(&exec_zone);
+            continue;
+        }
         if (!cr_request_is_launch(req))
             cr_sched_flush(s); /* launches in a measured batch are consecutive */
         cr_dispatch(req);
@@ -197,6 +202,7 @@ static void *executor_main(void *arg)
     pthread_mutex_lock(&s->lock);
     cr_session_forget_handles_locked(s); /* what release left, or all when it did not run */
     pthread_mutex_unlock(&s->lock);
+    cr_graph_release_all(s);    /* captures never ended (graphs went with their handles) */
     cr_host_func_gates_free(s); /* its streams are done */
     cr_shm_release_all(s);      /* after the work that may still have used the regions */
     if (s->tenant)
@@ -209,6 +215,7 @@ static void *executor_main(void *arg)
 
 int cr_executor_start(cr_session_t *s)
 {
+    cr_graph_set_runner(cr_dispatch); /* a graph's launch replays requests through it */
     pthread_mutex_lock(&s->lock);
     s->refs++; /* the executor's */
     pthread_mutex_unlock(&s->lock);

@@ -6,6 +6,7 @@
 
 #include "cr_server_hand.h"
 #include "dispatch.h"
+#include "graph.h"
 #include "handlers.h"
 #include "log.h"
 #include "protocol.h"
@@ -262,6 +263,7 @@ void cr_srv_cuDevicePrimaryCtxReset_v2(cr_request_t *req)
      * (libraries, modules) survives, as it does in CUDA. */
     cr_session_t *s = req->session;
     cr_session_release_resources(s, 1);
+    cr_graph_end_captures(s); /* their streams are gone */
     cr_code_reinit_globals(s);
     cr_session_legacy_forget(s);
     CR_DEBUG("session %llu: primary context reset", (unsigned long long)cr_session_id(s));

@@ -46,3 +46,5 @@ cr_cuda_test(copies_server_no_shm PROGRAM copies TRANSPORT unix
 cr_cuda_program(tenant_quota)
 cr_cuda_program(vmm)
 cr_cuda_test(vmm)
+cr_cuda_program(graphs)
+cr_cuda_test(graphs)

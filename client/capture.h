@@ -1,0 +1,30 @@
+/* Stream capture, the client's side (capture.c): which streams capture, by wire id. */
+#ifndef CR_CAPTURE_H
+#define CR_CAPTURE_H
+
+#include <stdint.h>
+
+#include "api.h"
+#include "cr_client_hand.h"
+
+/* Before work on a stream: CUDA_SUCCESS when the stream does not capture, or captures and
+ * the work is `capturable`; else CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, which invalidates
+ * the capture, or CUDA_ERROR_STREAM_CAPTURE_INVALIDATED for a capture already invalid. */
+CUresult cr_capture_check(uint64_t stream, int capturable);
+/* The same for a generically marshalled call naming this stream. */
+CUresult cr_capture_check_call(const cr_fn_desc_t *d, uint64_t stream);
+/* An event was recorded on a stream (a capture's, or not), or a stream waits on an event:
+ * waiting on an event recorded in a capture joins the stream to that capture. */
+void cr_capture_event_recorded(uint64_t event, uint64_t stream);
+void cr_capture_event_waited(uint64_t stream, uint64_t event);
+/* The server began a capture on this stream: CUDA_SUCCESS, or CUDA_ERROR_ILLEGAL_STATE
+ * when it already captures. */
+CUresult cr_capture_begin(uint64_t stream);
+/* The capture this stream began ends, for every stream in it; *invalid says whether it was
+ * invalidated. CUDA_ERROR_ILLEGAL_STATE when the stream does not capture,
+ * CUDA_ERROR_STREAM_CAPTURE_UNMATCHED when it joined a capture another stream began. */
+CUresult cr_capture_end(uint64_t stream, int *invalid);
+/* The context was reset: no stream captures any more. */
+void cr_capture_forget_all(void);
+
+#endif

@@ -1,0 +1,536 @@
+/* Graphs made by stream capture, kept and replayed by the server.
+ *
+ * A capturing stream's work is not run: each request it is given (kernel launches,
+ * memsets, device-to-device copies, event records and waits) is kept as it came, body and
+ * bulk bytes. Launching the graph replays the kept requests, in the order they came, on the
+ * stream the graph is launched on: each is dispatched as if the client had just sent it, so
+ * it is checked (handles, memory the tenant owns, launch layouts) and scheduled (admission,
+ * device time) like any other, at every launch. A graph holds no device state of its own and
+ * works the same on every backend; what it gives up is the driver's own graph, with its
+ * lower launch cost on the device. Nodes run one after the other on the launch stream: the
+ * order they were captured in respects every dependency the capture had.
+ *
+ * Streams join a capture by waiting on an event recorded in it (the client follows the same
+ * rule, client/capture.c); such a wait, and a wait on an event of the same capture, are
+ * dependencies the order already keeps, and are dropped. A graph launched into a capture
+ * adds its nodes to the capture's graph. The capture ends for every stream
+ * in it when the stream that began it ends it. A session's kept bytes are bounded
+ * (MAX_SESSION_BYTES, MAX_NODES per graph): past them the capture is invalidated.
+ *
+ * Messages: see client/graph.c. Replayed requests go to the router the executor hands over
+ * at start-up (cr_graph_set_runner). Threads: the session's executor only (the slot's
+ * discipline); graphs are freed with their handles, or at the session's end. */
+#include "graph.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "array.h"
+#include "cr_server_hand.h"
+#include "log.h"
+#include "request.h"
+#include "scheduler.h"
+#include "session.h"
+
+#define MAX_SESSION_BYTES ((uint64_t)256 << 20) /* kept by all of a session's graphs */
+#define MAX_NODES (1u << 20)                    /* in one graph */
+
+typedef struct {
+    uint16_t opcode;
+    uint8_t stream_arg; /* which argument names the stream */
+    uint32_t body_len;
+    uint64_t bulk_len;
+    uint8_t *bytes; /* body, then bulk */
+} node_t;
+
+typedef struct {
+    unsigned refs; /* its handle, its executable graphs, its capture */
+    node_t *nodes;
+    size_t count, cap;
+    uint64_t bytes;
+    uint64_t *account; /* the session's kept bytes */
+    int invalid;       /* a node could not be kept */
+} graph_t;
+
+typedef struct {
+    graph_t *graph;
+} exec_t;
+
+typedef struct {
+    uint64_t stream, origin;
+    graph_t *graph;
+} capture_t;
+
+typedef struct {
+    uint64_t event;
+    graph_t *graph;
+} mark_t;
+
+typedef struct {
+    capture_t *caps;
+    size_t count, cap;
+    mark_t *marks;
+    size_t mark_count, mark_cap;
+    uint64_t bytes; /* kept by the session's graphs */
+} captures_t;
+
+typedef void (*runner_t)(cr_request_t *req);
+static runner_t run_node; /* atomic: the router, handed over by each executor's start */
+
+void cr_graph_set_runner(void (*run)(cr_request_t *req))
+{
+    __atomic_store_n(&run_node, run, __ATOMIC_RELEASE);
+}
+
+static captures_t *captures(cr_session_t *s, int create)
+{
+    captures_t **slot = (captures_t **)cr_session_slot(s, CR_SLOT_GRAPHS);
+    if (!*slot && create)
+        *slot = calloc(1, sizeof **slot);
+    return *slot;
+}
+
+static void graph_unref(void *p)
+{
+    graph_t *g = p;
+    if (!g || --g->refs > 0)
+        return;
+    for (size_t i = 0; i < g->count; i++)
+        free(g->nodes[i].bytes);
+    *g->account -= g->bytes;
+    free(g->nodes);
+    free(g);
+}
+
+static void exec_free(void *p)
+{
+    exec_t *e = p;
+    graph_unref(e->graph);
+    free(e);
+}
+
+/* The argument naming the stream of a request a capture keeps, or -1 for others. */
+static int stream_arg(uint16_t opcode)
+{
+    switch (opcode) {
+    case CR_OP_cuLaunchKernel:
+    case CR_OP_cuLaunchKernelEx:
+    case CR_OP_cuLaunchCooperativeKernel:
+        return 4; /* [function, grid, block, shared, stream, layout, ...] */
+    case CR_OP_cuMemsetD8Async:
+    case CR_OP_cuMemsetD16Async:
+    case CR_OP_cuMemsetD32Async:
+    case CR_OP_cuMemcpyDtoDAsync_v2:
+        return 3;
+    case CR_OP_cuMemsetD2D8Async:
+    case CR_OP_cuMemsetD2D16Async:
+    case CR_OP_cuMemsetD2D32Async:
+        return 5;
+    case CR_OP_cuEventRecord:
+    case CR_OP_cuEventRecordWithFlags:
+        return 1;
+    case CR_OP_cuStreamWaitEvent:
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+static capture_t *capture_of(captures_t *c, uint64_t stream)
+{
+    for (size_t i = 0; c && i < c->count; i++)
+        if (c->caps[i].stream == stream)
+            return &c->caps[i];
+    return NULL;
+}
+
+static mark_t *mark_of(captures_t *c, uint64_t event)
+{
+    for (size_t i = 0; c && i < c->mark_count; i++)
+        if (c->marks[i].event == event)
+            return &c->marks[i];
+    return NULL;
+}
+
+/* Appends a node of these bytes (body, then bulk) to g: 0, or -1 past the bounds or out of
+ * memory. */
+static int keep_bytes(graph_t *g, uint16_t opcode, int arg, const void *body, uint32_t body_len,
+                      const void *bulk, uint64_t bulk_len)
+{
+    uint64_t size = body_len + bulk_len;
+    if (g->invalid || g->count >= MAX_NODES || *g->account + size > MAX_SESSION_BYTES ||
+        cr_array_room((void **)&g->nodes, &g->cap, g->count, sizeof *g->nodes))
+        return -1;
+    uint8_t *bytes = malloc(size ? size : 1);
+    if (!bytes)
+        return -1;
+    memcpy(bytes, body, body_len);
+    if (bulk_len)
+        memcpy(bytes + body_len, bulk, bulk_len);
+    g->nodes[g->count++] = (node_t){opcode, (uint8_t)arg, body_len, bulk_len, bytes};
+    g->bytes += size;
+    *g->account += size;
+    return 0;
+}
+
+static int keep(graph_t *g, const cr_request_t *req, int arg)
+{
+    return keep_bytes(g, req->hdr.opcode, arg, req->body, req->hdr.body_len, req->bulk,
+                      req->hdr.bulk_len);
+}
+
+static int keep_node(graph_t *g, const node_t *n)
+{
+    return keep_bytes(g, n->opcode, n->stream_arg, n->bytes, n->body_len, n->bytes + n->body_len,
+                      n->bulk_len);
+}
+
+int cr_graph_capture(cr_request_t *req)
+{
+    int arg = stream_arg(req->hdr.opcode);
+    uint64_t sid, event;
+    captures_t *c = captures(req->session, 0);
+    if (arg < 0 || !c || cr_arg_u64(req, (uint32_t)arg, &sid))
+        return 0;
+    capture_t *cap = capture_of(c, sid);
+    uint16_t op = req->hdr.opcode;
+    if (op == CR_OP_cuStreamWaitEvent) {
+        mark_t *m = cr_arg_u64(req, 1, &event) ? NULL : mark_of(c, event);
+        if (m && !cap) { /* the stream joins the capture the event was recorded in */
+            capture_t *origin = NULL;
+            for (size_t i = 0; i < c->count && !origin; i++)
+                if (c->caps[i].graph == m->graph)
+                    origin = &c->caps[i];
+            if (!origin)
+                return 0;
+            capture_t joined = {sid, origin->origin, m->graph};
+            if (cr_array_room((void **)&c->caps, &c->cap, c->count, sizeof *c->caps))
+                m->graph->invalid = 1;
+            else
+                c->caps[c->count++] = joined;
+            cr_request_free(req);
+            return 1;
+        }
+        if (cap && m && m->graph == cap->graph) { /* kept by the order of the nodes */
+            cr_request_free(req);
+            return 1;
+        }
+    }
+    if (op == CR_OP_cuEventRecord || op == CR_OP_cuEventRecordWithFlags) {
+        mark_t *m = cr_arg_u64(req, 0, &event) ? NULL : mark_of(c, event);
+        if (cap && m) {
+            m->graph = cap->graph;
+        } else if (cap) {
+            if (cr_array_room((void **)&c->marks, &c->mark_cap, c->mark_count, sizeof *c->marks))
+                cap->graph->invalid = 1;
+            else
+                c->marks[c->mark_count++] = (mark_t){event, cap->graph};
+        } else if (m) { /* recorded outside any capture now */
+            *m = c->marks[--c->mark_count];
+        }
+    }
+    if (!cap)
+        return 0;
+    if (keep(cap->graph, req, arg) != 0 && !cap->graph->invalid) {
+        cap->graph->invalid = 1;
+        CR_WARN("session %llu: a capture past %u nodes or %llu MiB kept by the session's "
+                "graphs, or out of memory: invalidated",
+                (unsigned long long)cr_session_id(req->session), MAX_NODES,
+                (unsigned long long)(MAX_SESSION_BYTES >> 20));
+    }
+    cr_request_free(req);
+    return 1;
+}
+
+/* Ends the capture of graph g on every stream and forgets its events. */
+static void end_capture(captures_t *c, graph_t *g)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < c->count; i++)
+        if (c->caps[i].graph != g)
+            c->caps[k++] = c->caps[i];
+    c->count = k;
+    k = 0;
+    for (size_t i = 0; i < c->mark_count; i++)
+        if (c->marks[i].graph != g)
+            c->marks[k++] = c->marks[i];
+    c->mark_count = k;
+}
+
+void cr_graph_end_captures(cr_session_t *s)
+{
+    captures_t *c = captures(s, 0);
+    while (c && c->count) {
+        graph_t *g = c->caps[0].graph;
+        end_capture(c, g);
+        graph_unref(g);
+    }
+}
+
+void cr_graph_release_all(cr_session_t *s)
+{
+    captures_t *c = captures(s, 0);
+    if (!c)
+        return;
+    cr_graph_end_captures(s);
+    free(c->caps);
+    free(c->marks);
+    free(c);
+    *cr_session_slot(s, CR_SLOT_GRAPHS) = NULL;
+}
+
+/* --- the messages ---------------------------------------------------------------------------- */
+
+static void reply_id(cr_request_t *req, CUresult r, uint64_t id)
+{
+    cr_reply_t reply;
+    if (cr_reply_begin(req, &reply, r, 1) == 0) {
+        msgpack_pack_uint64(&reply.pk, id);
+        cr_reply_send(req, &reply, 0);
+    }
+    cr_request_free(req);
+}
+
+void cr_srv_cuStreamBeginCapture_v2(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    uint64_t sid, mode;
+    if (req->argc != 2 || cr_arg_u64(req, 0, &sid) || cr_arg_u64(req, 1, &mode) ||
+        mode > CU_STREAM_CAPTURE_MODE_RELAXED) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    if (sid == 0) { /* the legacy stream synchronizes with every other */
+        cr_request_finish(req, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+        return;
+    }
+    if (!cr_session_stream(s, sid)) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_HANDLE);
+        return;
+    }
+    captures_t *c = captures(s, 1);
+    if (c && capture_of(c, sid)) {
+        cr_request_finish(req, CUDA_ERROR_ILLEGAL_STATE);
+        return;
+    }
+    graph_t *g = c ? calloc(1, sizeof *g) : NULL;
+    if (!g || cr_array_room((void **)&c->caps, &c->cap, c->count, sizeof *c->caps)) {
+        free(g);
+        cr_request_finish(req, CUDA_ERROR_OUT_OF_MEMORY);
+        return;
+    }
+    g->refs = 1;
+    g->account = &c->bytes;
+    c->caps[c->count++] = (capture_t){sid, sid, g};
+    cr_request_finish(req, CUDA_SUCCESS);
+}
+
+void cr_srv_cuStreamEndCapture(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    uint64_t sid, id = 0;
+    if (req->argc != 1 || cr_arg_u64(req, 0, &sid)) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    captures_t *c = captures(s, 0);
+    capture_t *cap = capture_of(c, sid);
+    if (!cap) {
+        reply_id(req, CUDA_ERROR_ILLEGAL_STATE, 0);
+        return;
+    }
+    graph_t *g = cap->graph;
+    if (cap->origin != sid) { /* only the stream that began it ends it */
+        g->invalid = 1;
+        reply_id(req, CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, 0);
+        return;
+    }
+    end_capture(c, g);
+    CUresult r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    if (!g->invalid) { /* the capture's reference becomes the handle's */
+        r = cr_session_add_handle(s, CR_HT_CUgraph, g, 0, &id) == 0 ? CUDA_SUCCESS
+                                                                    : CUDA_ERROR_OUT_OF_MEMORY;
+        if (r == CUDA_SUCCESS && cr_session_handle_attach(s, id, 0, g, graph_unref) != 0) {
+            cr_session_remove_handle(s, id);
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    }
+    if (r != CUDA_SUCCESS)
+        graph_unref(g);
+    reply_id(req, r, id);
+}
+
+void cr_srv_cuGraphInstantiateWithFlags(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    uint64_t gid, flags, id = 0;
+    if (req->argc != 2 || cr_arg_u64(req, 0, &gid) || cr_arg_u64(req, 1, &flags)) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    graph_t *g = cr_session_handle(s, CR_HT_CUgraph, gid);
+    if (!g) {
+        reply_id(req, CUDA_ERROR_INVALID_VALUE, 0);
+        return;
+    }
+    /* freeing at launch, uploading and node priorities change nothing here; a graph that
+     * the device launches needs the driver's own */
+    const uint64_t known = CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |
+                           CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD |
+                           CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
+    if (flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH) {
+        reply_id(req, CUDA_ERROR_NOT_SUPPORTED, 0);
+        return;
+    }
+    if (flags & ~known) {
+        reply_id(req, CUDA_ERROR_INVALID_VALUE, 0);
+        return;
+    }
+    exec_t *e = malloc(sizeof *e);
+    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (e && cr_session_add_handle(s, CR_HT_CUgraphExec, e, 0, &id) == 0) {
+        e->graph = g;
+        g->refs++;
+        r = CUDA_SUCCESS;
+        if (cr_session_handle_attach(s, id, 0, e, exec_free) != 0) {
+            cr_session_remove_handle(s, id);
+            exec_free(e);
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    } else {
+        free(e);
+    }
+    reply_id(req, r, id);
+}
+
+/* Node i of g as a request of session s, its stream replaced by `sid`, decoded into zone. */
+static cr_request_t *node_request(cr_session_t *s, const node_t *n, uint64_t sid,
+                                  msgpack_zone *zone, uint64_t call_id)
+{
+    size_t off = 0;
+    msgpack_object root;
+    if (msgpack_unpack((const char *)n->bytes, n->body_len, &off, zone, &root) !=
+            MSGPACK_UNPACK_SUCCESS ||
+        root.type != MSGPACK_OBJECT_ARRAY || root.via.array.size <= n->stream_arg)
+        return NULL;
+    msgpack_sbuffer body;
+    msgpack_sbuffer_init(&body);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &body, msgpack_sbuffer_write);
+    msgpack_pack_array(&pk, root.via.array.size);
+    for (uint32_t i = 0; i < root.via.array.size; i++) {
+        if (i == n->stream_arg)
+            msgpack_pack_uint64(&pk, sid);
+        else
+            msgpack_pack_object(&pk, root.via.array.ptr[i]);
+    }
+    cr_frame_header_t h = {0};
+    h.opcode = n->opcode;
+    h.flags = CR_FRAME_ASYNC;
+    h.call_id = call_id;
+    h.body_len = (uint32_t)body.size;
+    h.bulk_len = n->bulk_len;
+    cr_request_t *req = body.size <= UINT32_MAX ? cr_request_new(s, &h) : NULL;
+    if (req) {
+        memcpy(req->body, body.data, body.size);
+        if (n->bulk_len)
+            memcpy(req->bulk, n->bytes + n->body_len, n->bulk_len);
+        if (cr_request_decode(req, zone) != 0) {
+            cr_request_free(req);
+            req = NULL;
+        }
+    }
+    msgpack_sbuffer_destroy(&body);
+    return req;
+}
+
+/* [executable graph, stream]: the graph's nodes, dispatched in order on that stream, or
+ * kept by the capture that stream is under. */
+void cr_srv_cuGraphLaunch(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    uint64_t eid, sid;
+    if (req->argc != 2 || cr_arg_u64(req, 0, &eid) || cr_arg_u64(req, 1, &sid)) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    exec_t *e = cr_session_handle(s, CR_HT_CUgraphExec, eid);
+    if (!e || !cr_session_stream(s, sid)) {
+        cr_request_finish(req, e ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    graph_t *g = e->graph;
+    captures_t *c = captures(s, 0);
+    capture_t *cap = capture_of(c, sid);
+    if (cap) { /* launched into a capture: its nodes join that capture's graph */
+        for (size_t i = 0; i < g->count && !cap->graph->invalid; i++)
+            if (keep_node(cap->graph, &g->nodes[i]) != 0)
+                cap->graph->invalid = 1;
+        cr_request_free(req);
+        return;
+    }
+    g->refs++; /* a node's replay cannot destroy it, but keep that true */
+    runner_t run = __atomic_load_n(&run_node, __ATOMIC_ACQUIRE);
+    msgpack_zone zone;
+    msgpack_zone_init(&zone, 2048);
+    uint64_t call_id = req->hdr.call_id;
+    cr_request_free(req);
+    for (size_t i = 0; i < g->count; i++) {
+        cr_request_t *node = node_request(s, &g->nodes[i], sid, &zone, call_id);
+        if (!node) {
+            cr_session_defer_error(s, CUDA_ERROR_OUT_OF_MEMORY);
+            break;
+        }
+        if (!cr_request_is_launch(node))
+            cr_sched_flush(s); /* launches in a measured batch are consecutive */
+        run(node);
+        msgpack_zone_clear(&zone);
+    }
+    msgpack_zone_destroy(&zone);
+    graph_unref(g);
+}
+
+void cr_srv_cuGraphUpload(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    uint64_t eid, sid;
+    CUresult r = CUDA_SUCCESS; /* nothing to place on the device ahead of the launch */
+    if (req->argc != 2 || cr_arg_u64(req, 0, &eid) || cr_arg_u64(req, 1, &sid) ||
+        !cr_session_handle(s, CR_HT_CUgraphExec, eid))
+        r = CUDA_ERROR_INVALID_VALUE;
+    else if (!cr_session_stream(s, sid))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    cr_request_finish(req, r);
+}
+
+static void destroy(cr_request_t *req, uint8_t type)
+{
+    cr_session_t *s = req->session;
+    uint64_t id;
+    if (req->argc != 1 || cr_arg_u64(req, 0, &id) || !cr_session_handle(s, type, id)) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    cr_session_remove_handle(s, id); /* its executable graphs keep the graph's nodes */
+    cr_request_finish(req, CUDA_SUCCESS);
+}
+
+void cr_srv_cuGraphExecDestroy(cr_request_t *req)
+{
+    destroy(req, CR_HT_CUgraphExec);
+}
+
+void cr_srv_cuGraphDestroy(cr_request_t *req)
+{
+    destroy(req, CR_HT_CUgraph);
+}
+
+/* [graph] -> the number of its nodes */
+void cr_srv_cuGraphGetNodes(cr_request_t *req)
+{
+    uint64_t id;
+    graph_t *g = req->argc == 1 && !cr_arg_u64(req, 0, &id)
+                     ? cr_session_handle(req->session, CR_HT_CUgraph, id)
+                     : NULL;
+    reply_id(req, g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE, g ? g->count : 0);
+}

@@ -1,0 +1,218 @@
+// graphs: CUDA graphs made by stream capture, as PyTorch's CUDA graphs and inference servers
+// use them: a memset, kernels and a device-to-device copy captured on a stream run only when
+// the graph is launched, once per launch, on the stream it is launched on; kernel arguments
+// are the captured values while memory is read at each launch; two streams forked and
+// joined by events in one capture; a graph launched into another capture; what a capture
+// cannot hold (a copy from host memory, a synchronize) fails and invalidates it; ending a
+// capture from a stream that did not begin it fails; a graph whose memory was freed fails
+// at its launch without touching the memory.
+#include <vector>
+
+#include "cr_test.h"
+
+__global__ void axpb(const float *x, float *y, float a, float b, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        y[i] = a * x[i] + b;
+}
+
+__global__ void add(const float *x, float *y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        y[i] += x[i];
+}
+
+static const int N = 4096;
+static const size_t BYTES = N * sizeof(float);
+
+static void fill(float *dev, float v)
+{
+    std::vector<float> h(N, v);
+    CHECK_CUDA(cudaMemcpy(dev, h.data(), BYTES, cudaMemcpyHostToDevice));
+}
+
+static void expect_all(const float *dev, float want, const char *what)
+{
+    std::vector<float> h(N);
+    CHECK_CUDA(cudaMemcpy(h.data(), dev, BYTES, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < N; i++)
+        CHECK(h[i] == want, "%s: element %d is %g, expected %g", what, i, h[i], want);
+}
+
+static cudaStreamCaptureStatus status_of(cudaStream_t s)
+{
+    cudaStreamCaptureStatus st;
+    CHECK_CUDA(cudaStreamIsCapturing(s, &st));
+    return st;
+}
+
+int main()
+{
+    float *x, *y, *z;
+    CHECK_CUDA(cudaMalloc(&x, BYTES));
+    CHECK_CUDA(cudaMalloc(&y, BYTES));
+    CHECK_CUDA(cudaMalloc(&z, BYTES));
+    cudaStream_t s1, s2, s3;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaStreamCreateWithFlags(&s3, cudaStreamNonBlocking));
+    fill(x, 1.0f);
+    fill(y, -5.0f);
+    fill(z, -7.0f);
+    dim3 grid((N + 255) / 256), block(256);
+
+    // one stream: y = 0; y = 2x + 3; z = y; z += x
+    CHECK(status_of(s1) == cudaStreamCaptureStatusNone, "s1 captures before it began");
+    CHECK_CUDA(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+    CHECK(status_of(s1) == cudaStreamCaptureStatusActive, "s1 does not capture");
+    unsigned long long id = 0;
+    cudaStreamCaptureStatus st;
+    CHECK_CUDA(cudaStreamGetCaptureInfo(s1, &st, &id));
+    CHECK(st == cudaStreamCaptureStatusActive && id != 0, "capture info: %d, id %llu", (int)st, id);
+    CHECK_CUDA(cudaMemsetAsync(y, 0, BYTES, s1));
+    float a = 2.0f;
+    axpb<<<grid, block, 0, s1>>>(x, y, a, 3.0f, N);
+    CHECK_CUDA(cudaGetLastError());
+    a = 100.0f; // the launch took its arguments' values at capture
+    CHECK_CUDA(cudaMemcpyAsync(z, y, BYTES, cudaMemcpyDeviceToDevice, s1));
+    add<<<grid, block, 0, s1>>>(x, z, N);
+    cudaGraph_t graph;
+    CHECK_CUDA(cudaStreamEndCapture(s1, &graph));
+    CHECK(status_of(s1) == cudaStreamCaptureStatusNone, "s1 still captures");
+    CHECK_CUDA(cudaDeviceSynchronize());
+    expect_all(y, -5.0f, "y after the capture (nothing ran)");
+    expect_all(z, -7.0f, "z after the capture (nothing ran)");
+
+    size_t nodes = 0;
+    CHECK_CUDA(cudaGraphGetNodes(graph, nullptr, &nodes));
+    CHECK(nodes == 4, "the graph has %zu nodes, expected 4", nodes);
+    cudaGraphExec_t exec;
+    CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    CHECK_CUDA(cudaGraphLaunch(exec, s1));
+    CHECK_CUDA(cudaStreamSynchronize(s1));
+    expect_all(y, 5.0f, "y after the first launch");
+    expect_all(z, 6.0f, "z after the first launch");
+    // memory is read at each launch; on another stream too
+    fill(x, 10.0f);
+    CHECK_CUDA(cudaGraphLaunch(exec, s2));
+    CHECK_CUDA(cudaStreamSynchronize(s2));
+    expect_all(y, 23.0f, "y after a launch on s2");
+    expect_all(z, 33.0f, "z after a launch on s2");
+    // launched again and again, the work runs once per launch
+    fill(z, 0.0f);
+    for (int i = 0; i < 5; i++)
+        CHECK_CUDA(cudaGraphLaunch(exec, s1));
+    CHECK_CUDA(cudaStreamSynchronize(s1));
+    expect_all(z, 33.0f, "z after five launches");
+    CHECK_CUDA(cudaGraphUpload(exec, s1));
+
+    // two streams forked and joined by events: z = x (on s2) while y = 4x + 1 (on s1), then
+    // z += y (on s1, after s2's work)
+    cudaEvent_t fork, join;
+    CHECK_CUDA(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+    CHECK_CUDA(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+    fill(x, 2.0f);
+    CHECK_CUDA(cudaStreamBeginCapture(s1, cudaStreamCaptureModeThreadLocal));
+    CHECK_CUDA(cudaEventRecord(fork, s1));
+    CHECK_CUDA(cudaStreamWaitEvent(s2, fork, 0));
+    CHECK(status_of(s2) == cudaStreamCaptureStatusActive, "s2 did not join the capture");
+    CHECK_CUDA(cudaMemcpyAsync(z, x, BYTES, cudaMemcpyDeviceToDevice, s2));
+    axpb<<<grid, block, 0, s1>>>(x, y, 4.0f, 1.0f, N);
+    CHECK_CUDA(cudaEventRecord(join, s2));
+    CHECK_CUDA(cudaStreamWaitEvent(s1, join, 0));
+    add<<<grid, block, 0, s1>>>(y, z, N);
+    cudaGraph_t forked;
+    EXPECT_CUDA_ERROR(cudaStreamEndCapture(s2, &forked), cudaErrorStreamCaptureUnmatched);
+    // an unmatched end invalidates the capture, as on a GPU
+    EXPECT_CUDA_ERROR(cudaStreamEndCapture(s1, &forked), cudaErrorStreamCaptureInvalidated);
+    CHECK(status_of(s2) == cudaStreamCaptureStatusNone, "s2 still captures");
+    // again, ended where it began
+    CHECK_CUDA(cudaStreamBeginCapture(s1, cudaStreamCaptureModeThreadLocal));
+    CHECK_CUDA(cudaEventRecord(fork, s1));
+    CHECK_CUDA(cudaStreamWaitEvent(s2, fork, 0));
+    CHECK_CUDA(cudaMemcpyAsync(z, x, BYTES, cudaMemcpyDeviceToDevice, s2));
+    axpb<<<grid, block, 0, s1>>>(x, y, 4.0f, 1.0f, N);
+    CHECK_CUDA(cudaEventRecord(join, s2));
+    CHECK_CUDA(cudaStreamWaitEvent(s1, join, 0));
+    add<<<grid, block, 0, s1>>>(y, z, N);
+    CHECK_CUDA(cudaStreamEndCapture(s1, &forked));
+    CHECK(status_of(s2) == cudaStreamCaptureStatusNone, "s2 still captures after the end");
+    cudaGraphExec_t forked_exec;
+    CHECK_CUDA(cudaGraphInstantiate(&forked_exec, forked, 0));
+    CHECK_CUDA(cudaGraphLaunch(forked_exec, s3));
+    CHECK_CUDA(cudaStreamSynchronize(s3));
+    expect_all(y, 9.0f, "y after the forked graph");
+    expect_all(z, 11.0f, "z after the forked graph");
+
+    // a graph launched into another capture is captured with it
+    CHECK_CUDA(cudaStreamBeginCapture(s2, cudaStreamCaptureModeRelaxed));
+    CHECK_CUDA(cudaGraphLaunch(forked_exec, s2));
+    CHECK_CUDA(cudaMemsetAsync(y, 0, BYTES, s2));
+    cudaGraph_t outer;
+    CHECK_CUDA(cudaStreamEndCapture(s2, &outer));
+    cudaGraphExec_t outer_exec;
+    CHECK_CUDA(cudaGraphInstantiate(&outer_exec, outer, 0));
+    fill(z, 0.0f);
+    CHECK_CUDA(cudaGraphLaunch(outer_exec, s1));
+    CHECK_CUDA(cudaStreamSynchronize(s1));
+    expect_all(y, 0.0f, "y after the outer graph");
+    expect_all(z, 11.0f, "z after the outer graph");
+
+    // what a capture cannot hold
+    std::vector<float> host(N, 1.0f);
+    CHECK_CUDA(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+    EXPECT_CUDA_ERROR(cudaMemcpyAsync(x, host.data(), BYTES, cudaMemcpyHostToDevice, s1),
+                      cudaErrorStreamCaptureUnsupported);
+    CHECK(status_of(s1) == cudaStreamCaptureStatusInvalidated, "the capture stays valid");
+    cudaGraph_t bad = nullptr;
+    EXPECT_CUDA_ERROR(cudaStreamEndCapture(s1, &bad), cudaErrorStreamCaptureInvalidated);
+    CHECK(bad == nullptr, "an invalidated capture gave a graph");
+    CHECK_CUDA(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+    EXPECT_CUDA_ERROR(cudaStreamSynchronize(s1), cudaErrorStreamCaptureUnsupported);
+    EXPECT_CUDA_ERROR(cudaStreamEndCapture(s1, &bad), cudaErrorStreamCaptureInvalidated);
+    EXPECT_CUDA_ERROR(cudaStreamEndCapture(s1, &bad), cudaErrorIllegalState);
+    cudaGraph_t none;
+    EXPECT_CUDA_ERROR(cudaStreamBeginCapture(cudaStreamLegacy, cudaStreamCaptureModeGlobal),
+                      cudaErrorStreamCaptureUnsupported);
+    EXPECT_CUDA_ERROR(cudaStreamEndCapture(s3, &none), cudaErrorIllegalState);
+    cudaGetLastError(); // the refusals above were the last errors
+
+    // a graph whose memory was freed fails at its launch and writes nothing
+    float *gone;
+    CHECK_CUDA(cudaMalloc(&gone, BYTES));
+    CHECK_CUDA(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+    CHECK_CUDA(cudaMemsetAsync(gone, 0xff, BYTES, s1));
+    cudaGraph_t stale;
+    CHECK_CUDA(cudaStreamEndCapture(s1, &stale));
+    cudaGraphExec_t stale_exec;
+    CHECK_CUDA(cudaGraphInstantiate(&stale_exec, stale, 0));
+    CHECK_CUDA(cudaFree(gone));
+    cudaError_t launched = cudaGraphLaunch(stale_exec, s1);
+    cudaError_t synced = cudaStreamSynchronize(s1);
+    CHECK(launched != cudaSuccess || synced != cudaSuccess,
+          "a graph wrote memory freed after its capture");
+    cudaGetLastError();
+
+    CHECK_CUDA(cudaGraphExecDestroy(stale_exec));
+    CHECK_CUDA(cudaGraphDestroy(stale));
+    CHECK_CUDA(cudaGraphExecDestroy(outer_exec));
+    CHECK_CUDA(cudaGraphDestroy(outer));
+    CHECK_CUDA(cudaGraphExecDestroy(forked_exec));
+    CHECK_CUDA(cudaGraphDestroy(forked));
+    CHECK_CUDA(cudaGraphDestroy(graph)); // its executable graph keeps working
+    CHECK_CUDA(cudaGraphLaunch(exec, s1));
+    CHECK_CUDA(cudaStreamSynchronize(s1));
+    CHECK_CUDA(cudaGraphExecDestroy(exec));
+    CHECK_CUDA(cudaEventDestroy(fork));
+    CHECK_CUDA(cudaEventDestroy(join));
+    CHECK_CUDA(cudaStreamDestroy(s1));
+    CHECK_CUDA(cudaStreamDestroy(s2));
+    CHECK_CUDA(cudaStreamDestroy(s3));
+    CHECK_CUDA(cudaFree(x));
+    CHECK_CUDA(cudaFree(y));
+    CHECK_CUDA(cudaFree(z));
+    printf("graphs: all checks passed\n");
+    return 0;
+}
