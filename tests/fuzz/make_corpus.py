@@ -313,6 +313,32 @@ def request_seeds():
         frame('cuStreamSynchronize', [CLIENT_ID + 3]),
         frame('cuStreamDestroy_v2', [CLIENT_ID + 2]),
         frame('cuEventDestroy_v2', [CLIENT_ID + 4]))
+    # stream capture: two streams forked and joined by events, a graph instantiated and
+    # launched on another stream, launched into a second capture, and one left capturing
+    s['graphs'] = conversation(
+        frame('cuStreamCreate', [CLIENT_ID + 2, 1], flags=ASYNC),
+        frame('cuStreamCreate', [CLIENT_ID + 3, 1], flags=ASYNC),
+        frame('cuEventCreate', [CLIENT_ID + 4, 0], flags=ASYNC),
+        frame('cuMemAlloc_v2', [True, 4096]),
+        frame('cuStreamBeginCapture_v2', [CLIENT_ID + 2, 0]),
+        frame('cuMemsetD32Async', [DEV, 7, 1024, CLIENT_ID + 2], flags=ASYNC),
+        frame('cuEventRecord', [CLIENT_ID + 4, CLIENT_ID + 2], flags=ASYNC),
+        frame('cuStreamWaitEvent', [CLIENT_ID + 3, CLIENT_ID + 4, 0], flags=ASYNC),
+        frame('cuMemcpyDtoDAsync_v2', [DEV + 2048, DEV, 1024, CLIENT_ID + 3], flags=ASYNC),
+        frame('cuStreamEndCapture', [CLIENT_ID + 2]),
+        frame('cuGraphInstantiateWithFlags', [FIRST_ID, 0]),
+        frame('cuGraphLaunch', [FIRST_ID + 0x10, 0], flags=ASYNC),
+        frame('cuGraphUpload', [FIRST_ID + 0x10, CLIENT_ID + 3], flags=ASYNC),
+        frame('cuStreamBeginCapture_v2', [CLIENT_ID + 3, 2]),
+        frame('cuGraphLaunch', [FIRST_ID + 0x10, CLIENT_ID + 3], flags=ASYNC),
+        frame('cuStreamEndCapture', [CLIENT_ID + 3]),
+        frame('cuGraphDestroy', [FIRST_ID]),
+        frame('cuGraphLaunch', [FIRST_ID + 0x10, CLIENT_ID + 2], flags=ASYNC),
+        frame('cuStreamSynchronize', [CLIENT_ID + 2]),
+        frame('cuMemcpyDtoH_v2', [DEV + 2048, 64, 0]),
+        frame('cuGraphExecDestroy', [FIRST_ID + 0x10]),
+        frame('cuStreamBeginCapture_v2', [CLIENT_ID + 2, 1]),
+        frame('cuMemsetD8Async', [DEV, 1, 16, CLIENT_ID + 2], flags=ASYNC))
     s['host_funcs'] = conversation(
         frame('cuStreamCreate', [CLIENT_ID + 2, 0], flags=ASYNC),
         frame('cuLaunchHostFunc', [0], flags=ASYNC),
