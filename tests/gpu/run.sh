@@ -86,7 +86,7 @@ check launch_layout hostile launch_layout
 check tensor_maps hostile tensor_maps
 check admission hostile admission
 check torch pycheck torch_test --output /tmp/cr-gpu-torch.json --keep /tmp/cr-gpu-torch
-grep -A7 '^ *native' /tmp/cr-gpu-torch.log 2>/dev/null # the timings, native and remote
+grep -A9 '^ *native' /tmp/cr-gpu-torch.log 2>/dev/null # the timings, native and remote
 check cupy pycheck cupy_test
 echo "gpu: $pass passed, $fail failed ${failed[*]:-}, $skip skipped"
 [ "$fail" -eq 0 ]

@@ -7,7 +7,8 @@ as a tenant with a memory quota. Passes when every part passes in both runs and:
   - torch.cuda.mem_get_info through the stub reports the tenant's quota as the total;
   - the CNN's loss curve matches the native one step by step (cuDNN and cuBLAS in their
     deterministic modes, so both runs compute the same sums);
-  - the transformer's loss and gradients match the native run's.
+  - the transformer's loss and gradients match the native run's;
+  - a CUDA graph captured from a small MLP replays with new inputs as the eager model.
 Prints the native and remote timings side by side (training step, launch rate, a bf16
 matmul, 256 MiB copies) and, with --output, writes everything as JSON. The stub's stderr
 (each driver call it does not remote says so once) and the server's log are printed when
@@ -34,6 +35,8 @@ TIMINGS = (('train_step_ms', 'CNN training step, ms', 'lower'),
            ('launches_per_s', 'launches (add_ of 16 floats) per s', 'higher'),
            ('matmul_4096_bf16_tflops', '4096^3 bf16 matmul, TFLOP/s', 'higher'),
            ('matmul_8192_bf16_tflops', '8192^3 bf16 matmul, TFLOP/s', 'higher'),
+           ('eager_forward_us', 'MLP forward, eager, us', 'lower'),
+           ('graph_replay_us', 'MLP forward, CUDA graph replay, us', 'lower'),
            ('h2d_256MiB_GBps', '256 MiB host to device (pageable), GB/s', 'higher'),
            ('d2h_256MiB_GBps', '256 MiB device to host (pageable), GB/s', 'higher'))
 
@@ -58,7 +61,7 @@ def run_worker(env, args, log_path, timeout):
 
 def compare(native, remote, failures):
     """Checks remote against native; appends what differs to failures."""
-    for name in ('init', 'ops', 'matmul', 'libs', 'cnn', 'transformer', 'timing'):
+    for name in ('init', 'ops', 'matmul', 'libs', 'cnn', 'transformer', 'graph', 'timing'):
         for who, parts in (('native', native), ('remote', remote)):
             r = parts.get(name)
             if r is None:
@@ -90,7 +93,9 @@ def compare(native, remote, failures):
 
 
 def print_timings(native, remote):
-    n, r = native.get('timing', {}), remote.get('timing', {})
+    n, r = dict(native.get('graph', {})), dict(remote.get('graph', {}))
+    n.update(native.get('timing', {}))
+    r.update(remote.get('timing', {}))
     print('%-44s %12s %12s %8s' % ('', 'native', 'remote', 'of native'))
     for key, label, better in TIMINGS:
         if key in n and key in r:  # remote's speed as a fraction of native's
