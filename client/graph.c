@@ -23,8 +23,6 @@ static CUresult call2(uint16_t opcode, uint64_t a, uint64_t b, int with_b, uint6
     if (!cl)
         return CUDA_ERROR_NOT_INITIALIZED;
     cr_msg_t m;
-    cr_pending_t p = {0};
-    msgpack_unpacked u;
     int err = cr_msg_begin(cl->conn, &m, opcode);
     if (err)
         return cr_transport_error(err);
@@ -32,14 +30,11 @@ static CUresult call2(uint16_t opcode, uint64_t a, uint64_t b, int with_b, uint6
     msgpack_pack_uint64(&m.pk, a);
     if (with_b)
         msgpack_pack_uint64(&m.pk, b);
+    if (out)
+        return cr_call_u64(&m, out);
+    cr_pending_t p = {0};
+    msgpack_unpacked u;
     CUresult r = cr_call(&m, &p, &u);
-    if (r == CUDA_SUCCESS && out) {
-        const msgpack_object_array *arr = &u.data.via.array;
-        if (arr->size < 2 || arr->ptr[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-            r = CUDA_ERROR_UNKNOWN;
-        else
-            *out = arr->ptr[1].via.u64;
-    }
     cr_reply_done(&p, &u);
     return r;
 }

@@ -337,8 +337,6 @@ static CUresult cluster_query(uint16_t opcode, int *out, CUfunction f, const CUl
     if (!f || !cr_handles_valid((uint64_t)(uintptr_t)f, CR_HT_CUfunc))
         return CUDA_ERROR_INVALID_HANDLE;
     cr_msg_t m;
-    cr_pending_t p = {0};
-    msgpack_unpacked u;
     int err = cr_msg_begin(cl->conn, &m, opcode);
     if (err)
         return cr_transport_error(err);
@@ -348,15 +346,10 @@ static CUresult cluster_query(uint16_t opcode, int *out, CUfunction f, const CUl
     pack_dim3(&m.pk, (unsigned[3]){config->blockDimX, config->blockDimY, config->blockDimZ});
     msgpack_pack_uint32(&m.pk, config->sharedMemBytes);
     pack_attrs(&m.pk, config->attrs, config->numAttrs);
-    CUresult r = cr_call(&m, &p, &u);
-    if (r == CUDA_SUCCESS) {
-        const msgpack_object_array *a = &u.data.via.array;
-        if (a->size < 2 || a->ptr[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-            r = CUDA_ERROR_UNKNOWN;
-        else
-            *out = (int)a->ptr[1].via.u64;
-    }
-    cr_reply_done(&p, &u);
+    uint64_t value = 0;
+    CUresult r = cr_call_u64(&m, &value);
+    if (r == CUDA_SUCCESS)
+        *out = (int)value;
     return r;
 }
 

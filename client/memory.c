@@ -518,8 +518,6 @@ static CUresult pool_attribute(CUmemoryPool pool, CUmemPool_attribute attr, void
     if (!value)
         return CUDA_ERROR_INVALID_VALUE;
     cr_msg_t m;
-    cr_pending_t p = {0};
-    msgpack_unpacked u;
     int err =
         cr_msg_begin(cl->conn, &m, set ? CR_OP_cuMemPoolSetAttribute : CR_OP_cuMemPoolGetAttribute);
     if (err)
@@ -530,17 +528,19 @@ static CUresult pool_attribute(CUmemoryPool pool, CUmemPool_attribute attr, void
     if (set)
         msgpack_pack_uint64(&m.pk, cr_mempool_attr_is_64(attr) ? *(cuuint64_t *)value
                                                                : (uint64_t) * (int *)value);
-    CUresult r = cr_call(&m, &p, &u);
-    if (r == CUDA_SUCCESS && !set) {
-        const msgpack_object_array *a = &u.data.via.array;
-        if (a->size < 2 || a->ptr[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-            r = CUDA_ERROR_UNKNOWN;
-        else if (cr_mempool_attr_is_64(attr))
-            *(cuuint64_t *)value = a->ptr[1].via.u64;
-        else
-            *(int *)value = (int)a->ptr[1].via.u64;
+    if (set) {
+        cr_pending_t p = {0};
+        msgpack_unpacked u;
+        CUresult r = cr_call(&m, &p, &u);
+        cr_reply_done(&p, &u);
+        return r;
     }
-    cr_reply_done(&p, &u);
+    uint64_t got = 0;
+    CUresult r = cr_call_u64(&m, &got);
+    if (r == CUDA_SUCCESS && cr_mempool_attr_is_64(attr))
+        *(cuuint64_t *)value = got;
+    else if (r == CUDA_SUCCESS)
+        *(int *)value = (int)got;
     return r;
 }
 

@@ -128,8 +128,6 @@ static CUresult load_image(uint16_t opcode, uint64_t *handle, const void *code)
     }
 
     cr_msg_t m;
-    cr_pending_t p = {0};
-    msgpack_unpacked u;
     if ((err = cr_msg_begin(cl->conn, &m, opcode)) != 0) {
         code_free(c);
         return cr_transport_error(err);
@@ -138,15 +136,7 @@ static CUresult load_image(uint16_t opcode, uint64_t *handle, const void *code)
     msgpack_pack_int(&m.pk, kind);
     cr_msg_bulk(&m, start, size);
     uint64_t h = 0;
-    r = cr_call(&m, &p, &u);
-    if (r == CUDA_SUCCESS) {
-        const msgpack_object_array *a = &u.data.via.array;
-        if (a->size < 2 || a->ptr[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-            r = CUDA_ERROR_UNKNOWN;
-        else
-            h = a->ptr[1].via.u64;
-    }
-    cr_reply_done(&p, &u);
+    r = cr_call_u64(&m, &h);
     if (r != CUDA_SUCCESS) {
         code_free(c);
         return r;

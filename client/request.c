@@ -56,6 +56,22 @@ CUresult cr_call(cr_msg_t *m, cr_pending_t *p, msgpack_unpacked *u)
     return reply_result(cr_msg_call(m, p), p, u);
 }
 
+CUresult cr_call_u64(cr_msg_t *m, uint64_t *out)
+{
+    cr_pending_t p = {0};
+    msgpack_unpacked u;
+    CUresult r = cr_call(m, &p, &u);
+    if (r == CUDA_SUCCESS) {
+        const msgpack_object_array *a = &u.data.via.array;
+        if (a->size < 2 || a->ptr[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+            r = CUDA_ERROR_UNKNOWN;
+        else
+            *out = a->ptr[1].via.u64;
+    }
+    cr_reply_done(&p, &u);
+    return r;
+}
+
 void cr_call_start(cr_msg_t *m, cr_pending_t *p)
 {
     cr_msg_call_start(m, p);

@@ -15,6 +15,9 @@ CUresult cr_transport_error(int err);
  * u->data (an array). The caller always ends with cr_reply_done(p, u). */
 CUresult cr_call(cr_msg_t *m, cr_pending_t *p, msgpack_unpacked *u);
 void cr_reply_done(cr_pending_t *p, msgpack_unpacked *u);
+/* cr_call for a reply [CUresult, non-negative integer]: the integer goes to *out on
+ * success (CUDA_ERROR_UNKNOWN when the reply lacks it). */
+CUresult cr_call_u64(cr_msg_t *m, uint64_t *out);
 /* cr_call in two halves, for several calls in flight from one thread: every start is
  * followed by one finish, which returns what cr_call would. */
 void cr_call_start(cr_msg_t *m, cr_pending_t *p);
