@@ -267,6 +267,32 @@ CUresult cr_hand_cuStreamGetCaptureInfo_v2(CUstream stream, CUstreamCaptureStatu
     return cr_hand_cuStreamGetCaptureInfo_v3(stream, status, id, graph, deps, NULL, count);
 }
 
+/* The captured work keeps its order whatever the dependencies say (a stricter order than
+ * asked is still a valid one); no node handle is ever given out, so none can be named. */
+CUresult cr_hand_cuStreamUpdateCaptureDependencies_v2(CUstream stream, CUgraphNode *deps,
+                                                      const CUgraphEdgeData *edges, size_t count,
+                                                      unsigned flags)
+{
+    (void)edges;
+    CUstreamCaptureStatus status;
+    CUresult r = cr_hand_cuStreamIsCapturing(stream, &status);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        return CUDA_ERROR_ILLEGAL_STATE;
+    if (count || /* names a node: none exists on this side */
+        (flags != CU_STREAM_ADD_CAPTURE_DEPENDENCIES &&
+         flags != CU_STREAM_SET_CAPTURE_DEPENDENCIES))
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+CUresult cr_hand_cuStreamUpdateCaptureDependencies(CUstream stream, CUgraphNode *deps, size_t count,
+                                                   unsigned flags)
+{
+    return cr_hand_cuStreamUpdateCaptureDependencies_v2(stream, deps, NULL, count, flags);
+}
+
 CUresult cr_hand_cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
 {
     static __thread CUstreamCaptureMode current = CU_STREAM_CAPTURE_MODE_GLOBAL;

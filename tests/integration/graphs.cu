@@ -71,6 +71,11 @@ int main()
     cudaStreamCaptureStatus st;
     CHECK_CUDA(cudaStreamGetCaptureInfo(s1, &st, &id));
     CHECK(st == cudaStreamCaptureStatusActive && id != 0, "capture info: %d, id %llu", (int)st, id);
+    CHECK_CUDA(cudaStreamUpdateCaptureDependencies(s1, nullptr, 0, cudaStreamAddCaptureDependencies));
+    EXPECT_CUDA_ERROR(
+        cudaStreamUpdateCaptureDependencies(s2, nullptr, 0, cudaStreamAddCaptureDependencies),
+        cudaErrorIllegalState);
+    cudaGetLastError(); // that refusal was the last error
     CHECK_CUDA(cudaMemsetAsync(y, 0, BYTES, s1));
     float a = 2.0f;
     axpb<<<grid, block, 0, s1>>>(x, y, a, 3.0f, N);
