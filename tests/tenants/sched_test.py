@@ -6,7 +6,9 @@ for a set time, so a kernel's device time is known) against one server on the em
 device. The test reads each tenant's device time from /metrics, as differences over windows
 in which the tenants compete, and checks them against the policy: under contention weights
 1 and 3 get 1:3, with deep queues and with loops of 1, 8 or 64 kernels between two
-synchronizations (and 1:2:3 for three loops of different shapes), a higher priority level gets all the device while it has work, a lone
+synchronizations (and 1:2:3 for three loops of different shapes), also when one of the
+tenants launches its kernels as CUDA graphs, a higher priority level gets all the device
+while it has work, a lone
 tenant gets all of it, a tenant that floods launches has only a bounded amount of work on
 the device, and a kernel that runs for seconds does not keep the others waiting.
 
@@ -162,6 +164,29 @@ def check_loops(args, server, url):
     print('ok: three tenants with different loops get 1:2:3')
 
 
+def check_graphs(args, server, url):
+    """A tenant that launches only CUDA graphs (of 8 kernels, waited for each time) beside
+    one that launches the same kernels one by one: weights 1 and 3 hold either way round,
+    every kernel of a graph admitted and measured like a launch."""
+    for light_how, heavy_how in (('graph', 'loop'), ('loop', 'graph')):
+        t0 = time.monotonic()
+        light = Spin(args, server, 'light', light_how, 6, KERNEL_US, 8)
+        heavy = Spin(args, server, 'heavy', heavy_how, 6, KERNEL_US, 8)
+        at(t0, 1.5)
+        with Window(url) as w:
+            time.sleep(4)
+        for p in (light, heavy):
+            p.finish()
+        ratio = w.used['heavy'] / w.used['light'] if w.used['light'] else float('inf')
+        busy = w.share('light') + w.share('heavy')
+        print('%s (weight 1) beside %s (weight 3): %s, ratio %.2f, device busy %.2f'
+              % (light_how, heavy_how, w, ratio, busy))
+        if not 2.7 <= ratio <= 3.3:
+            raise Failure('%s beside %s with weights 1 and 3 got device time 1:%.2f, not 1:3 '
+                          'within 10%%' % (light_how, heavy_how, ratio))
+    print('ok: graphs are charged and scheduled like launches')
+
+
 def check_caps(args, server, url):
     """A compute_limit caps a tenant's device time even on an otherwise idle device, and
     beside others."""
@@ -295,6 +320,7 @@ def test(server, args):
     check_alone(args, server, url)
     check_weights(args, server, url)
     check_loops(args, server, url)
+    check_graphs(args, server, url)
     check_caps(args, server, url)
     check_levels(args, server, url)
     check_bound(args, server, url)

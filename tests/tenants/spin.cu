@@ -10,6 +10,8 @@
 //   spin loop SECONDS KERNEL_US BATCH  a training or inference loop for SECONDS: launches
 //                                     BATCH kernels, synchronizes, again; prints
 //                                     "LAUNCHES n"
+//   spin graph SECONDS KERNEL_US BATCH the same loop with the BATCH kernels captured once in
+//                                     a CUDA graph, launched and waited for again and again
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -54,11 +56,12 @@ static double seconds_since(std::chrono::steady_clock::time_point t0)
 int main(int argc, char **argv)
 {
     int loop = argc == 5 && strcmp(argv[1], "loop") == 0;
-    if ((argc != 4 && !loop) ||
+    int graph = argc == 5 && strcmp(argv[1], "graph") == 0;
+    if ((argc != 4 && !loop && !graph) ||
         (strcmp(argv[1], "saturate") && strcmp(argv[1], "latency") && strcmp(argv[1], "flood") &&
-         !loop)) {
+         !loop && !graph)) {
         fprintf(stderr, "usage: spin saturate SECONDS KERNEL_US | spin latency COUNT KERNEL_US | "
-                        "spin flood COUNT KERNEL_US | spin loop SECONDS KERNEL_US BATCH\n");
+                        "spin flood COUNT KERNEL_US | spin loop|graph SECONDS KERNEL_US BATCH\n");
         return 2;
     }
     unsigned long long ns = strtoull(argv[3], NULL, 10) * 1000;
@@ -95,6 +98,28 @@ int main(int argc, char **argv)
             }
             CHECK(cudaStreamSynchronize(0)); // the step's loss.item(): the loop waits
         }
+        printf("LAUNCHES %llu\n", launched);
+    } else if (graph) {
+        double seconds = atof(argv[2]);
+        int batch = atoi(argv[4]);
+        cudaStream_t stream;
+        CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+        CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+        for (int i = 0; i < batch; i++)
+            spin<<<1, 1, 0, stream>>>(ns, ran);
+        CHECK(cudaGetLastError());
+        cudaGraph_t g;
+        cudaGraphExec_t exec;
+        CHECK(cudaStreamEndCapture(stream, &g));
+        CHECK(cudaGraphInstantiate(&exec, g, 0));
+        auto t0 = std::chrono::steady_clock::now();
+        while (seconds_since(t0) < seconds) {
+            CHECK(cudaGraphLaunch(exec, stream));
+            launched += batch;
+            CHECK(cudaStreamSynchronize(stream));
+        }
+        CHECK(cudaGraphExecDestroy(exec));
+        CHECK(cudaGraphDestroy(g));
         printf("LAUNCHES %llu\n", launched);
     } else if (strcmp(argv[1], "flood") == 0) {
         for (int i = atoi(argv[2]); i > 0; i--, launched++) {
