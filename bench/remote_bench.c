@@ -10,6 +10,9 @@
  * Prints one JSON object per line, like raw_limits:
  *   sync_call_us          cuStreamQuery on an idle stream (a call that must reach the server)
  *   launch_rate_per_s     launches of an empty kernel, then one synchronize
+ *   round_us              a round of 100 empty kernels and a synchronize: launched one by one
+ *                         ("launches_100"), or as one CUDA graph captured from them
+ *                         ("graph_100"); median of the rounds
  *   h2d_gbps / d2h_gbps   copies of SIZE bytes: sync from/to pageable memory ("pageable"),
  *                         async from/to page-locked memory then one synchronize ("pinned")
  *   bytes_copied          all the bytes the copies moved, untimed ones included (for a
@@ -91,6 +94,39 @@ static void launches(CUfunction f, CUstream s, int n)
     double done = now();
     emit("launch_rate_per_s", n / (done - t0), "1/s", "with_sync", 0);
     emit("launch_rate_per_s", n / (submitted - t0), "1/s", "submit", 0);
+}
+
+/* Rounds of 100 empty kernels, one by one and as a captured graph, each then waited for. */
+static void graph_rounds(CUfunction f, CUstream s, int rounds)
+{
+    enum { KERNELS = 100 };
+    CUgraph g;
+    CUgraphExec exec;
+    CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int i = 0; i < KERNELS; i++)
+        CK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
+    CK(cuStreamEndCapture(s, &g));
+    CK(cuGraphInstantiate(&exec, g, 0));
+    double *t = malloc(sizeof *t * (size_t)rounds);
+    if (!t)
+        exit(1);
+    for (int graph = 0; graph < 2; graph++) {
+        for (int r = 0; r < rounds; r++) {
+            double t0 = now();
+            if (graph)
+                CK(cuGraphLaunch(exec, s));
+            else
+                for (int i = 0; i < KERNELS; i++)
+                    CK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
+            CK(cuStreamSynchronize(s));
+            t[r] = now() - t0;
+        }
+        qsort(t, (size_t)rounds, sizeof *t, cmp_double);
+        emit("round_us", t[rounds / 2] * 1e6, "us", graph ? "graph_100" : "launches_100", 0);
+    }
+    free(t);
+    CK(cuGraphExecDestroy(exec));
+    CK(cuGraphDestroy(g));
 }
 
 static double bytes_copied;
@@ -201,6 +237,7 @@ int main(int argc, char **argv)
     if (!copies_only) {
         sync_calls(s, quick ? 2000 : 10000);
         launches(f, s, quick ? 20000 : 200000);
+        graph_rounds(f, s, quick ? 200 : 2000);
     }
     for (int i = 0; i < nsizes; i++)
         copies(s, sizes[i], quick);

@@ -335,6 +335,8 @@ def main():
             (msg, 'rtt_spin_us', '', 0), invert=False)
         row('async launches/s vs coalesced messages/s', t,
             (t, 'launch_rate_per_s', 'with_sync', 0), (msg, 'msg_rate_per_s', '', 0))
+        row('100 kernels as one graph (us) vs 100 launches', t, (t, 'round_us', 'graph_100', 0),
+            (t, 'round_us', 'launches_100', 0), paired=True)
         for size in sorted({k[3] for k in samples if k[0] == t and k[3]}):
             for metric in ('h2d_gbps', 'd2h_gbps'):
                 for mode in ('pageable', 'pinned'):
