@@ -98,11 +98,12 @@ __attribute__((constructor)) static void watch_forks(void)
     pthread_atfork(NULL, NULL, forget_connection_in_child);
 }
 
-/* Sends what is still buffered when the program exits: the connection itself stays open
- * for cudart's exit handlers and closes with the process. */
+/* Sends what is still buffered when the program exits (the connection itself stays open
+ * for cudart's exit handlers and closes with the process), and says which calls waited. */
 __attribute__((destructor)) static void flush_at_exit(void)
 {
     cr_client_t *cl = cr_client();
     if (cl)
         cr_conn_flush(cl->conn);
+    cr_call_report();
 }

@@ -50,8 +50,49 @@ static CUresult reply_result(int err, cr_pending_t *p, msgpack_unpacked *u)
     return (CUresult)u->data.via.array.ptr[0].via.u64;
 }
 
+/* Calls that waited for a reply, by opcode: what a program's time through the stub goes to
+ * (printed at exit with CUDA_REMOTE_LOG=debug). */
+static uint64_t waited[CR_OP_COUNT]; /* atomic */
+
+static void count_wait(uint16_t opcode)
+{
+    if (opcode < CR_OP_COUNT)
+        __atomic_add_fetch(&waited[opcode], 1, __ATOMIC_RELAXED);
+}
+
+void cr_call_report(void)
+{
+    if (!cr_log_enabled(CR_LOG_DEBUG))
+        return;
+    char line[1024];
+    size_t len = 0;
+    uint64_t total = 0;
+    for (int shown = 0; shown < 12; shown++) { /* the most frequent first */
+        unsigned best = CR_OP_COUNT;
+        uint64_t most = 0;
+        for (unsigned op = 0; op < CR_OP_COUNT; op++) {
+            uint64_t n = __atomic_load_n(&waited[op], __ATOMIC_RELAXED);
+            if (n > most) {
+                best = op;
+                most = n;
+            }
+        }
+        if (best == CR_OP_COUNT)
+            break;
+        uint64_t n = __atomic_exchange_n(&waited[best], 0, __ATOMIC_RELAXED);
+        total += n;
+        int w = snprintf(line + len, sizeof line - len, "%s %s %llu", shown ? "," : "",
+                         cr_opcode_name(best), (unsigned long long)n);
+        if (w > 0 && (size_t)w < sizeof line - len)
+            len += (size_t)w;
+    }
+    if (total)
+        CR_DEBUG("calls that waited for the server, most frequent first:%s", line);
+}
+
 CUresult cr_call(cr_msg_t *m, cr_pending_t *p, msgpack_unpacked *u)
 {
+    count_wait(m->opcode);
     msgpack_unpacked_init(u);
     return reply_result(cr_msg_call(m, p), p, u);
 }
@@ -74,6 +115,7 @@ CUresult cr_call_u64(cr_msg_t *m, uint64_t *out)
 
 void cr_call_start(cr_msg_t *m, cr_pending_t *p)
 {
+    count_wait(m->opcode);
     cr_msg_call_start(m, p);
 }
 
@@ -85,6 +127,7 @@ CUresult cr_call_finish(cr_pending_t *p, msgpack_unpacked *u)
 
 CUresult cr_call_fd(cr_msg_t *m, cr_pending_t *p, msgpack_unpacked *u, int fd)
 {
+    count_wait(m->opcode);
     msgpack_unpacked_init(u);
     return reply_result(cr_msg_call_fd(m, p, fd), p, u);
 }

@@ -22,6 +22,9 @@ CUresult cr_call_u64(cr_msg_t *m, uint64_t *out);
  * followed by one finish, which returns what cr_call would. */
 void cr_call_start(cr_msg_t *m, cr_pending_t *p);
 CUresult cr_call_finish(cr_pending_t *p, msgpack_unpacked *u);
+/* At CUDA_REMOTE_LOG=debug, logs how many calls of each function waited for a reply (the
+ * most frequent), and starts counting again. */
+void cr_call_report(void);
 /* cr_call with a file descriptor passed along (Unix sockets only). */
 CUresult cr_call_fd(cr_msg_t *m, cr_pending_t *p, msgpack_unpacked *u, int fd);
 
