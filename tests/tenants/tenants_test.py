@@ -206,6 +206,27 @@ def check_isolation(path, ops):
             raise Failure('bob\'s %s %r: got %d, expected %d' % (op, body, got, want))
     print('ok: %d attempts on alice\'s memory and handles refused' % len(attempts))
 
+    # a graph is checked at every launch: bob captures work on alice's memory
+    own_stream = CLIENT_ID_BASE + 0x30
+    bob.send_async('cuStreamCreate', [own_stream, 1])
+    expect('bob cannot capture alice\'s stream',
+           bob.call('cuStreamBeginCapture_v2', [stream, 0])[0], INVALID_HANDLE)
+    expect('bob captures on his own stream',
+           bob.call('cuStreamBeginCapture_v2', [own_stream, 0]), [SUCCESS])
+    bob.send_async('cuMemsetD8Async', [a, 0, 16, own_stream])
+    bob.send_async('cuMemcpyDtoDAsync_v2', [mine, a, 4096, own_stream])
+    r, graph = bob.call('cuStreamEndCapture', [own_stream])[:2]
+    expect('the capture ends', r, SUCCESS)
+    r, exec_ = bob.call('cuGraphInstantiateWithFlags', [graph, 0])[:2]
+    expect('the graph is instantiated', r, SUCCESS)
+    bob.send_async('cuGraphLaunch', [exec_, own_stream])
+    expect('its launch is refused node by node',
+           bob.call('cuStreamSynchronize', [own_stream])[0], INVALID_VALUE)
+    bob.send_async('cuGraphLaunch', [exec_ + 0x10, own_stream])
+    expect('an executable graph he does not have: refused',
+           bob.call('cuStreamSynchronize', [own_stream])[0], INVALID_VALUE)
+    print('ok: a graph on alice\'s memory is refused at its launch')
+
     expect('alice\'s memory is intact', (alice.call('cuMemcpyDtoH_v2', [a, len(pattern), 0]),
                                          alice.last_bulk == pattern), ([SUCCESS], True))
     expect('alice\'s global is intact', (alice.call('cuMemcpyDtoH_v2', [glob, 256, 0]),
