@@ -15,7 +15,8 @@
  * dependencies the order already keeps, and are dropped. A graph launched into a capture
  * adds its nodes to the capture's graph. The capture ends for every stream
  * in it when the stream that began it ends it. A session's kept bytes are bounded
- * (MAX_SESSION_BYTES, MAX_NODES per graph): past them the capture is invalidated.
+ * (MAX_SESSION_BYTES, MAX_NODES per graph; past them the capture is invalidated), and so
+ * are its streams capturing at once (MAX_CAPTURING; a capture past it is refused).
  *
  * Messages: see client/graph.c. Replayed requests go to the router the executor hands over
  * at start-up (cr_graph_set_runner). Threads: the session's executor only (the slot's
@@ -34,6 +35,7 @@
 
 #define MAX_SESSION_BYTES ((uint64_t)256 << 20) /* kept by all of a session's graphs */
 #define MAX_NODES (1u << 20)                    /* in one graph */
+#define MAX_CAPTURING 1024                      /* streams capturing at once in a session */
 
 typedef struct {
     uint16_t opcode;
@@ -201,10 +203,11 @@ int cr_graph_capture(cr_request_t *req)
             for (size_t i = 0; i < c->count && !origin; i++)
                 if (c->caps[i].graph == m->graph)
                     origin = &c->caps[i];
-            if (!origin)
-                return 0;
+            if (!origin || !cr_session_stream(req->session, sid))
+                return 0; /* an unknown stream: the wait fails as usual */
             capture_t joined = {sid, origin->origin, m->graph};
-            if (cr_array_room((void **)&c->caps, &c->cap, c->count, sizeof *c->caps))
+            if (c->count >= MAX_CAPTURING ||
+                cr_array_room((void **)&c->caps, &c->cap, c->count, sizeof *c->caps))
                 m->graph->invalid = 1;
             else
                 c->caps[c->count++] = joined;
@@ -313,7 +316,7 @@ void cr_srv_cuStreamBeginCapture_v2(cr_request_t *req)
         cr_request_finish(req, CUDA_ERROR_ILLEGAL_STATE);
         return;
     }
-    graph_t *g = c ? calloc(1, sizeof *g) : NULL;
+    graph_t *g = c && c->count < MAX_CAPTURING ? calloc(1, sizeof *g) : NULL;
     if (!g || cr_array_room((void **)&c->caps, &c->cap, c->count, sizeof *c->caps)) {
         free(g);
         cr_request_finish(req, CUDA_ERROR_OUT_OF_MEMORY);
