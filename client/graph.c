@@ -12,6 +12,7 @@
  * Threads: any application thread; each call waits for its reply but the launches. */
 #include "capture.h"
 #include "client.h"
+#include "launch.h"
 #include "request.h"
 #include "stream.h"
 
@@ -175,4 +176,302 @@ CUresult cr_hand_cuGraphGetNodes(CUgraph graph, CUgraphNode *nodes, size_t *coun
     if (r == CUDA_SUCCESS)
         *count = (size_t)n;
     return r;
+}
+
+/* --- graphs built node by node ---------------------------------------------------------------- */
+
+CUresult cr_hand_cuGraphCreate(CUgraph *graph, unsigned flags)
+{
+    if (!graph)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t id = 0;
+    CUresult r = call2(CR_OP_cuGraphCreate, flags, 0, 0, &id);
+    *graph = r == CUDA_SUCCESS ? (CUgraph)(uintptr_t)id : NULL;
+    return r;
+}
+
+CUresult cr_hand_cuGraphClone(CUgraph *clone, CUgraph graph)
+{
+    if (!clone)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t id = 0;
+    CUresult r = call2(CR_OP_cuGraphClone, (uint64_t)(uintptr_t)graph, 0, 0, &id);
+    *clone = r == CUDA_SUCCESS ? (CUgraph)(uintptr_t)id : NULL;
+    return r;
+}
+
+static void pack_handles(msgpack_packer *pk, const void *const *h, size_t n)
+{
+    msgpack_pack_array(pk, (uint32_t)n);
+    for (size_t i = 0; i < n; i++)
+        msgpack_pack_uint64(pk, (uint64_t)(uintptr_t)h[i]);
+}
+
+/* A node: the request `opcode` with arguments `vals` (or a kernel launch's, with `l`), its
+ * stream left 0 for the launch to fill in; opcode 0 is an empty node. Sent as
+ * [graph, dependencies, opcode, arguments] + bulk under cuGraphAddNode's name. */
+static CUresult add_node(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t ndeps,
+                         uint16_t opcode, const uint64_t *vals, unsigned nvals,
+                         const cr_launch_t *l)
+{
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!node || !graph || (ndeps && !deps) || ndeps > UINT32_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    cr_msg_t m;
+    int err = cr_msg_begin(cl->conn, &m, CR_OP_cuGraphAddNode);
+    if (err)
+        return cr_transport_error(err);
+    msgpack_pack_array(&m.pk, 4);
+    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)graph);
+    pack_handles(&m.pk, (const void *const *)deps, ndeps);
+    msgpack_pack_uint16(&m.pk, opcode);
+    if (l) {
+        cr_launch_pack(&m.pk, l, 0, 0);
+        cr_msg_bulk(&m, l->params.buf, l->params.size);
+    } else {
+        msgpack_pack_array(&m.pk, nvals);
+        for (unsigned i = 0; i < nvals; i++)
+            msgpack_pack_uint64(&m.pk, vals[i]);
+    }
+    uint64_t id = 0;
+    CUresult r = cr_call_u64(&m, &id);
+    *node = r == CUDA_SUCCESS ? (CUgraphNode)(uintptr_t)id : NULL;
+    return r;
+}
+
+static CUresult kernel_node(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
+                            const CUDA_KERNEL_NODE_PARAMS *p)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    cr_launch_dims_t d = {{p->gridDimX, p->gridDimY, p->gridDimZ},
+                          {p->blockDimX, p->blockDimY, p->blockDimZ},
+                          p->sharedMemBytes};
+    /* a CUkernel names its function as the server sees it */
+    CUfunction f = p->func ? p->func : (CUfunction)(void *)p->kern;
+    cr_launch_t l;
+    CUresult r = cr_launch_prepare(&l, f, &d, p->kernelParams, p->extra);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = add_node(node, graph, deps, n, CR_OP_cuLaunchKernel, NULL, 0, &l);
+    cr_launch_free(&l);
+    return r;
+}
+
+CUresult cr_hand_cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                         size_t n, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+    return kernel_node(node, graph, deps, n, p);
+}
+
+CUresult cr_hand_cuGraphAddKernelNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                      size_t n, const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUDA_KERNEL_NODE_PARAMS v2 = {p->func,         p->gridDimX,  p->gridDimY,  p->gridDimZ,
+                                  p->blockDimX,    p->blockDimY, p->blockDimZ, p->sharedMemBytes,
+                                  p->kernelParams, p->extra,     NULL,         NULL};
+    return kernel_node(node, graph, deps, n, &v2);
+}
+
+static const uint16_t memset_ops[2][3] = {
+    {CR_OP_cuMemsetD8Async, CR_OP_cuMemsetD16Async, CR_OP_cuMemsetD32Async},
+    {CR_OP_cuMemsetD2D8Async, CR_OP_cuMemsetD2D16Async, CR_OP_cuMemsetD2D32Async}};
+
+CUresult cr_hand_cuGraphAddMemsetNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                      size_t n, const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx)
+{
+    (void)ctx; /* one context: every node runs in the server's */
+    if (!p || (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4) || !p->width ||
+        !p->height)
+        return CUDA_ERROR_INVALID_VALUE;
+    int e = p->elementSize == 1 ? 0 : p->elementSize == 2 ? 1 : 2;
+    uint64_t value = p->elementSize == 4 ? p->value : p->value & ((1u << (8 * p->elementSize)) - 1);
+    if (p->height == 1) {
+        uint64_t v[4] = {p->dst, value, p->width, 0};
+        return add_node(node, graph, deps, n, memset_ops[0][e], v, 4, NULL);
+    }
+    uint64_t v[6] = {p->dst, p->pitch, value, p->width, p->height, 0};
+    return add_node(node, graph, deps, n, memset_ops[1][e], v, 6, NULL);
+}
+
+/* Device-to-device copies of one row; every other copy node needs host memory or arrays. */
+CUresult cr_hand_cuGraphAddMemcpyNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                      size_t n, const CUDA_MEMCPY3D *p, CUcontext ctx)
+{
+    (void)ctx;
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    int device_src =
+        p->srcMemoryType == CU_MEMORYTYPE_DEVICE || p->srcMemoryType == CU_MEMORYTYPE_UNIFIED;
+    int device_dst =
+        p->dstMemoryType == CU_MEMORYTYPE_DEVICE || p->dstMemoryType == CU_MEMORYTYPE_UNIFIED;
+    if (!device_src || !device_dst || p->Height > 1 || p->Depth > 1 || p->srcY || p->srcZ ||
+        p->dstY || p->dstZ || p->srcLOD || p->dstLOD)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    uint64_t v[4] = {p->dstDevice + p->dstXInBytes, p->srcDevice + p->srcXInBytes, p->WidthInBytes,
+                     0};
+    return add_node(node, graph, deps, n, CR_OP_cuMemcpyDtoDAsync_v2, v, 4, NULL);
+}
+
+CUresult cr_hand_cuGraphAddEmptyNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                     size_t n)
+{
+    return add_node(node, graph, deps, n, 0, NULL, 0, NULL);
+}
+
+CUresult cr_hand_cuGraphAddEventRecordNode(CUgraphNode *node, CUgraph graph,
+                                           const CUgraphNode *deps, size_t n, CUevent event)
+{
+    uint64_t v[2] = {(uint64_t)(uintptr_t)event, 0};
+    return add_node(node, graph, deps, n, CR_OP_cuEventRecord, v, 2, NULL);
+}
+
+CUresult cr_hand_cuGraphAddEventWaitNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                         size_t n, CUevent event)
+{
+    uint64_t v[3] = {0, (uint64_t)(uintptr_t)event, 0};
+    return add_node(node, graph, deps, n, CR_OP_cuStreamWaitEvent, v, 3, NULL);
+}
+
+CUresult cr_hand_cuGraphAddChildGraphNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                          size_t n, CUgraph child)
+{
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!node || (n && !deps) || n > UINT32_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    cr_msg_t m;
+    int err = cr_msg_begin(cl->conn, &m, CR_OP_cuGraphAddChildGraphNode);
+    if (err)
+        return cr_transport_error(err);
+    msgpack_pack_array(&m.pk, 3);
+    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)graph);
+    pack_handles(&m.pk, (const void *const *)deps, n);
+    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)child);
+    uint64_t id = 0;
+    CUresult r = cr_call_u64(&m, &id);
+    *node = r == CUDA_SUCCESS ? (CUgraphNode)(uintptr_t)id : NULL;
+    return r;
+}
+
+/* The generic form, for the kinds above. */
+CUresult cr_hand_cuGraphAddNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
+                                CUgraphNodeParams *p)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    switch (p->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL: {
+        const CUDA_KERNEL_NODE_PARAMS_v3 *k = &p->kernel;
+        CUDA_KERNEL_NODE_PARAMS v2 = {k->func,      k->gridDimX,       k->gridDimY,
+                                      k->gridDimZ,  k->blockDimX,      k->blockDimY,
+                                      k->blockDimZ, k->sharedMemBytes, k->kernelParams,
+                                      k->extra,     k->kern,           k->ctx};
+        return kernel_node(node, graph, deps, n, &v2);
+    }
+    case CU_GRAPH_NODE_TYPE_EMPTY:
+        return cr_hand_cuGraphAddEmptyNode(node, graph, deps, n);
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+        return cr_hand_cuGraphAddEventRecordNode(node, graph, deps, n, p->eventRecord.event);
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+        return cr_hand_cuGraphAddEventWaitNode(node, graph, deps, n, p->eventWait.event);
+    case CU_GRAPH_NODE_TYPE_GRAPH:
+        return cr_hand_cuGraphAddChildGraphNode(node, graph, deps, n, p->graph.graph);
+    default:
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+}
+
+CUresult cr_hand_cuGraphAddNode_v2(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                   const CUgraphEdgeData *edges, size_t n, CUgraphNodeParams *p)
+{
+    (void)edges; /* nodes run in the order they were added, which every edge already keeps */
+    return cr_hand_cuGraphAddNode(node, graph, deps, n, p);
+}
+
+CUresult cr_hand_cuGraphAddDependencies(CUgraph graph, const CUgraphNode *from,
+                                        const CUgraphNode *to, size_t n)
+{
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if ((n && (!from || !to)) || n > UINT32_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    cr_msg_t m;
+    int err = cr_msg_begin(cl->conn, &m, CR_OP_cuGraphAddDependencies);
+    if (err)
+        return cr_transport_error(err);
+    msgpack_pack_array(&m.pk, 3);
+    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)graph);
+    pack_handles(&m.pk, (const void *const *)from, n);
+    pack_handles(&m.pk, (const void *const *)to, n);
+    cr_pending_t p = {0};
+    msgpack_unpacked u;
+    CUresult r = cr_call(&m, &p, &u);
+    cr_reply_done(&p, &u);
+    return r;
+}
+
+CUresult cr_hand_cuGraphAddDependencies_v2(CUgraph graph, const CUgraphNode *from,
+                                           const CUgraphNode *to, const CUgraphEdgeData *edges,
+                                           size_t n)
+{
+    for (size_t i = 0; edges && i < n; i++) /* only the default edge */
+        if (edges[i].from_port || edges[i].to_port || edges[i].type)
+            return CUDA_ERROR_NOT_SUPPORTED;
+    return cr_hand_cuGraphAddDependencies(graph, from, to, n);
+}
+
+static CUresult set_kernel_params(CUgraphExec exec, CUgraphNode node,
+                                  const CUDA_KERNEL_NODE_PARAMS *p)
+{
+    if (!p || !exec || !node)
+        return CUDA_ERROR_INVALID_VALUE;
+    cr_launch_dims_t d = {{p->gridDimX, p->gridDimY, p->gridDimZ},
+                          {p->blockDimX, p->blockDimY, p->blockDimZ},
+                          p->sharedMemBytes};
+    CUfunction f = p->func ? p->func : (CUfunction)(void *)p->kern;
+    cr_launch_t l;
+    CUresult r = cr_launch_prepare(&l, f, &d, p->kernelParams, p->extra);
+    if (r != CUDA_SUCCESS)
+        return r;
+    cr_msg_t m;
+    int err = cr_msg_begin(cr_client()->conn, &m, CR_OP_cuGraphExecKernelNodeSetParams_v2);
+    if (err) {
+        cr_launch_free(&l);
+        return cr_transport_error(err);
+    }
+    msgpack_pack_array(&m.pk, 3);
+    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)exec);
+    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)node);
+    cr_launch_pack(&m.pk, &l, 0, 0);
+    cr_msg_bulk(&m, l.params.buf, l.params.size);
+    cr_pending_t pend = {0};
+    msgpack_unpacked u;
+    r = cr_call(&m, &pend, &u);
+    cr_reply_done(&pend, &u);
+    cr_launch_free(&l);
+    return r;
+}
+
+CUresult cr_hand_cuGraphExecKernelNodeSetParams_v2(CUgraphExec exec, CUgraphNode node,
+                                                   const CUDA_KERNEL_NODE_PARAMS *p)
+{
+    return set_kernel_params(exec, node, p);
+}
+
+CUresult cr_hand_cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode node,
+                                                const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUDA_KERNEL_NODE_PARAMS v2 = {p->func,         p->gridDimX,  p->gridDimY,  p->gridDimZ,
+                                  p->blockDimX,    p->blockDimY, p->blockDimZ, p->sharedMemBytes,
+                                  p->kernelParams, p->extra,     NULL,         NULL};
+    return set_kernel_params(exec, node, &v2);
 }

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "launch.h"
+
 #include "capture.h"
 #include "client.h"
 #include "context.h"
@@ -20,9 +22,7 @@
 #include "request.h"
 #include "stream.h"
 
-typedef struct {
-    unsigned grid[3], block[3], shared;
-} dims_t;
+typedef cr_launch_dims_t dims_t;
 
 /* Dynamic shared memory beyond 48 KiB (less the static) needs the function attribute. */
 static CUresult check_shared(uint64_t f, const dims_t *d, const int *attrs)
@@ -59,14 +59,7 @@ static CUresult check_dims(const dims_t *d)
     return CUDA_SUCCESS;
 }
 
-/* The parameter buffer and its layout, from kernelParams or from `extra`. */
-typedef struct {
-    uint8_t *buf;
-    size_t size;
-    const cr_param_t *params;
-    uint32_t count;
-    cr_param_t whole; /* the layout of a buffer passed through `extra`, if unknown */
-} params_t;
+typedef cr_launch_params_t params_t;
 
 static CUresult build_params(uint64_t f, void **kernel_params, void **extra, params_t *out)
 {
@@ -139,9 +132,8 @@ static void pack_attrs(msgpack_packer *pk, const CUlaunchAttribute *attrs, unsig
     }
 }
 
-static CUresult launch(uint16_t opcode, CUfunction f, const dims_t *d, CUstream stream,
-                       void **kernel_params, void **extra, const CUlaunchAttribute *attrs,
-                       unsigned attr_count)
+CUresult cr_launch_prepare(cr_launch_t *l, CUfunction f, const dims_t *d, void **kernel_params,
+                           void **extra)
 {
     cr_client_t *cl = cr_client();
     if (!cl)
@@ -157,39 +149,62 @@ static CUresult launch(uint16_t opcode, CUfunction f, const dims_t *d, CUstream 
     if ((r = check_shared((uint64_t)(uintptr_t)f, d,
                           cl->devices[ctx ? cr_ctx_device(ctx) : 0].attrs)) != CUDA_SUCCESS)
         return r;
+    l->f = f;
+    l->dims = *d;
+    return build_params((uint64_t)(uintptr_t)f, kernel_params, extra, &l->params);
+}
+
+void cr_launch_pack(msgpack_packer *pk, const cr_launch_t *l, uint64_t sid, unsigned extra)
+{
+    const params_t *p = &l->params;
+    msgpack_pack_array(pk, 6 + extra);
+    msgpack_pack_uint64(pk, (uint64_t)(uintptr_t)l->f);
+    pack_dim3(pk, l->dims.grid);
+    pack_dim3(pk, l->dims.block);
+    msgpack_pack_uint32(pk, l->dims.shared);
+    msgpack_pack_uint64(pk, sid);
+    msgpack_pack_array(pk, p->count);
+    for (uint32_t i = 0; i < p->count; i++) {
+        msgpack_pack_array(pk, 2);
+        msgpack_pack_uint32(pk, p->params[i].offset);
+        msgpack_pack_uint32(pk, p->params[i].size);
+    }
+}
+
+void cr_launch_free(cr_launch_t *l)
+{
+    free(l->params.buf);
+    l->params.buf = NULL;
+}
+
+static CUresult launch(uint16_t opcode, CUfunction f, const dims_t *d, CUstream stream,
+                       void **kernel_params, void **extra, const CUlaunchAttribute *attrs,
+                       unsigned attr_count)
+{
     if (attr_count && !attrs)
         return CUDA_ERROR_INVALID_VALUE;
     uint64_t sid;
+    cr_launch_t l;
+    CUresult r = cr_launch_prepare(&l, f, d, kernel_params, extra);
+    if (r != CUDA_SUCCESS)
+        return r;
     if ((r = cr_stream_wire_id(stream, &sid)) != CUDA_SUCCESS ||
-        (r = cr_capture_check(sid, 1)) != CUDA_SUCCESS)
+        (r = cr_capture_check(sid, 1)) != CUDA_SUCCESS) {
+        cr_launch_free(&l);
         return r;
-    params_t p;
-    if ((r = build_params((uint64_t)(uintptr_t)f, kernel_params, extra, &p)) != CUDA_SUCCESS)
-        return r;
-
+    }
     cr_msg_t m;
-    int err = cr_msg_begin(cl->conn, &m, opcode);
+    int err = cr_msg_begin(cr_client()->conn, &m, opcode);
     if (err) {
-        free(p.buf);
+        cr_launch_free(&l);
         return cr_transport_error(err);
     }
-    msgpack_pack_array(&m.pk, opcode == CR_OP_cuLaunchKernelEx ? 7 : 6);
-    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)f);
-    pack_dim3(&m.pk, d->grid);
-    pack_dim3(&m.pk, d->block);
-    msgpack_pack_uint32(&m.pk, d->shared);
-    msgpack_pack_uint64(&m.pk, sid);
-    msgpack_pack_array(&m.pk, p.count);
-    for (uint32_t i = 0; i < p.count; i++) {
-        msgpack_pack_array(&m.pk, 2);
-        msgpack_pack_uint32(&m.pk, p.params[i].offset);
-        msgpack_pack_uint32(&m.pk, p.params[i].size);
-    }
+    cr_launch_pack(&m.pk, &l, sid, opcode == CR_OP_cuLaunchKernelEx);
     if (opcode == CR_OP_cuLaunchKernelEx)
         pack_attrs(&m.pk, attrs, attr_count);
-    cr_msg_bulk(&m, p.buf, p.size);
+    cr_msg_bulk(&m, l.params.buf, l.params.size);
     err = cr_msg_send(&m); /* small buffers are copied; large ones are written by now */
-    free(p.buf);
+    cr_launch_free(&l);
     return cr_transport_error(err);
 }
 

@@ -38,15 +38,17 @@
 #define MAX_CAPTURING 1024                      /* streams capturing at once in a session */
 
 typedef struct {
-    uint16_t opcode;
+    uint16_t opcode;    /* 0: an empty node */
     uint8_t stream_arg; /* which argument names the stream */
+    uint8_t inner;      /* a node of a child graph, which counts as one node (its last) */
     uint32_t body_len;
     uint64_t bulk_len;
     uint8_t *bytes; /* body, then bulk */
 } node_t;
 
 typedef struct {
-    unsigned refs; /* its handle, its executable graphs, its capture */
+    unsigned refs;   /* its handle or its capture, and a launch replaying it */
+    uint64_t serial; /* unique in the process: what an executable graph was made from */
     node_t *nodes;
     size_t count, cap;
     uint64_t bytes;
@@ -55,8 +57,16 @@ typedef struct {
 } graph_t;
 
 typedef struct {
-    graph_t *graph;
+    graph_t *graph;  /* its own copy of the nodes */
+    uint64_t source; /* the serial of the graph it was made from */
 } exec_t;
+
+typedef struct {
+    graph_t *graph; /* alive as long as the node's handle: the graph's handle is its parent */
+    size_t index;   /* the node's place in the graph's order */
+} node_ref_t;
+
+static uint64_t next_serial = 1; /* atomic */
 
 typedef struct {
     uint64_t stream, origin;
@@ -82,6 +92,17 @@ static runner_t run_node; /* atomic: the router, handed over by each executor's 
 void cr_graph_set_runner(void (*run)(cr_request_t *req))
 {
     __atomic_store_n(&run_node, run, __ATOMIC_RELEASE);
+}
+
+static graph_t *graph_new(uint64_t *account)
+{
+    graph_t *g = calloc(1, sizeof *g);
+    if (g) {
+        g->refs = 1;
+        g->account = account;
+        g->serial = __atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED);
+    }
+    return g;
 }
 
 static captures_t *captures(cr_session_t *s, int create)
@@ -169,7 +190,7 @@ static int keep_bytes(graph_t *g, uint16_t opcode, int arg, const void *body, ui
     memcpy(bytes, body, body_len);
     if (bulk_len)
         memcpy(bytes + body_len, bulk, bulk_len);
-    g->nodes[g->count++] = (node_t){opcode, (uint8_t)arg, body_len, bulk_len, bytes};
+    g->nodes[g->count++] = (node_t){opcode, (uint8_t)arg, 0, body_len, bulk_len, bytes};
     g->bytes += size;
     *g->account += size;
     return 0;
@@ -183,8 +204,36 @@ static int keep(graph_t *g, const cr_request_t *req, int arg)
 
 static int keep_node(graph_t *g, const node_t *n)
 {
-    return keep_bytes(g, n->opcode, n->stream_arg, n->bytes, n->body_len, n->bytes + n->body_len,
-                      n->bulk_len);
+    if (keep_bytes(g, n->opcode, n->stream_arg, n->bytes, n->body_len, n->bytes + n->body_len,
+                   n->bulk_len) != 0)
+        return -1;
+    g->nodes[g->count - 1].inner = n->inner;
+    return 0;
+}
+
+/* Appends the nodes of `child` as one node of g: its nodes, marked inner, and an empty node
+ * that stands for them. 0, or -1 (g then holds part of them: invalidate or drop it). */
+static int keep_child(graph_t *g, const graph_t *child)
+{
+    for (size_t i = 0; i < child->count; i++) {
+        if (keep_node(g, &child->nodes[i]) != 0)
+            return -1;
+        g->nodes[g->count - 1].inner = 1;
+    }
+    return keep_bytes(g, 0, 0, NULL, 0, NULL, 0);
+}
+
+/* A copy of g's nodes as a graph of its own (same account), or NULL. */
+static graph_t *graph_copy(const graph_t *g)
+{
+    graph_t *copy = graph_new(g->account);
+    for (size_t i = 0; copy && i < g->count; i++) {
+        if (keep_node(copy, &g->nodes[i]) != 0) {
+            graph_unref(copy);
+            copy = NULL;
+        }
+    }
+    return copy;
 }
 
 int cr_graph_capture(cr_request_t *req)
@@ -294,6 +343,25 @@ static void reply_id(cr_request_t *req, CUresult r, uint64_t id)
     cr_request_free(req);
 }
 
+/* Gives g (one reference) a handle of the session and replies its id; frees g when that
+ * fails. */
+static void reply_graph(cr_request_t *req, graph_t *g)
+{
+    cr_session_t *s = req->session;
+    uint64_t id = 0;
+    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (g && cr_session_add_handle(s, CR_HT_CUgraph, g, 0, &id) == 0) {
+        r = CUDA_SUCCESS;
+        if (cr_session_handle_attach(s, id, 0, g, graph_unref) != 0) {
+            cr_session_remove_handle(s, id);
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    }
+    if (r != CUDA_SUCCESS)
+        graph_unref(g);
+    reply_id(req, r, r == CUDA_SUCCESS ? id : 0);
+}
+
 void cr_srv_cuStreamBeginCapture_v2(cr_request_t *req)
 {
     cr_session_t *s = req->session;
@@ -316,14 +384,12 @@ void cr_srv_cuStreamBeginCapture_v2(cr_request_t *req)
         cr_request_finish(req, CUDA_ERROR_ILLEGAL_STATE);
         return;
     }
-    graph_t *g = c && c->count < MAX_CAPTURING ? calloc(1, sizeof *g) : NULL;
+    graph_t *g = c && c->count < MAX_CAPTURING ? graph_new(&c->bytes) : NULL;
     if (!g || cr_array_room((void **)&c->caps, &c->cap, c->count, sizeof *c->caps)) {
-        free(g);
+        graph_unref(g);
         cr_request_finish(req, CUDA_ERROR_OUT_OF_MEMORY);
         return;
     }
-    g->refs = 1;
-    g->account = &c->bytes;
     c->caps[c->count++] = (capture_t){sid, sid, g};
     cr_request_finish(req, CUDA_SUCCESS);
 }
@@ -331,7 +397,7 @@ void cr_srv_cuStreamBeginCapture_v2(cr_request_t *req)
 void cr_srv_cuStreamEndCapture(cr_request_t *req)
 {
     cr_session_t *s = req->session;
-    uint64_t sid, id = 0;
+    uint64_t sid;
     if (req->argc != 1 || cr_arg_u64(req, 0, &sid)) {
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;
@@ -349,18 +415,12 @@ void cr_srv_cuStreamEndCapture(cr_request_t *req)
         return;
     }
     end_capture(c, g);
-    CUresult r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-    if (!g->invalid) { /* the capture's reference becomes the handle's */
-        r = cr_session_add_handle(s, CR_HT_CUgraph, g, 0, &id) == 0 ? CUDA_SUCCESS
-                                                                    : CUDA_ERROR_OUT_OF_MEMORY;
-        if (r == CUDA_SUCCESS && cr_session_handle_attach(s, id, 0, g, graph_unref) != 0) {
-            cr_session_remove_handle(s, id);
-            r = CUDA_ERROR_OUT_OF_MEMORY;
-        }
-    }
-    if (r != CUDA_SUCCESS)
+    if (g->invalid) {
         graph_unref(g);
-    reply_id(req, r, id);
+        reply_id(req, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, 0);
+        return;
+    }
+    reply_graph(req, g); /* the capture's reference becomes the handle's */
 }
 
 void cr_srv_cuGraphInstantiateWithFlags(cr_request_t *req)
@@ -389,11 +449,12 @@ void cr_srv_cuGraphInstantiateWithFlags(cr_request_t *req)
         reply_id(req, CUDA_ERROR_INVALID_VALUE, 0);
         return;
     }
+    /* a snapshot: nodes added to the graph later are not the executable graph's */
     exec_t *e = malloc(sizeof *e);
+    graph_t *copy = e ? graph_copy(g) : NULL;
     CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
-    if (e && cr_session_add_handle(s, CR_HT_CUgraphExec, e, 0, &id) == 0) {
-        e->graph = g;
-        g->refs++;
+    if (copy && cr_session_add_handle(s, CR_HT_CUgraphExec, e, 0, &id) == 0) {
+        *e = (exec_t){copy, g->serial};
         r = CUDA_SUCCESS;
         if (cr_session_handle_attach(s, id, 0, e, exec_free) != 0) {
             cr_session_remove_handle(s, id);
@@ -401,6 +462,7 @@ void cr_srv_cuGraphInstantiateWithFlags(cr_request_t *req)
             r = CUDA_ERROR_OUT_OF_MEMORY;
         }
     } else {
+        graph_unref(copy);
         free(e);
     }
     reply_id(req, r, id);
@@ -465,10 +527,9 @@ void cr_srv_cuGraphLaunch(cr_request_t *req)
     graph_t *g = e->graph;
     captures_t *c = captures(s, 0);
     capture_t *cap = capture_of(c, sid);
-    if (cap) { /* launched into a capture: its nodes join that capture's graph */
-        for (size_t i = 0; i < g->count && !cap->graph->invalid; i++)
-            if (keep_node(cap->graph, &g->nodes[i]) != 0)
-                cap->graph->invalid = 1;
+    if (cap) { /* launched into a capture: a child graph node of that capture's graph */
+        if (keep_child(cap->graph, g) != 0)
+            cap->graph->invalid = 1;
         cr_request_free(req);
         return;
     }
@@ -479,6 +540,8 @@ void cr_srv_cuGraphLaunch(cr_request_t *req)
     uint64_t call_id = req->hdr.call_id;
     cr_request_free(req);
     for (size_t i = 0; i < g->count; i++) {
+        if (g->nodes[i].opcode == 0) /* an empty node */
+            continue;
         cr_request_t *node = node_request(s, &g->nodes[i], sid, &zone, call_id);
         if (!node) {
             cr_session_defer_error(s, CUDA_ERROR_OUT_OF_MEMORY);
@@ -535,5 +598,273 @@ void cr_srv_cuGraphGetNodes(cr_request_t *req)
     graph_t *g = req->argc == 1 && !cr_arg_u64(req, 0, &id)
                      ? cr_session_handle(req->session, CR_HT_CUgraph, id)
                      : NULL;
-    reply_id(req, g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE, g ? g->count : 0);
+    size_t count = 0; /* a child graph counts as one node */
+    for (size_t i = 0; g && i < g->count; i++)
+        count += !g->nodes[i].inner;
+    reply_id(req, g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE, count);
+}
+
+/* --- graphs built node by node ---------------------------------------------------------------- */
+
+/* [flags] -> an empty graph */
+void cr_srv_cuGraphCreate(cr_request_t *req)
+{
+    uint64_t flags;
+    captures_t *c = captures(req->session, 1);
+    if (req->argc != 1 || cr_arg_u64(req, 0, &flags) || flags != 0) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    reply_graph(req, c ? graph_new(&c->bytes) : NULL);
+}
+
+/* [graph] -> a copy of it (its nodes have no handles in the copy) */
+void cr_srv_cuGraphClone(cr_request_t *req)
+{
+    uint64_t id;
+    graph_t *g = req->argc == 1 && !cr_arg_u64(req, 0, &id)
+                     ? cr_session_handle(req->session, CR_HT_CUgraph, id)
+                     : NULL;
+    if (!g) {
+        reply_id(req, CUDA_ERROR_INVALID_VALUE, 0);
+        return;
+    }
+    reply_graph(req, graph_copy(g));
+}
+
+/* The node a node id names in graph g, or NULL. */
+static node_ref_t *node_of(cr_session_t *s, const graph_t *g, const msgpack_object *o)
+{
+    uint64_t id;
+    node_ref_t *n = cr_obj_u64(o, &id) ? NULL : cr_session_handle(s, CR_HT_CUgraphNode, id);
+    return n && n->graph == g ? n : NULL;
+}
+
+/* Dependencies must be nodes of g; added before the new node, they already run before it. */
+static int deps_ok(cr_session_t *s, const graph_t *g, const msgpack_object *o)
+{
+    if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size > g->count)
+        return 0;
+    for (uint32_t i = 0; i < o->via.array.size; i++)
+        if (!node_of(s, g, &o->via.array.ptr[i]))
+            return 0;
+    return 1;
+}
+
+/* Memory a memset or copy node names must be the session's when it is added (and again at
+ * each launch, when the node runs as a request). */
+static CUresult node_memory_ok(cr_session_t *s, uint16_t opcode, const msgpack_object_array *a)
+{
+    uint64_t v[6] = {0};
+    for (uint32_t i = 0; i < a->size && i < 6; i++)
+        if (cr_obj_u64(&a->ptr[i], &v[i]))
+            return CUDA_ERROR_INVALID_VALUE;
+    unsigned elem = 1;
+    switch (opcode) {
+    case CR_OP_cuMemsetD32Async:
+        elem += 2; /* fall through */
+    case CR_OP_cuMemsetD16Async:
+        elem += 1;              /* fall through */
+    case CR_OP_cuMemsetD8Async: /* [dst, value, count, stream] */
+        return v[2] <= UINT64_MAX / elem && cr_session_owns(s, v[0], v[2] * elem)
+                   ? CUDA_SUCCESS
+                   : CUDA_ERROR_INVALID_VALUE;
+    case CR_OP_cuMemsetD2D32Async:
+        elem += 2; /* fall through */
+    case CR_OP_cuMemsetD2D16Async:
+        elem += 1;                  /* fall through */
+    case CR_OP_cuMemsetD2D8Async: { /* [dst, pitch, value, width, height, stream] */
+        uint64_t row = v[3] * elem;
+        if (v[3] > UINT64_MAX / elem || (v[4] > 1 && v[1] < row) ||
+            (v[4] > 1 && v[1] > (UINT64_MAX - row) / (v[4] - 1)))
+            return CUDA_ERROR_INVALID_VALUE;
+        return !v[4] || cr_session_owns(s, v[0], v[1] * (v[4] - 1) + row)
+                   ? CUDA_SUCCESS
+                   : CUDA_ERROR_INVALID_VALUE;
+    }
+    case CR_OP_cuMemcpyDtoDAsync_v2: /* [dst, src, bytes, stream] */
+        return cr_session_owns(s, v[0], v[2]) && cr_session_owns(s, v[1], v[2])
+                   ? CUDA_SUCCESS
+                   : CUDA_ERROR_INVALID_VALUE;
+    default:
+        return CUDA_SUCCESS;
+    }
+}
+
+/* Makes a handle for node `index` of g, a child of g's handle; replies its id. */
+static void reply_node(cr_request_t *req, graph_t *g, size_t index)
+{
+    cr_session_t *s = req->session;
+    node_ref_t *n = malloc(sizeof *n);
+    uint64_t id = 0;
+    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (n && cr_session_add_child_handle(s, CR_HT_CUgraphNode, n, g, &id) == 0) {
+        *n = (node_ref_t){g, index};
+        r = CUDA_SUCCESS;
+        if (cr_session_handle_attach(s, id, 0, n, free) != 0) {
+            cr_session_remove_handle(s, id);
+            free(n);
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    } else {
+        free(n);
+    }
+    reply_id(req, r, r == CUDA_SUCCESS ? id : 0);
+}
+
+/* [graph, dependencies, opcode, arguments] + bulk -> a node: the request `opcode` with
+ * these arguments (its stream argument a placeholder), kept as a capture keeps it; opcode 0
+ * is an empty node. Every Add*Node of the client arrives as this. */
+void cr_srv_cuGraphAddNode(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    uint64_t gid, opcode;
+    graph_t *g = req->argc == 4 && !cr_arg_u64(req, 0, &gid) && !cr_arg_u64(req, 2, &opcode)
+                     ? cr_session_handle(s, CR_HT_CUgraph, gid)
+                     : NULL;
+    const msgpack_object *args = req->argc == 4 ? &req->args[3] : NULL;
+    int arg = g ? stream_arg((uint16_t)opcode) : -1;
+    if (!g || !deps_ok(s, g, &req->args[1]) || opcode > UINT16_MAX ||
+        (opcode != 0 && (arg < 0 || args->type != MSGPACK_OBJECT_ARRAY ||
+                         args->via.array.size <= (unsigned)arg))) {
+        reply_id(req, CUDA_ERROR_INVALID_VALUE, 0);
+        return;
+    }
+    CUresult r = CUDA_SUCCESS;
+    if (opcode == CR_OP_cuLaunchKernel) { /* a function of the session's, checked now */
+        uint64_t fid;
+        CUfunction f;
+        const cr_kernel_param_t *kp;
+        uint32_t count;
+        r = cr_obj_u64(&args->via.array.ptr[0], &fid)
+                ? CUDA_ERROR_INVALID_VALUE
+                : cr_session_kernel_params(s, fid, &f, &kp, &count);
+    } else if (opcode != 0) {
+        r = node_memory_ok(s, (uint16_t)opcode, &args->via.array);
+    }
+    if (r != CUDA_SUCCESS) {
+        reply_id(req, r, 0);
+        return;
+    }
+    msgpack_sbuffer body;
+    msgpack_sbuffer_init(&body);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &body, msgpack_sbuffer_write);
+    if (opcode != 0)
+        msgpack_pack_object(&pk, *args);
+    int kept = body.size <= UINT32_MAX &&
+               keep_bytes(g, (uint16_t)opcode, arg < 0 ? 0 : arg, body.data, (uint32_t)body.size,
+                          req->bulk, req->hdr.bulk_len) == 0;
+    msgpack_sbuffer_destroy(&body);
+    if (!kept) {
+        reply_id(req, CUDA_ERROR_OUT_OF_MEMORY, 0);
+        return;
+    }
+    reply_node(req, g, g->count - 1);
+}
+
+/* [graph, dependencies, child graph] -> a node standing for a copy of the child's nodes */
+void cr_srv_cuGraphAddChildGraphNode(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    uint64_t gid, cid;
+    graph_t *g = req->argc == 3 && !cr_arg_u64(req, 0, &gid)
+                     ? cr_session_handle(s, CR_HT_CUgraph, gid)
+                     : NULL;
+    graph_t *child =
+        g && !cr_arg_u64(req, 2, &cid) ? cr_session_handle(s, CR_HT_CUgraph, cid) : NULL;
+    if (!g || !child || child == g || !deps_ok(s, g, &req->args[1])) {
+        reply_id(req, CUDA_ERROR_INVALID_VALUE, 0);
+        return;
+    }
+    size_t before = g->count;
+    if (keep_child(g, child) != 0) { /* nothing of it stays */
+        while (g->count > before) {
+            node_t *n = &g->nodes[--g->count];
+            g->bytes -= (uint64_t)n->body_len + n->bulk_len;
+            *g->account -= (uint64_t)n->body_len + n->bulk_len;
+            free(n->bytes);
+        }
+        reply_id(req, CUDA_ERROR_OUT_OF_MEMORY, 0);
+        return;
+    }
+    reply_node(req, g, g->count - 1);
+}
+
+/* [graph, from nodes, to nodes]: edges from a node to one added after it already hold;
+ * one to a node added before it would need the nodes reordered, which is not done. */
+void cr_srv_cuGraphAddDependencies(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    uint64_t gid;
+    graph_t *g = req->argc == 3 && !cr_arg_u64(req, 0, &gid)
+                     ? cr_session_handle(s, CR_HT_CUgraph, gid)
+                     : NULL;
+    const msgpack_object *from = g ? &req->args[1] : NULL, *to = g ? &req->args[2] : NULL;
+    if (!g || from->type != MSGPACK_OBJECT_ARRAY || to->type != MSGPACK_OBJECT_ARRAY ||
+        from->via.array.size != to->via.array.size) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    CUresult r = CUDA_SUCCESS;
+    for (uint32_t i = 0; i < from->via.array.size && r == CUDA_SUCCESS; i++) {
+        node_ref_t *a = node_of(s, g, &from->via.array.ptr[i]);
+        node_ref_t *b = node_of(s, g, &to->via.array.ptr[i]);
+        if (!a || !b || a == b)
+            r = CUDA_ERROR_INVALID_VALUE;
+        else if (a->index > b->index)
+            r = CUDA_ERROR_NOT_SUPPORTED;
+    }
+    cr_request_finish(req, r);
+}
+
+/* [executable graph, kernel node, arguments of cuLaunchKernel] + bulk: the executable
+ * graph's copy of that node launches with these from its next launch on. */
+void cr_srv_cuGraphExecKernelNodeSetParams_v2(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    uint64_t eid, nid, fid;
+    exec_t *e = req->argc == 3 && !cr_arg_u64(req, 0, &eid)
+                    ? cr_session_handle(s, CR_HT_CUgraphExec, eid)
+                    : NULL;
+    node_ref_t *n =
+        e && !cr_arg_u64(req, 1, &nid) ? cr_session_handle(s, CR_HT_CUgraphNode, nid) : NULL;
+    const msgpack_object *args = &req->args[2];
+    if (!e || !n || n->graph->serial != e->source || n->index >= e->graph->count ||
+        e->graph->nodes[n->index].opcode != CR_OP_cuLaunchKernel ||
+        args->type != MSGPACK_OBJECT_ARRAY || args->via.array.size <= 4 ||
+        cr_obj_u64(&args->via.array.ptr[0], &fid)) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    CUfunction f;
+    const cr_kernel_param_t *kp;
+    uint32_t count;
+    CUresult r = cr_session_kernel_params(s, fid, &f, &kp, &count);
+    msgpack_sbuffer body;
+    msgpack_sbuffer_init(&body);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &body, msgpack_sbuffer_write);
+    msgpack_pack_object(&pk, *args);
+    uint64_t size = body.size + req->hdr.bulk_len;
+    uint8_t *bytes = r == CUDA_SUCCESS ? malloc(size ? size : 1) : NULL;
+    node_t *node = &e->graph->nodes[n->index];
+    uint64_t old = (uint64_t)node->body_len + node->bulk_len;
+    if (r == CUDA_SUCCESS &&
+        (!bytes || body.size > UINT32_MAX || *e->graph->account - old + size > MAX_SESSION_BYTES)) {
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    } else if (r == CUDA_SUCCESS) {
+        memcpy(bytes, body.data, body.size);
+        if (req->hdr.bulk_len)
+            memcpy(bytes + body.size, req->bulk, req->hdr.bulk_len);
+        free(node->bytes);
+        *node = (node_t){CR_OP_cuLaunchKernel, 4,    node->inner, (uint32_t)body.size,
+                         req->hdr.bulk_len,    bytes};
+        e->graph->bytes = e->graph->bytes - old + size;
+        *e->graph->account = *e->graph->account - old + size;
+        bytes = NULL;
+    }
+    free(bytes);
+    msgpack_sbuffer_destroy(&body);
+    cr_request_finish(req, r);
 }

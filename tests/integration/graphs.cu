@@ -5,7 +5,11 @@
 // joined by events in one capture; a graph launched into another capture; what a capture
 // cannot hold (a copy from host memory, a synchronize) fails and invalidates it; ending a
 // capture from a stream that did not begin it fails; a graph whose memory was freed fails
-// at its launch without touching the memory.
+// at its launch without touching the memory. Then a graph built node by node: memset,
+// kernel, copy, event record, empty and child-graph nodes with dependencies; a kernel
+// node's arguments changed in the executable graph; a clone; an executable graph is a
+// snapshot; a node on memory the program does not have is refused when added; an edge
+// backwards in the order nodes were added is not supported.
 #include <vector>
 
 #include "cr_test.h"
@@ -199,6 +203,94 @@ int main()
     CHECK(launched != cudaSuccess || synced != cudaSuccess,
           "a graph wrote memory freed after its capture");
     cudaGetLastError();
+
+    // built node by node: y = 0; y = a*x + 1; z = y; z += x (a child graph)
+    fill(x, 3.0f);
+    cudaGraph_t built, child;
+    CHECK_CUDA(cudaGraphCreate(&built, 0));
+    CHECK_CUDA(cudaGraphCreate(&child, 0));
+    cudaGraphNode_t n_memset, n_kernel, n_copy, n_record, n_empty, n_child, n_add;
+    cudaMemsetParams mp = {};
+    mp.dst = y;
+    mp.value = 0;
+    mp.elementSize = 4;
+    mp.width = N;
+    mp.height = 1;
+    CHECK_CUDA(cudaGraphAddMemsetNode(&n_memset, built, nullptr, 0, &mp));
+    float ka = 2.0f, kb = 1.0f;
+    int kn = N;
+    float *kx = x, *ky = y;
+    void *kargs[] = {&kx, &ky, &ka, &kb, &kn};
+    cudaKernelNodeParams kp = {};
+    kp.func = (void *)axpb;
+    kp.gridDim = grid;
+    kp.blockDim = block;
+    kp.kernelParams = kargs;
+    CHECK_CUDA(cudaGraphAddKernelNode(&n_kernel, built, &n_memset, 1, &kp));
+    CHECK_CUDA(cudaGraphAddMemcpyNode1D(&n_copy, built, &n_kernel, 1, z, y, BYTES,
+                                        cudaMemcpyDeviceToDevice));
+    CHECK_CUDA(cudaGraphAddEventRecordNode(&n_record, built, &n_copy, 1, join));
+    CHECK_CUDA(cudaGraphAddEmptyNode(&n_empty, built, &n_record, 1));
+    float *ax = x, *az = z;
+    int an = N;
+    void *add_args[] = {&ax, &az, &an};
+    cudaKernelNodeParams addp = {};
+    addp.func = (void *)add;
+    addp.gridDim = grid;
+    addp.blockDim = block;
+    addp.kernelParams = add_args;
+    CHECK_CUDA(cudaGraphAddKernelNode(&n_add, child, nullptr, 0, &addp));
+    CHECK_CUDA(cudaGraphAddChildGraphNode(&n_child, built, &n_empty, 1, child));
+    CHECK_CUDA(cudaGraphAddDependencies(built, &n_memset, &n_child, nullptr, 1)); // forward: holds
+    EXPECT_CUDA_ERROR(cudaGraphAddDependencies(built, &n_child, &n_memset, nullptr, 1),
+                      cudaErrorNotSupported);
+    cudaGetLastError();
+    nodes = 0;
+    CHECK_CUDA(cudaGraphGetNodes(built, nullptr, &nodes));
+    CHECK(nodes == 6, "the built graph has %zu nodes, expected 6", nodes);
+    cudaGraphExec_t built_exec;
+    CHECK_CUDA(cudaGraphInstantiate(&built_exec, built, 0));
+    CHECK_CUDA(cudaGraphLaunch(built_exec, s1));
+    CHECK_CUDA(cudaStreamSynchronize(s1));
+    expect_all(y, 7.0f, "y from the built graph");
+    expect_all(z, 10.0f, "z from the built graph");
+    // the executable graph's kernel node with new arguments; the graph itself unchanged
+    ka = 5.0f;
+    CHECK_CUDA(cudaGraphExecKernelNodeSetParams(built_exec, n_kernel, &kp));
+    CHECK_CUDA(cudaGraphLaunch(built_exec, s1));
+    CHECK_CUDA(cudaStreamSynchronize(s1));
+    expect_all(y, 16.0f, "y after the kernel node's new arguments");
+    expect_all(z, 19.0f, "z after the kernel node's new arguments");
+    // a node added after instantiation is not the executable graph's
+    cudaGraphNode_t late;
+    mp.dst = z;
+    CHECK_CUDA(cudaGraphAddMemsetNode(&late, built, &n_child, 1, &mp));
+    CHECK_CUDA(cudaGraphLaunch(built_exec, s1));
+    CHECK_CUDA(cudaStreamSynchronize(s1));
+    expect_all(z, 19.0f, "z after a node added to the graph later");
+    // a clone has the graph's nodes as they are now (its kernel node's argument still 2)
+    cudaGraph_t copy;
+    cudaGraphExec_t copy_exec;
+    CHECK_CUDA(cudaGraphClone(&copy, built));
+    CHECK_CUDA(cudaGraphInstantiate(&copy_exec, copy, 0));
+    CHECK_CUDA(cudaGraphLaunch(copy_exec, s2));
+    CHECK_CUDA(cudaStreamSynchronize(s2));
+    expect_all(y, 7.0f, "y from the clone");
+    expect_all(z, 0.0f, "z from the clone (its last node clears it)");
+    // memory the program does not have: refused when the node is added
+    float *freed;
+    CHECK_CUDA(cudaMalloc(&freed, BYTES));
+    CHECK_CUDA(cudaFree(freed));
+    mp.dst = freed;
+    cudaGraphNode_t bad_node;
+    EXPECT_CUDA_ERROR(cudaGraphAddMemsetNode(&bad_node, built, nullptr, 0, &mp),
+                      cudaErrorInvalidValue);
+    cudaGetLastError();
+    CHECK_CUDA(cudaGraphExecDestroy(copy_exec));
+    CHECK_CUDA(cudaGraphDestroy(copy));
+    CHECK_CUDA(cudaGraphExecDestroy(built_exec));
+    CHECK_CUDA(cudaGraphDestroy(built));
+    CHECK_CUDA(cudaGraphDestroy(child));
 
     CHECK_CUDA(cudaGraphExecDestroy(stale_exec));
     CHECK_CUDA(cudaGraphDestroy(stale));
