@@ -339,6 +339,33 @@ def request_seeds():
         frame('cuGraphExecDestroy', [FIRST_ID + 0x10]),
         frame('cuStreamBeginCapture_v2', [CLIENT_ID + 2, 1]),
         frame('cuMemsetD8Async', [DEV, 1, 16, CLIENT_ID + 2], flags=ASYNC))
+    # a graph built node by node: memset, copy, empty and event nodes, a child graph, an edge
+    # forward and one backward, a clone, a kernel node's arguments changed in the executable
+    s['graph_nodes'] = conversation(
+        frame('cuStreamCreate', [CLIENT_ID + 2, 1], flags=ASYNC),
+        frame('cuEventCreate', [CLIENT_ID + 4, 0], flags=ASYNC),
+        frame('cuMemAlloc_v2', [True, 4096]),
+        frame('cuGraphCreate', [0]),
+        frame('cuGraphAddNode', [FIRST_ID, [], OP['cuMemsetD32Async'], [DEV, 9, 1024, 0]]),
+        frame('cuGraphAddNode', [FIRST_ID, [FIRST_ID + 0x10], OP['cuMemcpyDtoDAsync_v2'],
+                                 [DEV + 2048, DEV, 1024, 0]]),
+        frame('cuGraphAddNode', [FIRST_ID, [FIRST_ID + 0x20], 0, []]),
+        frame('cuGraphAddNode', [FIRST_ID, [], OP['cuEventRecord'], [CLIENT_ID + 4, 0]]),
+        frame('cuGraphCreate', [0]),
+        frame('cuGraphAddChildGraphNode', [FIRST_ID, [FIRST_ID + 0x30], FIRST_ID]),
+        frame('cuGraphAddChildGraphNode', [FIRST_ID, [], FIRST_ID + 0x50]),
+        frame('cuGraphAddDependencies', [FIRST_ID, [FIRST_ID + 0x10], [FIRST_ID + 0x20]]),
+        frame('cuGraphAddDependencies', [FIRST_ID, [FIRST_ID + 0x20], [FIRST_ID + 0x10]]),
+        frame('cuGraphClone', [FIRST_ID]),
+        frame('cuGraphInstantiateWithFlags', [FIRST_ID, 0]),
+        frame('cuGraphExecKernelNodeSetParams_v2',
+              [FIRST_ID + 0x80, FIRST_ID + 0x10, [1, [1, 1, 1], [1, 1, 1], 0, 0, []]]),
+        frame('cuGraphLaunch', [FIRST_ID + 0x80, CLIENT_ID + 2], flags=ASYNC),
+        frame('cuStreamSynchronize', [CLIENT_ID + 2]),
+        frame('cuGraphGetNodes', [FIRST_ID]),
+        frame('cuGraphDestroy', [FIRST_ID]),
+        frame('cuGraphLaunch', [FIRST_ID + 0x80, CLIENT_ID + 2], flags=ASYNC),
+        frame('cuMemcpyDtoH_v2', [DEV + 2048, 64, 0]))
     s['host_funcs'] = conversation(
         frame('cuStreamCreate', [CLIENT_ID + 2, 0], flags=ASYNC),
         frame('cuLaunchHostFunc', [0], flags=ASYNC),
