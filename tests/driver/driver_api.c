@@ -524,8 +524,9 @@ static void test_deferred_errors(const char *ptx_path)
     CK(cuModuleUnload(mod));
     free(ptx);
     /* an unsupported function says so */
-    CUgraph graph;
-    EXPECT(cuGraphCreate(&graph, 0), CUDA_ERROR_NOT_SUPPORTED);
+    CUarray array;
+    CUDA_ARRAY_DESCRIPTOR desc = {64, 1, CU_AD_FORMAT_FLOAT, 1};
+    EXPECT(cuArrayCreate(&array, &desc), CUDA_ERROR_NOT_SUPPORTED);
     /* cuGetProcAddress hands out what cudart will call */
     CUresult (*sync)(CUcontext) = NULL;
     CUdriverProcAddressQueryResult st;
