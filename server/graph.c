@@ -187,7 +187,8 @@ static int keep_bytes(graph_t *g, uint16_t opcode, int arg, const void *body, ui
     uint8_t *bytes = malloc(size ? size : 1);
     if (!bytes)
         return -1;
-    memcpy(bytes, body, body_len);
+    if (body_len) /* an empty node has none */
+        memcpy(bytes, body, body_len);
     if (bulk_len)
         memcpy(bytes + body_len, bulk, bulk_len);
     g->nodes[g->count++] = (node_t){opcode, (uint8_t)arg, 0, body_len, bulk_len, bytes};
