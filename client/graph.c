@@ -1,13 +1,23 @@
-/* Graphs made by stream capture: beginning and ending a capture, instantiating the graph
- * and launching it. The server holds the graph (server/graph.c); graph and executable-graph
- * handles are the server's ids. Messages, each [arguments] -> [CUresult, result]:
+/* CUDA graphs: beginning and ending a capture, building a graph node by node, instantiating
+ * and launching it. The server holds graphs and their nodes (server/graph.c); graph,
+ * executable-graph and node handles are the server's ids. Messages, each
+ * [arguments] -> [CUresult, result]:
  *   cuStreamBeginCapture_v2     [stream, mode]
  *   cuStreamEndCapture          [stream] -> graph
+ *   cuGraphCreate               [flags] -> graph
+ *   cuGraphClone                [graph] -> graph
+ *   cuGraphAddNode              [graph, dependencies, opcode, arguments] + bulk -> node: every
+ *                               kind of node made here, as the request it stands for (a
+ *                               kernel node: cuLaunchKernel's arguments and parameter bytes),
+ *                               its stream 0; opcode 0 is an empty node
+ *   cuGraphAddChildGraphNode    [graph, dependencies, child graph] -> node
+ *   cuGraphAddDependencies      [graph, from nodes, to nodes]
+ *   cuGraphExecKernelNodeSetParams_v2 [executable graph, node, cuLaunchKernel's arguments]
+ *                               + parameter bytes
  *   cuGraphInstantiateWithFlags [graph, flags] -> executable graph
  *   cuGraphLaunch, cuGraphUpload [executable graph, stream], not waited for
  *   cuGraphExecDestroy, cuGraphDestroy [handle]
- *   cuGraphGetNodes             [graph] -> how many nodes it has (node handles are not
- *                               given out)
+ *   cuGraphGetNodes             [graph] -> how many nodes it has (handles are not given out)
  *
  * Threads: any application thread; each call waits for its reply but the launches. */
 #include "capture.h"

@@ -1,22 +1,27 @@
-/* Graphs made by stream capture, kept and replayed by the server.
+/* CUDA graphs, kept and replayed by the server: made by stream capture or node by node.
  *
  * A capturing stream's work is not run: each request it is given (kernel launches,
  * memsets, device-to-device copies, event records and waits) is kept as it came, body and
- * bulk bytes. Launching the graph replays the kept requests, in the order they came, on the
- * stream the graph is launched on: each is dispatched as if the client had just sent it, so
- * it is checked (handles, memory the tenant owns, launch layouts) and scheduled (admission,
- * device time) like any other, at every launch. A graph holds no device state of its own and
- * works the same on every backend; what it gives up is the driver's own graph, with its
- * lower launch cost on the device. Nodes run one after the other on the launch stream: the
- * order they were captured in respects every dependency the capture had.
+ * bulk bytes. A node added by hand is kept the same way, as the request it stands for
+ * (`cuGraphAddNode`'s message names it), its stream argument left for the launch; its
+ * function or memory is checked when it is added. Launching the graph replays the kept
+ * requests, in the order they came, on the stream the graph is launched on: each is
+ * dispatched as if the client had just sent it, so it is checked (handles, memory the
+ * tenant owns, launch layouts) and scheduled (admission, device time) like any other, at
+ * every launch. A graph holds no device state of its own and works the same on every
+ * backend; what it gives up is the driver's own graph, with its lower launch cost on the
+ * device. Nodes run one after the other on the launch stream: the order they were captured
+ * or added in respects every dependency given then; an edge added later that goes
+ * backwards is refused. An executable graph is a copy of its graph's nodes.
  *
  * Streams join a capture by waiting on an event recorded in it (the client follows the same
  * rule, client/capture.c); such a wait, and a wait on an event of the same capture, are
- * dependencies the order already keeps, and are dropped. A graph launched into a capture
- * adds its nodes to the capture's graph. The capture ends for every stream
- * in it when the stream that began it ends it. A session's kept bytes are bounded
- * (MAX_SESSION_BYTES, MAX_NODES per graph; past them the capture is invalidated), and so
- * are its streams capturing at once (MAX_CAPTURING; a capture past it is refused).
+ * dependencies the order already keeps, and are dropped. A graph launched into a capture,
+ * like a child graph node, adds a copy of its nodes. The capture ends for every stream in
+ * it when the stream that began it ends it. A session's kept bytes are bounded
+ * (MAX_SESSION_BYTES, MAX_NODES per graph; past them the capture is invalidated or the
+ * node refused), and so are its streams capturing at once (MAX_CAPTURING; a capture past
+ * it is refused).
  *
  * Messages: see client/graph.c. Replayed requests go to the router the executor hands over
  * at start-up (cr_graph_set_runner). Threads: the session's executor only (the slot's
