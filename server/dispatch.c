@@ -14,7 +14,10 @@ int cr_request_outlives_executor(const cr_request_t *req)
 {
     unsigned op = req->hdr.opcode;
     const cr_dispatch_entry_t *e = op < CR_OP_COUNT ? &cr_dispatch_table[op] : NULL;
-    return e && !e->hand && e->desc && (e->desc->flags & CR_FN_WAITS);
+    /* a hand handler of a waiting call may hand it to the generic path too (cuMemUnmap),
+     * which finishes it on a waiter thread: its descriptor says it waits */
+    const cr_fn_desc_t *d = !e ? NULL : e->desc ? e->desc : cr_fn_desc(op);
+    return d && (d->flags & CR_FN_WAITS);
 }
 
 void cr_dispatch(cr_request_t *req)
