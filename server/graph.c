@@ -835,7 +835,7 @@ void cr_srv_cuGraphExecKernelNodeSetParams_v2(cr_request_t *req)
                     : NULL;
     node_ref_t *n =
         e && !cr_arg_u64(req, 1, &nid) ? cr_session_handle(s, CR_HT_CUgraphNode, nid) : NULL;
-    const msgpack_object *args = &req->args[2];
+    const msgpack_object *args = e ? &req->args[2] : NULL;
     if (!e || !n || n->graph->serial != e->source || n->index >= e->graph->count ||
         e->graph->nodes[n->index].opcode != CR_OP_cuLaunchKernel ||
         args->type != MSGPACK_OBJECT_ARRAY || args->via.array.size <= 4 ||
