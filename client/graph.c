@@ -251,8 +251,8 @@ static CUresult add_node(CUgraphNode *node, CUgraph graph, const CUgraphNode *de
     return r;
 }
 
-static CUresult kernel_node(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
-                            const CUDA_KERNEL_NODE_PARAMS *p)
+/* Checks a kernel node's launch and builds its parameter buffer (cr_launch_free it). */
+static CUresult prepare_kernel(cr_launch_t *l, const CUDA_KERNEL_NODE_PARAMS *p)
 {
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
@@ -261,8 +261,22 @@ static CUresult kernel_node(CUgraphNode *node, CUgraph graph, const CUgraphNode 
                           p->sharedMemBytes};
     /* a CUkernel names its function as the server sees it */
     CUfunction f = p->func ? p->func : (CUfunction)(void *)p->kern;
+    return cr_launch_prepare(l, f, &d, p->kernelParams, p->extra);
+}
+
+/* The v1 parameters are the v2 ones without a kernel and a context. */
+static CUDA_KERNEL_NODE_PARAMS from_v1(const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+    return (CUDA_KERNEL_NODE_PARAMS){p->func,         p->gridDimX,  p->gridDimY,  p->gridDimZ,
+                                     p->blockDimX,    p->blockDimY, p->blockDimZ, p->sharedMemBytes,
+                                     p->kernelParams, p->extra,     NULL,         NULL};
+}
+
+static CUresult kernel_node(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
+                            const CUDA_KERNEL_NODE_PARAMS *p)
+{
     cr_launch_t l;
-    CUresult r = cr_launch_prepare(&l, f, &d, p->kernelParams, p->extra);
+    CUresult r = prepare_kernel(&l, p);
     if (r != CUDA_SUCCESS)
         return r;
     r = add_node(node, graph, deps, n, CR_OP_cuLaunchKernel, NULL, 0, &l);
@@ -281,9 +295,7 @@ CUresult cr_hand_cuGraphAddKernelNode(CUgraphNode *node, CUgraph graph, const CU
 {
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
-    CUDA_KERNEL_NODE_PARAMS v2 = {p->func,         p->gridDimX,  p->gridDimY,  p->gridDimZ,
-                                  p->blockDimX,    p->blockDimY, p->blockDimZ, p->sharedMemBytes,
-                                  p->kernelParams, p->extra,     NULL,         NULL};
+    CUDA_KERNEL_NODE_PARAMS v2 = from_v1(p);
     return kernel_node(node, graph, deps, n, &v2);
 }
 
@@ -440,14 +452,10 @@ CUresult cr_hand_cuGraphAddDependencies_v2(CUgraph graph, const CUgraphNode *fro
 static CUresult set_kernel_params(CUgraphExec exec, CUgraphNode node,
                                   const CUDA_KERNEL_NODE_PARAMS *p)
 {
-    if (!p || !exec || !node)
+    if (!exec || !node)
         return CUDA_ERROR_INVALID_VALUE;
-    cr_launch_dims_t d = {{p->gridDimX, p->gridDimY, p->gridDimZ},
-                          {p->blockDimX, p->blockDimY, p->blockDimZ},
-                          p->sharedMemBytes};
-    CUfunction f = p->func ? p->func : (CUfunction)(void *)p->kern;
     cr_launch_t l;
-    CUresult r = cr_launch_prepare(&l, f, &d, p->kernelParams, p->extra);
+    CUresult r = prepare_kernel(&l, p);
     if (r != CUDA_SUCCESS)
         return r;
     cr_msg_t m;
@@ -480,8 +488,6 @@ CUresult cr_hand_cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode no
 {
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
-    CUDA_KERNEL_NODE_PARAMS v2 = {p->func,         p->gridDimX,  p->gridDimY,  p->gridDimZ,
-                                  p->blockDimX,    p->blockDimY, p->blockDimZ, p->sharedMemBytes,
-                                  p->kernelParams, p->extra,     NULL,         NULL};
+    CUDA_KERNEL_NODE_PARAMS v2 = from_v1(p);
     return set_kernel_params(exec, node, &v2);
 }

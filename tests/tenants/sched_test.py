@@ -103,18 +103,25 @@ def check_alone(args, server, url):
     print('ok: a lone tenant uses the whole device (%s)' % w)
 
 
-def check_weights(args, server, url):
-    """Weights 1 and 3 under contention: device time 1:3 within 10%, and no overlap."""
+def light_beside_heavy(args, server, url, light_argv, heavy_argv):
+    """Tenants light (weight 1) and heavy (weight 3) run spin with these arguments; their
+    device time is read over 4 s from 1.5 s on: (window, heavy/light ratio, device busy)."""
     t0 = time.monotonic()
-    light = Spin(args, server, 'light', 'saturate', 7, KERNEL_US)
-    heavy = Spin(args, server, 'heavy', 'saturate', 7, KERNEL_US)
+    light = Spin(args, server, 'light', *light_argv)
+    heavy = Spin(args, server, 'heavy', *heavy_argv)
     at(t0, 1.5)
     with Window(url) as w:
         time.sleep(4)
     for p in (light, heavy):
         p.finish()
     ratio = w.used['heavy'] / w.used['light'] if w.used['light'] else float('inf')
-    busy = w.share('light') + w.share('heavy')
+    return w, ratio, w.share('light') + w.share('heavy')
+
+
+def check_weights(args, server, url):
+    """Weights 1 and 3 under contention: device time 1:3 within 10%, and no overlap."""
+    w, ratio, busy = light_beside_heavy(args, server, url, ('saturate', 7, KERNEL_US),
+                                        ('saturate', 7, KERNEL_US))
     print('weights 1:3 over %.1f s: %s, ratio %.2f, device busy %.2f' % (w.wall, w, ratio, busy))
     if not 2.7 <= ratio <= 3.3:
         raise Failure('weights 1 and 3 got device time 1:%.2f, not 1:3 within 10%%' % ratio)
@@ -128,16 +135,9 @@ def check_loops(args, server, url):
     """Weights hold for loops too: tenants that launch a batch of kernels and synchronize,
     again and again (a training step, an inference request), whatever the batch."""
     for light_batch, heavy_batch in ((1, 1), (8, 8), (64, 64), (1, 64)):
-        t0 = time.monotonic()
-        light = Spin(args, server, 'light', 'loop', 6, KERNEL_US, light_batch)
-        heavy = Spin(args, server, 'heavy', 'loop', 6, KERNEL_US, heavy_batch)
-        at(t0, 1.5)
-        with Window(url) as w:
-            time.sleep(4)
-        for p in (light, heavy):
-            p.finish()
-        ratio = w.used['heavy'] / w.used['light'] if w.used['light'] else float('inf')
-        busy = w.share('light') + w.share('heavy')
+        w, ratio, busy = light_beside_heavy(args, server, url,
+                                            ('loop', 6, KERNEL_US, light_batch),
+                                            ('loop', 6, KERNEL_US, heavy_batch))
         print('loops of %d and %d kernels, weights 1:3: %s, ratio %.2f, device busy %.2f'
               % (light_batch, heavy_batch, w, ratio, busy))
         if not 2.7 <= ratio <= 3.3:
@@ -169,16 +169,8 @@ def check_graphs(args, server, url):
     one that launches the same kernels one by one: weights 1 and 3 hold either way round,
     every kernel of a graph admitted and measured like a launch."""
     for light_how, heavy_how in (('graph', 'loop'), ('loop', 'graph')):
-        t0 = time.monotonic()
-        light = Spin(args, server, 'light', light_how, 6, KERNEL_US, 8)
-        heavy = Spin(args, server, 'heavy', heavy_how, 6, KERNEL_US, 8)
-        at(t0, 1.5)
-        with Window(url) as w:
-            time.sleep(4)
-        for p in (light, heavy):
-            p.finish()
-        ratio = w.used['heavy'] / w.used['light'] if w.used['light'] else float('inf')
-        busy = w.share('light') + w.share('heavy')
+        w, ratio, busy = light_beside_heavy(args, server, url, (light_how, 6, KERNEL_US, 8),
+                                            (heavy_how, 6, KERNEL_US, 8))
         print('%s (weight 1) beside %s (weight 3): %s, ratio %.2f, device busy %.2f'
               % (light_how, heavy_how, w, ratio, busy))
         if not 2.7 <= ratio <= 3.3:
