@@ -2,7 +2,8 @@
  *
  * The stub's modules are layered; each uses only modules of the rows below its own:
  *
- *   export_tables                   the private tables (cuInit, contexts, modules)
+ *   export_tables nvml_view         the private tables (cuInit, contexts, modules); what
+ *                                   NVML shows (for libnvidia-ml.so.1, client/nvml/)
  *   lifecycle                       cuInit's sequence, the primary-context reset, fork, exit
  *   copy launch memset tensormap    the calls that move data and run kernels
  *   module                          code and its kernels' layouts

@@ -43,6 +43,16 @@
  *                      (CLOCK_REALTIME), launches, bytes_h2d, bytes_d2h, errors,
  *                      device_ns}]}]
  *          the caller's own tenant and its sessions; every one for an admin tenant
+ * @nvml                client -> server, waits; body [parts: CR_NVML_* of nvml_view.h]
+ *   reply [CUresult, map {identity: name, uuid (bin 16), serial, backend, driver_version,
+ *          cuda_version, pci_bus_id, pci_domain, pci_bus, pci_device, pci_device_id,
+ *          pci_subsystem_id, cc_major, cc_minor;
+ *          usage: memory_total, memory_used, memory_free (what cuMemGetInfo gives the
+ *          caller's tenant), utilization (percent of the device time its tenant had
+ *          lately), processes: [[pid, device memory, program]...] (the sessions of the
+ *          caller's tenant, every tenant's for an admin, that made a driver call);
+ *          sensors: {key: integer} (those the device could read; keys in nvml_view.h)}]
+ *          each part only when asked for
  *
  * cuMemcpyHtoD_v2 (waits) / cuMemcpyHtoDAsync_v2 (async)
  *   body  [dst, bytes, stream]   bulk: the bytes. A large copy is several frames, each

@@ -26,3 +26,34 @@ if [ ! -x "$cuda/bin/nvcc" ]; then
   echo "error: no CUDA toolkit at $cuda (set CUDA_HOME)" >&2
   exit 1
 fi
+
+# NVIDIA's NVML clients, for the tests of cuda-remote's libnvidia-ml.so.1 and for its header:
+# nvidia-smi, gpustat and pynvml (with gpustat's Python modules) and libnvidia-ml-dev's
+# nvml.h, from Debian's non-free and contrib sections. They are unpacked into build-nvidia/root, never
+# installed: the NVIDIA driver packages they depend on must not come onto this machine.
+root=$(cd "$(dirname "$0")/.." && pwd)
+nvidia=$root/build-nvidia
+nvidia_packages=(nvidia-smi libnvidia-ml-dev gpustat python3-pynvml python3-blessed python3-psutil
+                 python3-wcwidth python3-six)
+if [ ! -f "$nvidia/root/.complete" ]; then
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  sources=(/etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources)
+  if ! grep -qsw non-free "${sources[@]}" || ! grep -qsw contrib "${sources[@]}"; then
+    codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+    echo "adding Debian's non-free and contrib sections to apt's sources (nvidia-smi, NVML)"
+    printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: %s %s-updates\n%s\n%s\n' \
+      "$codename" "$codename" "Components: contrib non-free" \
+      "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" |
+      "${sudo_cmd[@]}" tee /etc/apt/sources.list.d/cuda-remote-non-free.sources >/dev/null
+  fi
+  "${sudo_cmd[@]}" apt-get update -qq
+  rm -rf "$nvidia/debs" "$nvidia/root"
+  mkdir -p "$nvidia/debs" "$nvidia/root"
+  (cd "$nvidia/debs" && apt-get download -qq "${nvidia_packages[@]}")
+  for deb in "$nvidia"/debs/*.deb; do
+    dpkg -x "$deb" "$nvidia/root"
+  done
+  touch "$nvidia/root/.complete"
+  echo "NVML clients unpacked into $nvidia/root"
+fi

@@ -123,6 +123,11 @@ int cr_session_admit(cr_session_t *s, cr_request_t *req, char *why, size_t why_l
     cr_hello_field(program, sizeof program, info, "program");
     const char *base = strrchr(program, '/');
     snprintf(s->who, sizeof s->who, "%s (pid %s) on %s", base ? base + 1 : program, pid, host);
+    snprintf(s->program, sizeof s->program, "%.63s", base ? base + 1 : program);
+    const msgpack_object *pid_field = cr_mp_field(info, "pid");
+    if (pid_field && pid_field->type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+        pid_field->via.u64 <= UINT32_MAX)
+        s->pid = (uint32_t)pid_field->via.u64;
     CUresult r = CUDA_SUCCESS;
     char reason[400];
     cr_tenant_t *tenant = admit_tenant(s, info, &r, reason, sizeof reason);

@@ -40,6 +40,7 @@ void cr_dispatch(cr_request_t *req)
         e->hand(req);
         return;
     }
+    cr_session_note_driver_call(s);
     CUresult stop = cr_session_call_error(s, cr_request_waits(req));
     if (stop != CUDA_SUCCESS) { /* a broken context runs nothing; or an earlier failure */
         if (cr_request_waits(req))

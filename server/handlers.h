@@ -10,6 +10,11 @@
  * (handlers_stream.c). */
 CUresult cr_session_create_stream(cr_session_t *s, CUstream *out, unsigned flags, int asked);
 
+/* How much device memory the session's tenant sees (cuMemGetInfo, NVML): its quota as the
+ * total, and what is left of it, never more than the device really has free
+ * (handlers_memory.c). */
+CUresult cr_session_memory_info(cr_session_t *s, size_t *free_bytes, size_t *total);
+
 /* Gives every global of the session's libraries and modules its initial contents again:
  * a primary-context reset on a GPU reloads code into a fresh context. */
 void cr_code_reinit_globals(cr_session_t *s);

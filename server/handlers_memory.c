@@ -144,24 +144,27 @@ void cr_srv_cuMemFree_v2(cr_request_t *req)
     cr_session_finish_on_waiter(s, free_when_idle, t);
 }
 
-/* How much device memory the tenant sees: its quota, and what is left of it (never more
- * than the device really has free). */
-void cr_srv_cuMemGetInfo_v2(cr_request_t *req)
+CUresult cr_session_memory_info(cr_session_t *s, size_t *free_bytes, size_t *total)
 {
-    cr_session_t *s = req->session;
-    size_t free_bytes = 0, total = 0;
-    CUresult r = cr_session_backend(s)->d.cuMemGetInfo_v2(&free_bytes, &total);
+    CUresult r = cr_session_backend(s)->d.cuMemGetInfo_v2(free_bytes, total);
     if (r == CUDA_SUCCESS && cr_session_tenant(s)) {
         uint64_t quota = __atomic_load_n(&cr_session_tenant(s)->quota, __ATOMIC_RELAXED);
         uint64_t used = __atomic_load_n(&cr_session_tenant(s)->used, __ATOMIC_RELAXED);
-        if (quota && quota < total)
-            total = quota;
+        if (quota && quota < *total)
+            *total = quota;
         if (quota) {
             uint64_t left = quota > used ? quota - used : 0;
-            if (left < free_bytes)
-                free_bytes = left;
+            if (left < *free_bytes)
+                *free_bytes = left;
         }
     }
+    return r;
+}
+
+void cr_srv_cuMemGetInfo_v2(cr_request_t *req)
+{
+    size_t free_bytes = 0, total = 0;
+    CUresult r = cr_session_memory_info(req->session, &free_bytes, &total);
     cr_reply_t reply;
     if (cr_reply_begin(req, &reply, r, 2) == 0) {
         if (r == CUDA_SUCCESS) {

@@ -79,6 +79,8 @@ void cr_sessions_foreach(void (*fn)(const cr_session_info_t *info, void *arg), v
         if (listed) { /* who and tenant were set before listed, under this lock */
             info.id = s->id;
             memcpy(info.who, s->who, sizeof info.who);
+            memcpy(info.program, s->program, sizeof info.program);
+            info.pid = s->pid;
             memcpy(info.peer, s->peer, sizeof info.peer);
             memcpy(info.auth, s->auth, sizeof info.auth);
             info.tenant = s->tenant;
@@ -91,6 +93,7 @@ void cr_sessions_foreach(void (*fn)(const cr_session_info_t *info, void *arg), v
             continue;
         info.memory = __atomic_load_n(&s->memory, __ATOMIC_RELAXED);
         info.requests = __atomic_load_n(&s->stat_requests, __ATOMIC_RELAXED);
+        info.drove_device = __atomic_load_n(&s->drove_device, __ATOMIC_RELAXED);
         info.usage.launches = __atomic_load_n(&s->usage.launches, __ATOMIC_RELAXED);
         info.usage.bytes_h2d = __atomic_load_n(&s->usage.bytes_h2d, __ATOMIC_RELAXED);
         info.usage.bytes_d2h = __atomic_load_n(&s->usage.bytes_d2h, __ATOMIC_RELAXED);
@@ -99,6 +102,12 @@ void cr_sessions_foreach(void (*fn)(const cr_session_info_t *info, void *arg), v
         fn(&info, arg);
     }
     pthread_mutex_unlock(&all_lock);
+}
+
+void cr_session_note_driver_call(cr_session_t *s)
+{
+    if (!__atomic_load_n(&s->drove_device, __ATOMIC_RELAXED))
+        __atomic_store_n(&s->drove_device, 1, __ATOMIC_RELAXED);
 }
 
 static void count(cr_session_t *s, size_t field, uint64_t n)

@@ -82,6 +82,8 @@ void **cr_session_slot(cr_session_t *s, cr_session_slot_t slot);
 void cr_session_count_launch(cr_session_t *s);
 /* Device time of the session's kernels (sched.c measures it). */
 void cr_session_count_device_time(cr_session_t *s, uint64_t ns);
+/* The session made a driver call: NVML lists it as a process using the GPU. */
+void cr_session_note_driver_call(cr_session_t *s);
 /* Counts a failed call (cr_session_note_result does for every result it sees). */
 void cr_session_count_error(cr_session_t *s);
 void cr_session_count_copy(cr_session_t *s, int direction, uint64_t bytes);
@@ -90,6 +92,9 @@ void cr_session_count_copy(cr_session_t *s, int direction, uint64_t bytes);
 typedef struct {
     uint64_t id;
     char who[320]; /* "program (pid N) on host" */
+    char program[64];
+    uint32_t pid;     /* on its own host */
+    int drove_device; /* it made a driver call, not only messages */
     char peer[128];
     char auth[300]; /* how it authenticated: "token", "certificate CN=alice", "none"; "/TLS" */
     const cr_tenant_t *tenant;

@@ -22,9 +22,12 @@ struct cr_session_s {
     cr_server_t *server;
     const cr_backend_t *backend;
     uint64_t id;
-    char peer[128]; /* address of the connection */
-    char who[320];  /* "program (pid N) on host" after hello */
-    char auth[300]; /* how the hello was admitted (cr_session_info_t) */
+    char peer[128];   /* address of the connection */
+    char who[320];    /* "program (pid N) on host" after hello */
+    char program[64]; /* the program without its folder, after hello */
+    uint32_t pid;     /* on the client's host, after hello (0: it did not say) */
+    int drove_device; /* it made a driver call, as a process using the GPU (atomic) */
+    char auth[300];   /* how the hello was admitted (cr_session_info_t) */
     int hello_done;
     cr_tenant_t *tenant; /* set at hello */
 
