@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""NVML in the container: NVIDIA's own nvidia-smi, gpustat and pynvml, through
+cuda-remote's libnvidia-ml.so.1, show each tenant its own slice of the server's device.
+
+A server runs with three tenants: alice (quota 256 MiB), bob (1 GiB) and carol (an admin,
+no quota). A client of alice and one of bob (tenant_quota, built by nvcc) each allocate a
+known amount and stay alive; then, as each tenant, every view is checked against what the
+tenants did: total = the quota, used = what the tenant holds, its own processes (pid and
+memory) and never the other's; the admin sees both. A wrong token and an unreachable
+server make nvidia-smi fail at once with a clear message.
+
+  nvml_test.py --server BIN --stub DIR --nvidia ROOT --program tenant_quota --spin spin
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', 'integration'))
+import run  # noqa: E402
+
+MiB = 1 << 20
+TOKENS = {'alice': 'alice-token-0001', 'bob': 'bob-token-0002', 'carol': 'carol-token-0003'}
+QUOTA = {'alice': 256 * MiB, 'bob': 1024 * MiB}
+HELD = {'alice': 48 * MiB, 'bob': 200 * MiB}
+DEVICE = 1024 * MiB  # the emulated device's memory (run.py's servers)
+
+
+def free(tenant):
+    """What is left of the tenant's quota, capped by what the device has free: bob's
+    quota is the whole device, of which alice holds some."""
+    return min(QUOTA[tenant] - HELD[tenant], DEVICE - sum(HELD.values()))
+
+
+class Failure(Exception):
+    pass
+
+
+def expect(what, got, want):
+    if got != want:
+        raise Failure('%s: got %r, want %r' % (what, got, want))
+    print('ok: %s' % what)
+
+
+class Clients:
+    """The NVML clients of one tenant (or of a wrong token)."""
+
+    def __init__(self, args, server, token):
+        self.args = args
+        self.env = run.client_env(args.stub, server.address, {'CUDA_REMOTE_TOKEN': token})
+        self.env['PYTHONPATH'] = os.path.join(args.nvidia, 'usr', 'lib', 'python3',
+                                              'dist-packages')
+        self.smi_path = os.path.join(args.nvidia, 'usr', 'lib', 'nvidia', 'current',
+                                     'nvidia-smi')
+
+    def run(self, argv, check=True):
+        p = run.run_program(argv, self.env, 60)
+        if check and p.returncode != 0:
+            raise Failure('%s exited with %d:\n%s%s' % (' '.join(argv), p.returncode, p.stdout,
+                                                        p.stderr))
+        return p
+
+    def smi(self, *argv, check=True):
+        return self.run([self.smi_path] + list(argv), check)
+
+    def gpustat(self):
+        p = self.run([sys.executable, os.path.join(self.args.nvidia, 'usr', 'bin', 'gpustat'),
+                      '--json'])
+        return json.loads(p.stdout)
+
+    def pynvml(self, *argv):
+        p = self.run([sys.executable, os.path.join(HERE, 'pynvml_client.py')] + list(argv))
+        return json.loads(p.stdout)
+
+
+def hold(args, server, tenant):
+    env = run.client_env(args.stub, server.address, {'CUDA_REMOTE_TOKEN': TOKENS[tenant]})
+    p = subprocess.Popen([args.program, 'hold', str(HELD[tenant])], env=env,
+                         stdout=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    if not line.startswith('HOLDING'):
+        p.kill()
+        raise Failure('%s\'s holding client did not start: %r' % (tenant, line))
+    return p
+
+
+def check_smi(c, tenant, pids):
+    """nvidia-smi's four views as `tenant`, whose client holds HELD[tenant] with pid
+    pids[tenant]."""
+    mine, other = pids[tenant], pids['bob' if tenant == 'alice' else 'alice']
+    quota, held = QUOTA[tenant] // MiB, HELD[tenant] // MiB
+
+    out = c.smi().stdout
+    if not re.search(r'\b%dMiB /\s+%dMiB\b' % (held, quota), out):
+        raise Failure('%s: the default view does not show %dMiB / %dMiB:\n%s' % (
+            tenant, held, quota, out))
+    rows = re.findall(r'^\|\s+0\s+N/A\s+N/A\s+(\d+)\s+C\s+(\S+)\s+(\d+)MiB \|$', out, re.M)
+    expect('%s: the default view lists its own process only' % tenant, rows,
+           [(str(mine), os.path.basename(c.args.program), str(held))])
+    if str(other) in out:
+        raise Failure('%s sees the other tenant\'s pid %d:\n%s' % (tenant, other, out))
+
+    out = c.smi('-q').stdout
+    fb = re.search(r'FB Memory Usage\s+Total\s+: (\d+) MiB\s+Reserved\s+: 0 MiB\s+'
+                   r'Used\s+: (\d+) MiB\s+Free\s+: (\d+) MiB', out)
+    expect('%s: nvidia-smi -q memory (total, used, free)' % tenant,
+           fb and tuple(int(x) for x in fb.groups()), (quota, held, free(tenant) // MiB))
+    expect('%s: nvidia-smi -q processes' % tenant, re.findall(r'Process ID\s+: (\d+)', out),
+           [str(mine)])
+    if not re.search(r'Product Name\s+: cuda-remote emulated device', out):
+        raise Failure('%s: nvidia-smi -q does not name the device:\n%s' % (tenant, out))
+
+    out = c.smi('--query-gpu=name,uuid,memory.total,memory.used',
+                '--format=csv,noheader').stdout.strip()
+    fields = [f.strip() for f in out.split(',')]
+    expect('%s: --query-gpu memory.total, memory.used' % tenant, fields[2:],
+           ['%d MiB' % quota, '%d MiB' % held])
+    if not fields[0].startswith('cuda-remote emulated device') or \
+            not re.fullmatch(r'GPU-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}', fields[1]):
+        raise Failure('%s: --query-gpu name and uuid: %r' % (tenant, out))
+
+    out = c.smi('--query-compute-apps=pid,used_memory', '--format=csv').stdout
+    expect('%s: --query-compute-apps' % tenant, out.strip().splitlines(),
+           ['pid, used_gpu_memory [MiB]', '%d, %d MiB' % (mine, held)])
+    return fields[1]
+
+
+def check_gpustat(c, tenant, pids):
+    g = c.gpustat()['gpus']
+    expect('%s: gpustat sees one GPU' % tenant, len(g), 1)
+    expect('%s: gpustat memory (used, total)' % tenant,
+           (g[0]['memory.used'], g[0]['memory.total']),
+           (HELD[tenant] // MiB, QUOTA[tenant] // MiB))
+    expect('%s: gpustat processes' % tenant,
+           [(p['pid'], p['gpu_memory_usage']) for p in g[0]['processes']],
+           [(pids[tenant], HELD[tenant] // MiB)])
+    expect('%s: gpustat has no temperature on the emulated device' % tenant,
+           g[0]['temperature.gpu'], None)
+
+
+def check_pynvml(c, tenant, pids, uuid):
+    v = c.pynvml()
+    expect('%s: pynvml device count' % tenant, v['count'], 1)
+    expect('%s: pynvml memory (total, used, free)' % tenant, v['memory'],
+           [QUOTA[tenant], HELD[tenant], free(tenant)])
+    expect('%s: pynvml memory v2 agrees' % tenant, v['memory_v2'], v['memory'])
+    expect('%s: pynvml compute processes' % tenant, v['processes'],
+           [[pids[tenant], HELD[tenant]]])
+    expect('%s: pynvml graphics processes' % tenant, v['graphics'], [])
+    expect('%s: pynvml uuid, and the handle by uuid' % tenant, (v['uuid'], v['by_uuid']),
+           (uuid, True))
+    expect('%s: pynvml process name' % tenant, v['process_name'],
+           os.path.basename(c.args.program))
+    expect('%s: pynvml errors (index 1, temperature, unsupported, after shutdown)' % tenant,
+           v['errors'], {'index_1': 'Invalid Argument', 'temperature': 'Not Supported',
+                         'clock': 'Not Supported', 'bar1': 'Not Supported',
+                         'after_shutdown': 'Uninitialized'})
+    expect('%s: nvmlInit again after nvmlShutdown' % tenant, v['reinit_count'], 1)
+
+
+def check_admin(c, pids):
+    v = c.pynvml()
+    expect('carol (admin): both tenants\' processes', sorted(v['processes']),
+           sorted([[pids['alice'], HELD['alice']], [pids['bob'], HELD['bob']]]))
+    out = c.smi('--query-compute-apps=pid,used_memory', '--format=csv,noheader').stdout
+    expect('carol (admin): nvidia-smi lists both',
+           sorted(out.strip().splitlines()),
+           sorted('%d, %d MiB' % (pids[t], HELD[t] // MiB) for t in ('alice', 'bob')))
+
+
+def check_utilization(args, server, alice, bob):
+    """A tenant's utilization is its share of the device time; the other's stays 0."""
+    env = run.client_env(args.stub, server.address, {'CUDA_REMOTE_TOKEN': TOKENS['alice']})
+    busy = subprocess.Popen([args.spin, 'saturate', '6', '2000'], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline, seen = time.time() + 5, 0
+        while time.time() < deadline and seen < 50:
+            time.sleep(0.5)
+            seen = alice.pynvml('utilization')['utilization']
+        if seen < 50:
+            raise Failure('alice keeps the device busy, yet her utilization is %d%%' % seen)
+        print('ok: alice keeps the device busy: utilization %d%%' % seen)
+        expect('bob\'s utilization meanwhile', bob.pynvml('utilization')['utilization'], 0)
+    finally:
+        busy.kill()
+        busy.wait()
+
+
+def check_refusals(args, server):
+    c = Clients(args, server, 'not-a-known-token')
+    start = time.time()
+    p = c.smi(check=False)
+    took = time.time() - start
+    if p.returncode == 0 or 'rejected' not in p.stderr or 'token' not in p.stderr:
+        raise Failure('a wrong token: nvidia-smi exited %d:\n%s%s' % (p.returncode, p.stdout,
+                                                                    p.stderr))
+    print('ok: a wrong token: nvidia-smi exits %d in %.1f s: %s' % (
+        p.returncode, took, p.stderr.strip().splitlines()[0]))
+    c.env['CUDA_REMOTE_ADDR'] = 'unix:' + os.path.join(os.path.dirname(server.log_path),
+                                                       'nobody.sock')
+    p = c.smi('-L', check=False)
+    if p.returncode == 0 or 'cannot reach cuda-remoted' not in p.stderr:
+        raise Failure('no server: nvidia-smi -L exited %d:\n%s%s' % (p.returncode, p.stdout,
+                                                                    p.stderr))
+    print('ok: no server: nvidia-smi exits %d: %s' % (p.returncode,
+                                                      p.stderr.strip().splitlines()[0]))
+
+
+def test(server, args):
+    holders = {}
+    try:
+        for tenant in ('alice', 'bob'):
+            holders[tenant] = hold(args, server, tenant)
+        pids = {t: p.pid for t, p in holders.items()}
+        clients = {t: Clients(args, server, TOKENS[t]) for t in TOKENS}
+        for tenant in ('alice', 'bob'):
+            uuid = check_smi(clients[tenant], tenant, pids)
+            check_gpustat(clients[tenant], tenant, pids)
+            check_pynvml(clients[tenant], tenant, pids, uuid)
+        check_admin(clients['carol'], pids)
+        check_utilization(args, server, clients['alice'], clients['bob'])
+        check_refusals(args, server)
+    finally:
+        for p in holders.values():
+            p.kill()
+            p.wait()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--server', required=True)
+    ap.add_argument('--stub', required=True)
+    ap.add_argument('--nvidia', required=True, help='NVIDIA\'s clients, unpacked')
+    ap.add_argument('--program', required=True, help='tenant_quota')
+    ap.add_argument('--spin', required=True, help='tests/tenants/spin')
+    args = ap.parse_args()
+
+    def setup(workdir):
+        path = os.path.join(workdir, 'tenants.json')
+        with open(path, 'w') as f:
+            json.dump({'tenants': [
+                dict(name='alice', token=TOKENS['alice'], memory=QUOTA['alice']),
+                dict(name='bob', token=TOKENS['bob'], memory=QUOTA['bob']),
+                dict(name='carol', token=TOKENS['carol'], admin=True)]}, f)
+        return ['--tenants', path]
+
+    return run.with_server('nvml_test.py', args.server, lambda server: test(server, args),
+                           extra=setup,
+                           errors=(Failure, run.Failure, OSError, ValueError, KeyError,
+                                   subprocess.TimeoutExpired))
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Reads the device through pynvml (NVIDIA's Python binding, which loads
+libnvidia-ml.so.1) and prints what it saw as JSON, for nvml_test.py.
+
+  pynvml_client.py              count, memory (v1 and v2), processes, uuid, errors
+  pynvml_client.py utilization  {"utilization": percent}
+"""
+import json
+import sys
+
+import pynvml as nv
+
+
+def error(fn, *args):
+    try:
+        fn(*args)
+    except nv.NVMLError as e:
+        return str(e)
+    return 'no error'
+
+
+def main():
+    nv.nvmlInit()
+    h = nv.nvmlDeviceGetHandleByIndex(0)
+    if sys.argv[1:] == ['utilization']:
+        print(json.dumps({'utilization': nv.nvmlDeviceGetUtilizationRates(h).gpu}))
+        nv.nvmlShutdown()
+        return
+    m = nv.nvmlDeviceGetMemoryInfo(h)
+    m2 = nv.nvmlDeviceGetMemoryInfo(h, version=nv.nvmlMemory_v2)
+    uuid = nv.nvmlDeviceGetUUID(h)
+    uuid = uuid.decode() if isinstance(uuid, bytes) else uuid
+    procs = nv.nvmlDeviceGetComputeRunningProcesses(h)
+    name = nv.nvmlSystemGetProcessName(procs[0].pid) if procs else b''
+    seen = {
+        'count': nv.nvmlDeviceGetCount(),
+        'memory': [m.total, m.used, m.free],
+        'memory_v2': [m2.total, m2.used, m2.free],
+        'processes': [[p.pid, p.usedGpuMemory] for p in procs],
+        'graphics': [[p.pid, p.usedGpuMemory]
+                     for p in nv.nvmlDeviceGetGraphicsRunningProcesses(h)],
+        'uuid': uuid,
+        'by_uuid': nv.nvmlDeviceGetHandleByUUID(uuid) is not None,
+        'process_name': name.decode() if isinstance(name, bytes) else name,
+        'errors': {
+            'index_1': error(nv.nvmlDeviceGetHandleByIndex, 1),
+            'temperature': error(nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU),
+            'clock': error(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_SM),
+            'bar1': error(nv.nvmlDeviceGetBAR1MemoryInfo, h),
+        },
+    }
+    nv.nvmlShutdown()
+    seen['errors']['after_shutdown'] = error(nv.nvmlDeviceGetCount)
+    nv.nvmlInit()
+    seen['reinit_count'] = nv.nvmlDeviceGetCount()
+    nv.nvmlShutdown()
+    print(json.dumps(seen))
+
+
+if __name__ == '__main__':
+    main()
