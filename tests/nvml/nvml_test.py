@@ -9,7 +9,14 @@ tenants did: total = the quota, used = what the tenant holds, its own processes 
 memory) and never the other's; the admin sees both. A wrong token and an unreachable
 server make nvidia-smi fail at once with a clear message.
 
+With --driver and --nvidia-nvml, the server runs its `cuda` backend on that driver library
+(the emulated device packaged as one) with that stand-in for NVIDIA's NVML beside it, and
+the test checks what the server passes through from it: driver version, serial, PCI ids,
+temperature, power, clocks, and a sensor the device lacks; then that the server never
+takes cuda-remote's own libnvidia-ml.so.1 for NVIDIA's.
+
   nvml_test.py --server BIN --stub DIR --nvidia ROOT --program tenant_quota --spin spin
+               [--driver libcuda.so.1 --nvidia-nvml libnvidia-ml.so.1]
 """
 import argparse
 import json
@@ -17,6 +24,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -231,6 +239,66 @@ def test(server, args):
             p.wait()
 
 
+def write_tenants(workdir):
+    path = os.path.join(workdir, 'tenants.json')
+    with open(path, 'w') as f:
+        json.dump({'tenants': [
+            dict(name='alice', token=TOKENS['alice'], memory=QUOTA['alice']),
+            dict(name='bob', token=TOKENS['bob'], memory=QUOTA['bob']),
+            dict(name='carol', token=TOKENS['carol'], admin=True)]}, f)
+    return ['--tenants', path]
+
+
+def check_passed_through(server, args):
+    """The stand-in's values, through the server, in nvidia-smi and pynvml."""
+    alice = Clients(args, server, TOKENS['alice'])
+    out = alice.smi().stdout
+    for want in ('Driver Version: 580.95.05', '41C', 'P0', '71W / 700W'):
+        if want not in out:
+            raise Failure('nvidia-smi does not show %r:\n%s' % (want, out))
+    print('ok: nvidia-smi shows the driver version, temperature, pstate and power')
+    out = alice.smi('-q').stdout
+    for pattern in (r'Serial Number\s+: 1650123456789', r'Device Id\s+: 0x233010DE',
+                    r'Sub System Id\s+: 0x16C110DE', r'GPU Current Temp\s+: 41 C',
+                    r'Graphics\s+: 1980 MHz', r'Memory\s+: 2619 MHz'):
+        if not re.search(pattern, out):
+            raise Failure('nvidia-smi -q lacks %s:\n%s' % (pattern, out))
+    print('ok: nvidia-smi -q shows serial, PCI ids, temperature and clocks')
+    v = alice.pynvml('sensors')
+    expect('pynvml: temperature, power, limit, SM clock, fan (the device has none)',
+           v, {'temperature': 41, 'power': 71234, 'limit': 700000, 'sm_clock': 1980,
+               'fan': 'Not Supported'})
+
+
+def check_backend_cuda(args):
+    with tempfile.TemporaryDirectory(prefix='cr-test-') as workdir:
+        for name, nvml in (('nvidia', args.nvidia_nvml),
+                           ('ours', os.path.join(args.stub, 'libnvidia-ml.so.1'))):
+            folder = os.path.join(workdir, name)
+            os.mkdir(folder)
+            os.symlink(args.driver, os.path.join(folder, 'libcuda.so.1'))
+            os.symlink(nvml, os.path.join(folder, 'libnvidia-ml.so.1'))
+            server = run.Server(args.server, folder, 'unix', backend='cuda',
+                                driver=os.path.join(folder, 'libcuda.so.1'),
+                                extra=write_tenants(folder))
+            try:
+                if name == 'nvidia':
+                    check_passed_through(server, args)
+                else:  # cuda-remote's own library beside the driver is not NVIDIA's
+                    v = Clients(args, server, TOKENS['alice']).pynvml('sensors')
+                    expect('with our own library beside the driver: no sensors',
+                           v['temperature'], 'Not Supported')
+                    server.wait_for("NVIDIA's libnvidia-ml.so.1 cannot be opened")
+                    print('ok: the server says it has no NVIDIA NVML')
+                if server.proc.poll() is not None:
+                    raise Failure('the server died')
+            except Exception:
+                server.stop()
+                print('--- server log ---\n' + server.log_text(), file=sys.stderr)
+                raise
+            server.stop()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--server', required=True)
@@ -238,19 +306,19 @@ def main():
     ap.add_argument('--nvidia', required=True, help='NVIDIA\'s clients, unpacked')
     ap.add_argument('--program', required=True, help='tenant_quota')
     ap.add_argument('--spin', required=True, help='tests/tenants/spin')
+    ap.add_argument('--driver', help='a driver library for the cuda backend')
+    ap.add_argument('--nvidia-nvml', help='a stand-in for NVIDIA\'s NVML beside it')
     args = ap.parse_args()
-
-    def setup(workdir):
-        path = os.path.join(workdir, 'tenants.json')
-        with open(path, 'w') as f:
-            json.dump({'tenants': [
-                dict(name='alice', token=TOKENS['alice'], memory=QUOTA['alice']),
-                dict(name='bob', token=TOKENS['bob'], memory=QUOTA['bob']),
-                dict(name='carol', token=TOKENS['carol'], admin=True)]}, f)
-        return ['--tenants', path]
-
+    if args.driver:
+        try:
+            check_backend_cuda(args)
+        except (Failure, run.Failure, OSError, ValueError, KeyError,
+                subprocess.TimeoutExpired) as e:
+            print('nvml_test.py: FAILED: %r' % e, file=sys.stderr)
+            return 1
+        return 0
     return run.with_server('nvml_test.py', args.server, lambda server: test(server, args),
-                           extra=setup,
+                           extra=write_tenants,
                            errors=(Failure, run.Failure, OSError, ValueError, KeyError,
                                    subprocess.TimeoutExpired))
 

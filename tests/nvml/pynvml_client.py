@@ -4,6 +4,8 @@ libnvidia-ml.so.1) and prints what it saw as JSON, for nvml_test.py.
 
   pynvml_client.py              count, memory (v1 and v2), processes, uuid, errors
   pynvml_client.py utilization  {"utilization": percent}
+  pynvml_client.py sensors      temperature, power, power limit, SM clock, fan (a number
+                                or the error)
 """
 import json
 import sys
@@ -12,16 +14,29 @@ import pynvml as nv
 
 
 def error(fn, *args):
+    got = value(fn, *args)
+    return got if isinstance(got, str) else 'no error'
+
+
+def value(fn, *args):
     try:
-        fn(*args)
+        return fn(*args)
     except nv.NVMLError as e:
         return str(e)
-    return 'no error'
 
 
 def main():
     nv.nvmlInit()
     h = nv.nvmlDeviceGetHandleByIndex(0)
+    if sys.argv[1:] == ['sensors']:
+        print(json.dumps({
+            'temperature': value(nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU),
+            'power': value(nv.nvmlDeviceGetPowerUsage, h),
+            'limit': value(nv.nvmlDeviceGetEnforcedPowerLimit, h),
+            'sm_clock': value(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_SM),
+            'fan': value(nv.nvmlDeviceGetFanSpeed, h)}))
+        nv.nvmlShutdown()
+        return
     if sys.argv[1:] == ['utilization']:
         print(json.dumps({'utilization': nv.nvmlDeviceGetUtilizationRates(h).gpu}))
         nv.nvmlShutdown()
