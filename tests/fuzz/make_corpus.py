@@ -404,6 +404,14 @@ def request_seeds():
         frame('cuMemAlloc_v2', [True, 1 << 20]),
         frame('cuModuleLoadData', [0], ptx),
         frame('@status', []), small=True)
+    # NVML's view: every part, then parts it does not know, a wrong type, no body
+    s['nvml'] = conversation(
+        frame('cuMemAlloc_v2', [True, 1 << 20]),
+        frame('@nvml', [7]),
+        frame('@nvml', [2]),
+        frame('@nvml', [8]),
+        frame('@nvml', ['parts']),
+        frame('@nvml', []))
     s['hello_refused'] = conversation(hello(token='not-a-token-of-any-tenant'),
                                       frame('cuMemGetInfo_v2', [True, True]))
     s['hello_own'] = conversation(hello(token='fuzz-token-small-tenant'),
