@@ -6,8 +6,11 @@
 # answers depend on the driver (launch layouts from cuFuncGetParamInfo, tensor maps, what a
 # connection may cost), then PyTorch (tensor ops, matmuls, a CNN's training whose loss curve
 # must match the same run on NVIDIA's driver directly, a transformer; native and remote
-# timings side by side) and CuPy through the stub. Exits 77 (skipped) when no GPU is
-# usable; a check whose Python package is missing is said SKIP.
+# timings side by side) and CuPy through the stub, and NVML (tests/nvml: nvidia-smi, gpustat
+# and pynvml as tenants, with temperature and power read through from the real device, and
+# PyTorch's device count and utilization). Exits 77 (skipped) when no GPU is usable; a
+# check whose Python package is missing is said SKIP. NVIDIA's NVML clients come from
+# CR_NVIDIA_ROOT (default build-nvidia/root, where scripts/install-deps.sh unpacks them).
 #
 #   tests/gpu/run.sh [BUILD_DIR]      (default: build; builds it if needed)
 #   CR_GPU_SKIP="torch cupy" tests/gpu/run.sh    leaves the named checks out
@@ -82,6 +85,10 @@ check metrics_status_test tenants metrics_status_test --tool "$build/tools/cuda-
   --opcodes codegen/opcodes.txt
 check sched_test tenants sched_test --stub "$build/client" --program "$t/spin"
 check context_test tenants context_test --stub "$build/client" --program "$t/fault"
+check nvml env CR_SERVER_ARGS="--backend cuda" python3 tests/nvml/nvml_test.py --gpu \
+  --server "$build/server/cuda-remoted" --stub "$build/client" \
+  --nvidia "${CR_NVIDIA_ROOT:-build-nvidia/root}" \
+  --program "$build/tests/integration/tenant_quota_static" --spin "$t/spin"
 check launch_layout hostile launch_layout
 check tensor_maps hostile tensor_maps
 check admission hostile admission

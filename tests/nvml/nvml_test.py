@@ -15,8 +15,12 @@ the test checks what the server passes through from it: driver version, serial, 
 temperature, power, clocks, and a sensor the device lacks; then that the server never
 takes cuda-remote's own libnvidia-ml.so.1 for NVIDIA's.
 
+With --gpu (tests/gpu/run.sh, CR_SERVER_ARGS="--backend cuda"), the same on a real GPU:
+its name and sensors are compared with what NVIDIA's own nvidia-smi says natively, and
+PyTorch's torch.cuda.device_count() and torch.cuda.utilization() go through the library.
+
   nvml_test.py --server BIN --stub DIR --nvidia ROOT --program tenant_quota --spin spin
-               [--driver libcuda.so.1 --nvidia-nvml libnvidia-ml.so.1]
+               [--driver libcuda.so.1 --nvidia-nvml libnvidia-ml.so.1] [--gpu]
 """
 import argparse
 import json
@@ -38,10 +42,30 @@ HELD = {'alice': 48 * MiB, 'bob': 200 * MiB}
 DEVICE = 1024 * MiB  # the emulated device's memory (run.py's servers)
 
 
+GPU = {}  # with --gpu: what NVIDIA's nvidia-smi says natively (native())
+
+
 def free(tenant):
-    """What is left of the tenant's quota, capped by what the device has free: bob's
-    quota is the whole device, of which alice holds some."""
+    """What is left of the tenant's quota, capped by what the device has free: on the
+    emulated device bob's quota is the whole device, of which alice holds some."""
+    if GPU:
+        return QUOTA[tenant] - HELD[tenant]
     return min(QUOTA[tenant] - HELD[tenant], DEVICE - sum(HELD.values()))
+
+
+def native():
+    """The GPU's name and temperature as NVIDIA's nvidia-smi and NVML say them."""
+    out = subprocess.run(['nvidia-smi', '--query-gpu=name,temperature.gpu',
+                          '--format=csv,noheader', '-i', '0'], stdout=subprocess.PIPE,
+                         text=True, check=True, timeout=60).stdout.strip()
+    name, temperature = [f.strip() for f in out.split(',')]
+    return {'name': name, 'temperature': int(temperature)}
+
+
+def near_native_temperature(what, t):
+    if not isinstance(t, int) or abs(t - GPU['temperature']) > 10:
+        raise Failure('%s: temperature %r, natively %d C' % (what, t, GPU['temperature']))
+    print('ok: %s: temperature %d C (natively %d C)' % (what, t, GPU['temperature']))
 
 
 class Failure(Exception):
@@ -119,15 +143,17 @@ def check_smi(c, tenant, pids):
            fb and tuple(int(x) for x in fb.groups()), (quota, held, free(tenant) // MiB))
     expect('%s: nvidia-smi -q processes' % tenant, re.findall(r'Process ID\s+: (\d+)', out),
            [str(mine)])
-    if not re.search(r'Product Name\s+: cuda-remote emulated device', out):
-        raise Failure('%s: nvidia-smi -q does not name the device:\n%s' % (tenant, out))
+    name = GPU['name'] if GPU else 'cuda-remote emulated device'
+    if not re.search(r'Product Name\s+: %s' % re.escape(name), out):
+        raise Failure('%s: nvidia-smi -q does not name the device %s:\n%s' % (tenant, name,
+                                                                            out))
 
     out = c.smi('--query-gpu=name,uuid,memory.total,memory.used',
                 '--format=csv,noheader').stdout.strip()
     fields = [f.strip() for f in out.split(',')]
     expect('%s: --query-gpu memory.total, memory.used' % tenant, fields[2:],
            ['%d MiB' % quota, '%d MiB' % held])
-    if not fields[0].startswith('cuda-remote emulated device') or \
+    if not fields[0].startswith(name) or \
             not re.fullmatch(r'GPU-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}', fields[1]):
         raise Failure('%s: --query-gpu name and uuid: %r' % (tenant, out))
 
@@ -138,6 +164,10 @@ def check_smi(c, tenant, pids):
 
 
 def check_gpustat(c, tenant, pids):
+    if GPU and subprocess.run([sys.executable, '-c', 'import psutil, blessed'], env=c.env,
+                              stderr=subprocess.DEVNULL).returncode != 0:
+        print('SKIP: gpustat: its Python modules (psutil, blessed) do not load here')
+        return
     g = c.gpustat()['gpus']
     expect('%s: gpustat sees one GPU' % tenant, len(g), 1)
     expect('%s: gpustat memory (used, total)' % tenant,
@@ -146,8 +176,11 @@ def check_gpustat(c, tenant, pids):
     expect('%s: gpustat processes' % tenant,
            [(p['pid'], p['gpu_memory_usage']) for p in g[0]['processes']],
            [(pids[tenant], HELD[tenant] // MiB)])
-    expect('%s: gpustat has no temperature on the emulated device' % tenant,
-           g[0]['temperature.gpu'], None)
+    if GPU:
+        near_native_temperature('%s: gpustat' % tenant, g[0]['temperature.gpu'])
+    else:
+        expect('%s: gpustat has no temperature on the emulated device' % tenant,
+               g[0]['temperature.gpu'], None)
 
 
 def check_pynvml(c, tenant, pids, uuid):
@@ -163,10 +196,19 @@ def check_pynvml(c, tenant, pids, uuid):
            (uuid, True))
     expect('%s: pynvml process name' % tenant, v['process_name'],
            os.path.basename(c.args.program))
+    errors = {'index_1': 'Invalid Argument', 'temperature': 'Not Supported',
+              'clock': 'Not Supported', 'bar1': 'Not Supported',
+              'after_shutdown': 'Uninitialized'}
+    if GPU:  # the real device has them
+        errors['temperature'] = errors['clock'] = 'no error'
+        sensors = c.pynvml('sensors')
+        near_native_temperature('%s: pynvml' % tenant, sensors['temperature'])
+        if not isinstance(sensors['power'], int) or sensors['power'] <= 0:
+            raise Failure('%s: pynvml power usage %r' % (tenant, sensors['power']))
+        print('ok: %s: pynvml power %d mW, SM clock %r MHz' % (tenant, sensors['power'],
+                                                              sensors['sm_clock']))
     expect('%s: pynvml errors (index 1, temperature, unsupported, after shutdown)' % tenant,
-           v['errors'], {'index_1': 'Invalid Argument', 'temperature': 'Not Supported',
-                         'clock': 'Not Supported', 'bar1': 'Not Supported',
-                         'after_shutdown': 'Uninitialized'})
+           v['errors'], errors)
     expect('%s: nvmlInit again after nvmlShutdown' % tenant, v['reinit_count'], 1)
 
 
@@ -197,6 +239,27 @@ def check_utilization(args, server, alice, bob):
     finally:
         busy.kill()
         busy.wait()
+
+
+def check_torch(args, server):
+    """PyTorch's NVML-based calls go through the library (pynvml, as torch imports it)."""
+    c = Clients(args, server, TOKENS['alice'])
+    code = ('import json, torch\n'
+            'torch.cuda.init()\n'
+            'print(json.dumps([torch.cuda.device_count(), torch.cuda.utilization(0),\n'
+            '                  torch.cuda.mem_get_info(0)[1]]))\n')
+    p = c.run([sys.executable, '-c', code], check=False)
+    if 'No module named \'torch\'' in p.stderr:
+        print('SKIP: PyTorch is not installed here')
+        return
+    if p.returncode != 0:
+        raise Failure('PyTorch through the library:\n%s%s' % (p.stdout, p.stderr))
+    count, utilization, total = json.loads(p.stdout.strip().splitlines()[-1])
+    expect('PyTorch: device count, memory total (alice\'s quota)', (count, total),
+           (1, QUOTA['alice']))
+    if not 0 <= utilization <= 100:
+        raise Failure('PyTorch: torch.cuda.utilization() = %r' % utilization)
+    print('ok: PyTorch: torch.cuda.utilization() = %d%%' % utilization)
 
 
 def check_refusals(args, server):
@@ -232,6 +295,8 @@ def test(server, args):
             check_pynvml(clients[tenant], tenant, pids, uuid)
         check_admin(clients['carol'], pids)
         check_utilization(args, server, clients['alice'], clients['bob'])
+        if GPU:
+            check_torch(args, server)
         check_refusals(args, server)
     finally:
         for p in holders.values():
@@ -308,7 +373,11 @@ def main():
     ap.add_argument('--spin', required=True, help='tests/tenants/spin')
     ap.add_argument('--driver', help='a driver library for the cuda backend')
     ap.add_argument('--nvidia-nvml', help='a stand-in for NVIDIA\'s NVML beside it')
+    ap.add_argument('--gpu', action='store_true',
+                    help='the server runs on a real GPU (CR_SERVER_ARGS="--backend cuda")')
     args = ap.parse_args()
+    if args.gpu:
+        GPU.update(native())
     if args.driver:
         try:
             check_backend_cuda(args)
