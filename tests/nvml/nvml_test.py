@@ -270,6 +270,8 @@ def check_refusals(args, server):
     if p.returncode == 0 or 'rejected' not in p.stderr or 'token' not in p.stderr:
         raise Failure('a wrong token: nvidia-smi exited %d:\n%s%s' % (p.returncode, p.stdout,
                                                                     p.stderr))
+    if took > 10:
+        raise Failure('a wrong token: nvidia-smi took %.1f s to give up' % took)
     print('ok: a wrong token: nvidia-smi exits %d in %.1f s: %s' % (
         p.returncode, took, p.stderr.strip().splitlines()[0]))
     c.env['CUDA_REMOTE_ADDR'] = 'unix:' + os.path.join(os.path.dirname(server.log_path),
