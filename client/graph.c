@@ -14,12 +14,18 @@
  *   cuGraphAddDependencies      [graph, from nodes, to nodes]
  *   cuGraphExecKernelNodeSetParams_v2 [executable graph, node, cuLaunchKernel's arguments]
  *                               + parameter bytes
+ *   cuGraphExecUpdate_v2        [executable graph, graph] -> CUgraphExecUpdateResult (also
+ *                               with CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
+ *   cuGraphDebugDotPrint        [graph] -> [[opcode, inner]...]: its nodes in order; the
+ *                               client writes the DOT file
  *   cuGraphInstantiateWithFlags [graph, flags] -> executable graph
  *   cuGraphLaunch, cuGraphUpload [executable graph, stream], not waited for
  *   cuGraphExecDestroy, cuGraphDestroy [handle]
  *   cuGraphGetNodes             [graph] -> how many nodes it has (handles are not given out)
  *
  * Threads: any application thread; each call waits for its reply but the launches. */
+#include <stdio.h>
+
 #include "capture.h"
 #include "client.h"
 #include "launch.h"
@@ -490,4 +496,117 @@ CUresult cr_hand_cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode no
         return CUDA_ERROR_INVALID_VALUE;
     CUDA_KERNEL_NODE_PARAMS v2 = from_v1(p);
     return set_kernel_params(exec, node, &v2);
+}
+
+/* The reply [CUresult, CUgraphExecUpdateResult] says why an update failed too. */
+CUresult cr_hand_cuGraphExecUpdate_v2(CUgraphExec exec, CUgraph graph,
+                                      CUgraphExecUpdateResultInfo *info)
+{
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!info)
+        return CUDA_ERROR_INVALID_VALUE;
+    cr_msg_t m;
+    int err = cr_msg_begin(cl->conn, &m, CR_OP_cuGraphExecUpdate_v2);
+    if (err)
+        return cr_transport_error(err);
+    msgpack_pack_array(&m.pk, 2);
+    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)exec);
+    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)graph);
+    cr_pending_t p = {0};
+    msgpack_unpacked u;
+    CUresult r = cr_call(&m, &p, &u);
+    const msgpack_object *why = u.data.type == MSGPACK_OBJECT_ARRAY && u.data.via.array.size == 2
+                                    ? &u.data.via.array.ptr[1]
+                                    : NULL;
+    info->result = why && why->type == MSGPACK_OBJECT_POSITIVE_INTEGER
+                       ? (CUgraphExecUpdateResult)why->via.u64
+                       : CU_GRAPH_EXEC_UPDATE_ERROR;
+    info->errorNode = info->errorFromNode = NULL; /* node handles are not given out */
+    cr_reply_done(&p, &u);
+    return r;
+}
+
+CUresult cr_hand_cuGraphExecUpdate(CUgraphExec exec, CUgraph graph, CUgraphNode *error_node,
+                                   CUgraphExecUpdateResult *result)
+{
+    if (!error_node || !result)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUgraphExecUpdateResultInfo info;
+    CUresult r = cr_hand_cuGraphExecUpdate_v2(exec, graph, &info);
+    *error_node = info.errorNode;
+    *result = info.result;
+    return r;
+}
+
+/* The DOT file of a graph as the server runs it: its nodes in their order, each named by
+ * the call it stands for, a child graph's nodes in a cluster of their own; the edges are
+ * that order (the server runs a graph's nodes one after the other). */
+static void write_dot(FILE *f, const msgpack_object_array *nodes)
+{
+    fprintf(f, "digraph cuda_remote_graph {\n"
+               "  label=\"nodes in the order cuda-remoted runs them on the launch stream\";\n"
+               "  node [shape=box];\n");
+    int in_child = 0, children = 0;
+    for (uint32_t i = 0; i < nodes->size; i++) {
+        const msgpack_object *n = &nodes->ptr[i];
+        uint64_t op = 0, inner = 0;
+        if (n->type == MSGPACK_OBJECT_ARRAY && n->via.array.size == 2 &&
+            n->via.array.ptr[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+            n->via.array.ptr[1].type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+            op = n->via.array.ptr[0].via.u64;
+            inner = n->via.array.ptr[1].via.u64;
+        }
+        int ends_child = !inner && in_child; /* the node that stands for the child graph */
+        if (inner && !in_child)
+            fprintf(f, "  subgraph cluster_child%d {\n    label=\"child graph\";\n", children++);
+        else if (ends_child)
+            fprintf(f, "  }\n");
+        in_child = inner != 0;
+        fprintf(f, "  %sn%u [label=\"%u: %s\"];\n", in_child ? "  " : "", i, i,
+                op           ? cr_opcode_name((unsigned)op)
+                : ends_child ? "child graph done"
+                             : "empty");
+    }
+    if (in_child)
+        fprintf(f, "  }\n");
+    for (uint32_t i = 1; i < nodes->size; i++)
+        fprintf(f, "  n%u -> n%u;\n", i - 1, i);
+    fprintf(f, "}\n");
+}
+
+CUresult cr_hand_cuGraphDebugDotPrint(CUgraph graph, const char *path, unsigned flags)
+{
+    (void)flags; /* what the driver's verbose flags add (parameters, handles) is not kept */
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!path)
+        return CUDA_ERROR_INVALID_VALUE;
+    cr_msg_t m;
+    int err = cr_msg_begin(cl->conn, &m, CR_OP_cuGraphDebugDotPrint);
+    if (err)
+        return cr_transport_error(err);
+    msgpack_pack_array(&m.pk, 1);
+    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)graph);
+    cr_pending_t p = {0};
+    msgpack_unpacked u;
+    CUresult r = cr_call(&m, &p, &u);
+    const msgpack_object *nodes =
+        r == CUDA_SUCCESS && u.data.via.array.size == 2 ? &u.data.via.array.ptr[1] : NULL;
+    if (r == CUDA_SUCCESS && (!nodes || nodes->type != MSGPACK_OBJECT_ARRAY))
+        r = CUDA_ERROR_UNKNOWN;
+    if (r == CUDA_SUCCESS) {
+        FILE *f = fopen(path, "w");
+        if (f) {
+            write_dot(f, &nodes->via.array);
+            if (fclose(f) != 0)
+                r = CUDA_ERROR_OPERATING_SYSTEM;
+        } else {
+            r = CUDA_ERROR_OPERATING_SYSTEM; /* as the driver answers a path it cannot write */
+        }
+    }
+    cr_reply_done(&p, &u);
+    return r;
 }

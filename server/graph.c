@@ -874,3 +874,74 @@ void cr_srv_cuGraphExecKernelNodeSetParams_v2(cr_request_t *req)
     msgpack_sbuffer_destroy(&body);
     cr_request_finish(req, r);
 }
+
+/* [executable graph, graph] -> CUgraphExecUpdateResult: the executable graph takes the
+ * graph's nodes from its next launch on, when the two have the same nodes in the same
+ * order, each of the same kind (kernel nodes may change function and arguments, memsets
+ * and copies their memory and values); else it is left as it was. Its nodes keep the
+ * handles of the graph it was made from, for cuGraphExecKernelNodeSetParams. */
+void cr_srv_cuGraphExecUpdate_v2(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    uint64_t eid, gid;
+    exec_t *e = req->argc == 2 && !cr_arg_u64(req, 0, &eid)
+                    ? cr_session_handle(s, CR_HT_CUgraphExec, eid)
+                    : NULL;
+    graph_t *g = e && !cr_arg_u64(req, 1, &gid) ? cr_session_handle(s, CR_HT_CUgraph, gid) : NULL;
+    if (!e || !g) {
+        reply_id(req, CUDA_ERROR_INVALID_VALUE, CU_GRAPH_EXEC_UPDATE_ERROR);
+        return;
+    }
+    if (g->invalid || g->count != e->graph->count) {
+        reply_id(req, CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE,
+                 CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+        return;
+    }
+    for (size_t i = 0; i < g->count; i++) {
+        const node_t *now = &e->graph->nodes[i], *next = &g->nodes[i];
+        if (now->inner != next->inner) {
+            reply_id(req, CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE,
+                     CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+            return;
+        }
+        if (now->opcode != next->opcode) {
+            reply_id(req, CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE,
+                     CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED);
+            return;
+        }
+    }
+    graph_t *copy = graph_copy(g);
+    if (!copy) {
+        reply_id(req, CUDA_ERROR_OUT_OF_MEMORY, CU_GRAPH_EXEC_UPDATE_ERROR);
+        return;
+    }
+    graph_unref(e->graph); /* a launch replaying it holds its own reference */
+    e->graph = copy;
+    reply_id(req, CUDA_SUCCESS, CU_GRAPH_EXEC_UPDATE_SUCCESS);
+}
+
+/* [graph] -> [[opcode, inner]...]: its nodes in the order they run (opcode 0: an empty
+ * node; inner: a node of a child graph, which ends at the next empty node that is not),
+ * for cuGraphDebugDotPrint. */
+void cr_srv_cuGraphDebugDotPrint(cr_request_t *req)
+{
+    uint64_t id;
+    graph_t *g = req->argc == 1 && !cr_arg_u64(req, 0, &id)
+                     ? cr_session_handle(req->session, CR_HT_CUgraph, id)
+                     : NULL;
+    if (!g) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    cr_reply_t reply;
+    if (cr_reply_begin(req, &reply, CUDA_SUCCESS, 1) == 0) {
+        msgpack_pack_array(&reply.pk, (uint32_t)g->count);
+        for (size_t i = 0; i < g->count; i++) {
+            msgpack_pack_array(&reply.pk, 2);
+            msgpack_pack_uint16(&reply.pk, g->nodes[i].opcode);
+            msgpack_pack_uint8(&reply.pk, g->nodes[i].inner);
+        }
+        cr_reply_send(req, &reply, 0);
+    }
+    cr_request_free(req);
+}

@@ -2,15 +2,20 @@
 // use them: a memset, kernels and a device-to-device copy captured on a stream run only when
 // the graph is launched, once per launch, on the stream it is launched on; kernel arguments
 // are the captured values while memory is read at each launch; two streams forked and
-// joined by events in one capture; a graph launched into another capture; what a capture
+// joined by events in one capture; an executable graph updated from a graph captured again
+// with other arguments (and refused one of another shape); a graph launched into another
+// capture; what a capture
 // cannot hold (a copy from host memory, a synchronize) fails and invalidates it; ending a
 // capture from a stream that did not begin it fails; a graph whose memory was freed fails
 // at its launch without touching the memory. Then a graph built node by node: memset,
 // kernel, copy, event record, empty and child-graph nodes with dependencies; a kernel
 // node's arguments changed in the executable graph; a clone; an executable graph is a
 // snapshot; a node on memory the program does not have is refused when added; an edge
-// backwards in the order nodes were added is not supported.
+// backwards in the order nodes were added is not supported; the graph's DOT picture.
+#include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "cr_test.h"
 
@@ -116,6 +121,37 @@ int main()
     CHECK_CUDA(cudaStreamSynchronize(s1));
     expect_all(z, 33.0f, "z after five launches");
     CHECK_CUDA(cudaGraphUpload(exec, s1));
+
+    // captured again with other arguments, as inference servers re-capture: the executable
+    // graph takes them (y = 3x + 1, z = y + x)
+    CHECK_CUDA(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+    CHECK_CUDA(cudaMemsetAsync(y, 0, BYTES, s1));
+    axpb<<<grid, block, 0, s1>>>(x, y, 3.0f, 1.0f, N);
+    CHECK_CUDA(cudaMemcpyAsync(z, y, BYTES, cudaMemcpyDeviceToDevice, s1));
+    add<<<grid, block, 0, s1>>>(x, z, N);
+    cudaGraph_t again, other;
+    CHECK_CUDA(cudaStreamEndCapture(s1, &again));
+    cudaGraphExecUpdateResultInfo info;
+    CHECK_CUDA(cudaGraphExecUpdate(exec, again, &info));
+    CHECK(info.result == cudaGraphExecUpdateSuccess, "update result %d", (int)info.result);
+    CHECK_CUDA(cudaGraphLaunch(exec, s1));
+    CHECK_CUDA(cudaStreamSynchronize(s1));
+    expect_all(y, 31.0f, "y after the update");
+    expect_all(z, 41.0f, "z after the update");
+    // a graph of another shape is refused; the executable graph keeps what it had
+    CHECK_CUDA(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+    CHECK_CUDA(cudaMemsetAsync(y, 0, BYTES, s1));
+    CHECK_CUDA(cudaStreamEndCapture(s1, &other));
+    EXPECT_CUDA_ERROR(cudaGraphExecUpdate(exec, other, &info), cudaErrorGraphExecUpdateFailure);
+    CHECK(info.result == cudaGraphExecUpdateErrorTopologyChanged, "update result %d",
+          (int)info.result);
+    cudaGetLastError(); // that refusal was the last error
+    fill(z, 0.0f);
+    CHECK_CUDA(cudaGraphLaunch(exec, s1));
+    CHECK_CUDA(cudaStreamSynchronize(s1));
+    expect_all(z, 41.0f, "z after a refused update");
+    CHECK_CUDA(cudaGraphDestroy(again));
+    CHECK_CUDA(cudaGraphDestroy(other));
 
     // two streams forked and joined by events: z = x (on s2) while y = 4x + 1 (on s1), then
     // z += y (on s1, after s2's work)
@@ -248,6 +284,23 @@ int main()
     nodes = 0;
     CHECK_CUDA(cudaGraphGetNodes(built, nullptr, &nodes));
     CHECK(nodes == 6, "the built graph has %zu nodes, expected 6", nodes);
+    // its picture: a DOT file with the child graph as a cluster of its own
+    char dot_path[64];
+    snprintf(dot_path, sizeof dot_path, "/tmp/cr-graphs-%d.dot", (int)getpid());
+    CHECK_CUDA(cudaGraphDebugDotPrint(built, dot_path, 0));
+    FILE *dot = fopen(dot_path, "r");
+    CHECK(dot, "no DOT file at %s", dot_path);
+    std::string text;
+    for (int c; (c = fgetc(dot)) != EOF;)
+        text += (char)c;
+    fclose(dot);
+    unlink(dot_path);
+    CHECK(text.rfind("digraph", 0) == 0 && text.find("subgraph") != std::string::npos &&
+              text.find("->") != std::string::npos,
+          "the DOT file is not a graph with a child graph:\n%s", text.c_str());
+    EXPECT_CUDA_ERROR(cudaGraphDebugDotPrint(built, "/nonexistent-folder/g.dot", 0),
+                      cudaErrorOperatingSystem);
+    cudaGetLastError();
     cudaGraphExec_t built_exec;
     CHECK_CUDA(cudaGraphInstantiate(&built_exec, built, 0));
     CHECK_CUDA(cudaGraphLaunch(built_exec, s1));
