@@ -341,6 +341,7 @@ def request_seeds():
         frame('cuMemsetD8Async', [DEV, 1, 16, CLIENT_ID + 2], flags=ASYNC))
     # a graph built node by node: memset, copy, empty and event nodes, a child graph, an edge
     # forward and one backward, a clone, a kernel node's arguments changed in the executable
+    # graph, its DOT picture, updates from the clone and from the graph
     s['graph_nodes'] = conversation(
         frame('cuStreamCreate', [CLIENT_ID + 2, 1], flags=ASYNC),
         frame('cuEventCreate', [CLIENT_ID + 4, 0], flags=ASYNC),
@@ -363,6 +364,9 @@ def request_seeds():
         frame('cuGraphLaunch', [FIRST_ID + 0x80, CLIENT_ID + 2], flags=ASYNC),
         frame('cuStreamSynchronize', [CLIENT_ID + 2]),
         frame('cuGraphGetNodes', [FIRST_ID]),
+        frame('cuGraphDebugDotPrint', [FIRST_ID]),
+        frame('cuGraphExecUpdate_v2', [FIRST_ID + 0x80, FIRST_ID + 0x70]),
+        frame('cuGraphExecUpdate_v2', [FIRST_ID + 0x80, FIRST_ID]),
         frame('cuGraphDestroy', [FIRST_ID]),
         frame('cuGraphLaunch', [FIRST_ID + 0x80, CLIENT_ID + 2], flags=ASYNC),
         frame('cuMemcpyDtoH_v2', [DEV + 2048, 64, 0]))
