@@ -100,6 +100,17 @@ CUresult cr_capture_check(uint64_t stream, int capturable)
     return r;
 }
 
+int cr_capture_capturing(uint64_t stream)
+{
+    if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE))
+        return 0;
+    pthread_mutex_lock(&lock);
+    capturing_t *c = find_locked(stream);
+    int yes = c && !c->invalid;
+    pthread_mutex_unlock(&lock);
+    return yes;
+}
+
 CUresult cr_capture_check_call(const cr_fn_desc_t *d, uint64_t stream)
 {
     switch (d->opcode) {

@@ -11,6 +11,8 @@
  * the work is `capturable`; else CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, which invalidates
  * the capture, or CUDA_ERROR_STREAM_CAPTURE_INVALIDATED for a capture already invalid. */
 CUresult cr_capture_check(uint64_t stream, int capturable);
+/* 1 when the stream captures (and the capture is valid): work on it becomes a node. */
+int cr_capture_capturing(uint64_t stream);
 /* The same for a generically marshalled call naming this stream. */
 CUresult cr_capture_check_call(const cr_fn_desc_t *d, uint64_t stream);
 /* An event was recorded on a stream (a capture's, or not), or a stream waits on an event:

@@ -117,6 +117,22 @@ int cr_conn_expect_host_func(cr_conn_t *c, uint64_t call_id, void (*fn)(void *),
     return expect(c, call_id, r);
 }
 
+int cr_conn_keep_host_func(cr_conn_t *c, uint64_t host_id, void (*fn)(void *), void *data)
+{
+    async_reg_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return CR_ENOMEM;
+    r->is_host_func = 1;
+    r->fn = fn;
+    r->data = data;
+    pthread_mutex_lock(&c->lock);
+    int err = cr_idmap_put(&c->kept_host_funcs, host_id, (uint64_t)(uintptr_t)r);
+    pthread_mutex_unlock(&c->lock);
+    if (err)
+        free(r);
+    return err;
+}
+
 void cr_conn_mark_dead(cr_conn_t *c, const char *why)
 {
     pthread_mutex_lock(&c->lock);

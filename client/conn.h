@@ -101,6 +101,10 @@ int cr_conn_flush(cr_conn_t *c);
 int cr_conn_expect_data(cr_conn_t *c, uint64_t call_id, const cr_sink_t *sink);
 /* Registers a host function the server will ask to run for this call id. */
 int cr_conn_expect_host_func(cr_conn_t *c, uint64_t call_id, void (*fn)(void *), void *data);
+/* Keeps a host function of a graph's host node under host_id (not 0, unique): the server
+ * asks for it by that id, at every launch of a graph that holds the node, for as long as
+ * the process lives (executable graphs outlive their graphs). */
+int cr_conn_keep_host_func(cr_conn_t *c, uint64_t host_id, void (*fn)(void *), void *data);
 
 /* The CUresult the server said broke this client's context (a kernel fault), or 0. Calls
  * that need the server fail with it (cr_msg_begin returns CR_EBROKEN). */

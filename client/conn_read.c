@@ -217,13 +217,33 @@ static int handle_reply(cr_conn_t *c, const cr_frame_header_t *h, cr_buf_t *body
     return 0;
 }
 
-static int handle_async(cr_conn_t *c, const cr_frame_header_t *h)
+/* The host id in a @host_func body [host id] that asks for a graph's host node; 0 when
+ * the body names none (a host function launched on its own, found by its call id). */
+static uint64_t host_id_of(const cr_buf_t *body)
 {
-    uint64_t v;
+    msgpack_unpacked u;
+    size_t off = 0;
+    uint64_t id = 0;
+    msgpack_unpacked_init(&u);
+    if (body->len && cr_mpcheck(body->data, body->len) == 0 &&
+        msgpack_unpack_next(&u, (const char *)body->data, body->len, &off) ==
+            MSGPACK_UNPACK_SUCCESS &&
+        u.data.type == MSGPACK_OBJECT_ARRAY && u.data.via.array.size == 1 &&
+        u.data.via.array.ptr[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+        id = u.data.via.array.ptr[0].via.u64;
+    msgpack_unpacked_destroy(&u);
+    return id;
+}
+
+static int handle_async(cr_conn_t *c, const cr_frame_header_t *h, const cr_buf_t *body)
+{
+    uint64_t v, host_id = h->opcode == CR_OP_HOST_FUNC ? host_id_of(body) : 0;
     int last = !(h->flags & CR_FRAME_PARTIAL);
     pthread_mutex_lock(&c->lock);
-    int found = cr_idmap_get(&c->async_regs, h->call_id, &v);
-    if (found && last)
+    int kept = host_id != 0, found;
+    if (kept) /* a graph's host node: kept for every launch */
+        found = cr_idmap_get(&c->kept_host_funcs, host_id, &v);
+    else if ((found = cr_idmap_get(&c->async_regs, h->call_id, &v)) && last)
         cr_idmap_remove(&c->async_regs, h->call_id, NULL);
     pthread_mutex_unlock(&c->lock);
     async_reg_t *r = found ? (async_reg_t *)(uintptr_t)v : NULL;
@@ -241,10 +261,10 @@ static int handle_async(cr_conn_t *c, const cr_frame_header_t *h)
         if (r && r->is_host_func && !err)
             err = cr_conn_queue_host_func(c, h->call_id, r->fn, r->data);
         else if (!r || !r->is_host_func)
-            CR_WARN("server asked for an unknown host function (call %llu)",
-                    (unsigned long long)h->call_id);
+            CR_WARN("server asked for an unknown host function (call %llu, host node %llu)",
+                    (unsigned long long)h->call_id, (unsigned long long)host_id);
     }
-    if (r && last)
+    if (r && last && !kept)
         free(r);
     return err;
 }
@@ -315,7 +335,7 @@ static int read_frame(cr_conn_t *c, int spin)
     if (h.flags & CR_FRAME_REPLY)
         err = handle_reply(c, &h, &body);
     else if (h.opcode == CR_OP_D2H_DATA || h.opcode == CR_OP_HOST_FUNC)
-        err = handle_async(c, &h);
+        err = handle_async(c, &h, &body);
     else if (h.opcode == CR_OP_CONTEXT_ERROR)
         err = handle_context_error(c, &h, &body);
     else if (h.opcode == CR_OP_DEVICE_OUTPUT)

@@ -52,6 +52,7 @@ struct cr_conn_s {
     pthread_cond_t cond;  /* broadcast when a reply completes or the read role is free */
     cr_pending_t *pending;
     cr_idmap_t async_regs; /* call id -> async_reg_t * */
+    cr_idmap_t kept_host_funcs; /* host id -> async_reg_t *: graph host nodes, kept */
     int dead;
     int established;         /* the hello succeeded (cr_conn_established) */
     int context_error;       /* CUresult the server said broke the context, 0 if none */

@@ -387,6 +387,20 @@ CUresult cr_hand_cuGraphAddChildGraphNode(CUgraphNode *node, CUgraph graph, cons
     return r;
 }
 
+/* A host node: the function is kept here under a new id, which the node names; the server
+ * asks for it at each launch (server/handlers_launch.c). */
+CUresult cr_hand_cuGraphAddHostNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                    size_t n, const CUDA_HOST_NODE_PARAMS *p)
+{
+    if (!p || !p->fn)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t host_id;
+    CUresult r = cr_launch_keep_host_func(p->fn, p->userData, &host_id);
+    uint64_t v[2] = {0, host_id};
+    return r == CUDA_SUCCESS ? add_node(node, graph, deps, n, CR_OP_cuLaunchHostFunc, v, 2, NULL)
+                             : r;
+}
+
 /* The generic form, for the kinds above. */
 CUresult cr_hand_cuGraphAddNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
                                 CUgraphNodeParams *p)
@@ -410,6 +424,10 @@ CUresult cr_hand_cuGraphAddNode(CUgraphNode *node, CUgraph graph, const CUgraphN
         return cr_hand_cuGraphAddEventWaitNode(node, graph, deps, n, p->eventWait.event);
     case CU_GRAPH_NODE_TYPE_GRAPH:
         return cr_hand_cuGraphAddChildGraphNode(node, graph, deps, n, p->graph.graph);
+    case CU_GRAPH_NODE_TYPE_HOST: {
+        CUDA_HOST_NODE_PARAMS h = {p->host.fn, p->host.userData};
+        return cr_hand_cuGraphAddHostNode(node, graph, deps, n, &h);
+    }
     default:
         return CUDA_ERROR_NOT_SUPPORTED;
     }

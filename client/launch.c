@@ -238,17 +238,35 @@ CUresult cr_hand_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, vo
 
 /* --- host functions ------------------------------------------------------------------------- */
 
-static CUresult host_func(CUstream stream, void (*fn)(void *), void *data)
+static uint64_t next_host_id = 1; /* atomic */
+
+CUresult cr_launch_keep_host_func(void (*fn)(void *), void *data, uint64_t *host_id)
 {
     cr_client_t *cl = cr_client();
     if (!cl)
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!fn)
         return CUDA_ERROR_INVALID_VALUE;
-    uint64_t sid;
+    *host_id = __atomic_fetch_add(&next_host_id, 1, __ATOMIC_RELAXED);
+    return cr_transport_error(cr_conn_keep_host_func(cl->conn, *host_id, fn, data));
+}
+
+/* [stream], the call id naming the function registered for it; on a capturing stream
+ * [stream, host id]: a host node the capture keeps, which names the function kept here
+ * (cuLaunchHostFunc; a stream callback may not be captured, as natively). */
+static CUresult host_func(CUstream stream, void (*fn)(void *), void *data, int capturable)
+{
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!fn)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t sid, host_id = 0;
     CUresult r = cr_stream_wire_id(stream, &sid);
-    if (r == CUDA_SUCCESS) /* a capture cannot call into this process at each replay */
-        r = cr_capture_check(sid, 0);
+    if (r == CUDA_SUCCESS)
+        r = cr_capture_check(sid, capturable);
+    if (r == CUDA_SUCCESS && cr_capture_capturing(sid))
+        r = cr_launch_keep_host_func(fn, data, &host_id);
     if (r != CUDA_SUCCESS)
         return r;
     cr_msg_t m;
@@ -256,18 +274,20 @@ static CUresult host_func(CUstream stream, void (*fn)(void *), void *data)
     if (err)
         return cr_transport_error(err);
     /* the server can only name functions registered here, never an address of its own */
-    if ((err = cr_conn_expect_host_func(m.conn, m.call_id, fn, data)) != 0) {
+    if (!host_id && (err = cr_conn_expect_host_func(m.conn, m.call_id, fn, data)) != 0) {
         cr_msg_cancel(&m);
         return cr_transport_error(err);
     }
-    msgpack_pack_array(&m.pk, 1);
+    msgpack_pack_array(&m.pk, host_id ? 2 : 1);
     msgpack_pack_uint64(&m.pk, sid);
+    if (host_id)
+        msgpack_pack_uint64(&m.pk, host_id);
     return cr_transport_error(cr_msg_send(&m));
 }
 
 CUresult cr_hand_cuLaunchHostFunc(CUstream stream, CUhostFn fn, void *data)
 {
-    return host_func(stream, fn, data);
+    return host_func(stream, fn, data, 1);
 }
 
 typedef struct {
@@ -292,7 +312,7 @@ CUresult cr_hand_cuStreamAddCallback(CUstream stream, CUstreamCallback callback,
     if (!c)
         return CUDA_ERROR_OUT_OF_MEMORY;
     *c = (stream_callback_t){callback, stream, data};
-    CUresult r = host_func(stream, run_stream_callback, c);
+    CUresult r = host_func(stream, run_stream_callback, c, 0); /* it frees c when it ran */
     if (r != CUDA_SUCCESS)
         free(c);
     return r;

@@ -13,6 +13,10 @@ typedef struct {
     unsigned grid[3], block[3], shared;
 } cr_launch_dims_t;
 
+/* A host function a graph runs at each launch (a host node, or one launched on a capturing
+ * stream): kept by the connection under a new id, *host_id, which the node names. */
+CUresult cr_launch_keep_host_func(void (*fn)(void *), void *data, uint64_t *host_id);
+
 /* The parameter buffer and its layout, from kernelParams or from `extra`. */
 typedef struct {
     uint8_t *buf;

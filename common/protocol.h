@@ -13,6 +13,7 @@
  *          or [error, "reason"] when refused
  *
  * @host_func           server -> client: run the host function registered for call_id
+ *                      (body []), or the one kept under the host id of its body [host id]
  * @host_func_done      client -> server: it returned (call_id of the launch)
  * @d2h_data            server -> client: bulk bytes of the asynchronous device-to-host
  *                      copy with this call_id, in order; CR_FRAME_PARTIAL until the last
@@ -88,6 +89,9 @@
  * cuLaunchHostFunc / cuStreamAddCallback (async)
  *   body  [stream]   the server sends @host_func with this call_id when the stream gets
  *         there, and holds the stream until @host_func_done
+ *   body  [stream, host id]   a graph's host node (or a host function captured): the
+ *         client keeps the function under that id; at each launch the server sends
+ *         @host_func with a call_id of its own (from 2^62 up) and body [host id]
  *
  * cuCtxSynchronize_v2 (waits)           body []       every stream of the session
  * cuDevicePrimaryCtxReset_v2 (waits)    body [device] frees the session's memory, streams

@@ -4,7 +4,9 @@
  * memsets, device-to-device copies, event records and waits) is kept as it came, body and
  * bulk bytes. A node added by hand is kept the same way, as the request it stands for
  * (`cuGraphAddNode`'s message names it), its stream argument left for the launch; its
- * function or memory is checked when it is added. Launching the graph replays the kept
+ * function or memory is checked when it is added. A host function is kept when it names
+ * the client's host node (cuLaunchHostFunc's second argument): the client runs it at every
+ * launch, as it runs any host function. Launching the graph replays the kept
  * requests, in the order they came, on the stream the graph is launched on: each is
  * dispatched as if the client had just sent it, so it is checked (handles, memory the
  * tenant owns, launch layouts) and scheduled (admission, device time) like any other, at
@@ -158,6 +160,7 @@ static int stream_arg(uint16_t opcode)
     case CR_OP_cuEventRecordWithFlags:
         return 1;
     case CR_OP_cuStreamWaitEvent:
+    case CR_OP_cuLaunchHostFunc: /* a host node: [stream, host id] */
         return 0;
     default:
         return -1;

@@ -313,6 +313,7 @@ typedef struct {
     cr_session_t *session;
     host_funcs_t *funcs;
     uint64_t call_id;
+    uint64_t host_id; /* a graph's host node: the client's id of it, else 0 */
     uint32_t *gate; /* NULL: the driver's thread waits for the client */
     uint32_t count; /* the gate opens at this count */
     int refs;       /* gated: the driver's call and the client's answer (or its end) */
@@ -339,7 +340,9 @@ static void ask_client(host_func_t *h)
     msgpack_packer pk;
     cr_outmsg_t *m = cr_message_new(CR_OP_HOST_FUNC, h->call_id, 0, &pk);
     if (m) {
-        msgpack_pack_array(&pk, 0);
+        msgpack_pack_array(&pk, h->host_id ? 1 : 0);
+        if (h->host_id)
+            msgpack_pack_uint64(&pk, h->host_id);
         cr_message_finish(m, CR_OP_HOST_FUNC, h->call_id, 0);
         cr_server_send(h->session, m);
     }
@@ -412,12 +415,20 @@ static uint32_t *stream_gate(cr_session_t *s, host_funcs_t *hf, cr_handle_t *str
     return &g->words[stream->gate - 1];
 }
 
+/* Call ids the server gives a graph's host nodes at each launch (a launch replays one
+ * request for all of them): above every id a client counts to. */
+#define HOST_NODE_CALL_IDS (1ull << 62)
+static uint64_t next_host_node_call = HOST_NODE_CALL_IDS; /* atomic */
+
+/* [stream] (call id: the client's registration), or [stream, host id] for a graph's host
+ * node, which the client keeps under that id */
 void cr_srv_cuLaunchHostFunc(cr_request_t *req)
 {
     cr_session_t *s = req->session;
     const cr_driver_t *d = &cr_session_backend(s)->d;
-    uint64_t sid;
-    if (req->argc != 1 || cr_arg_u64(req, 0, &sid)) {
+    uint64_t sid, host_id = 0;
+    if ((req->argc != 1 && req->argc != 2) || cr_arg_u64(req, 0, &sid) ||
+        (req->argc == 2 && (cr_arg_u64(req, 1, &host_id) || host_id == 0))) {
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;
     }
@@ -430,7 +441,9 @@ void cr_srv_cuLaunchHostFunc(cr_request_t *req)
     }
     h->session = s;
     h->funcs = hf;
-    h->call_id = req->hdr.call_id;
+    h->host_id = host_id;
+    h->call_id = host_id ? __atomic_fetch_add(&next_host_node_call, 1, __ATOMIC_RELAXED)
+                         : req->hdr.call_id;
     h->refs = 1;
     cr_session_ref(s);
     cr_session_stream_prepare(s, stream);

@@ -11,7 +11,8 @@
 // kernel, copy, event record, empty and child-graph nodes with dependencies; a kernel
 // node's arguments changed in the executable graph; a clone; an executable graph is a
 // snapshot; a node on memory the program does not have is refused when added; an edge
-// backwards in the order nodes were added is not supported; the graph's DOT picture.
+// backwards in the order nodes were added is not supported; the graph's DOT picture; host
+// nodes, built and captured, run in order at every launch.
 #include <string>
 #include <vector>
 
@@ -31,6 +32,13 @@ __global__ void add(const float *x, float *y, int n)
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n)
         y[i] += x[i];
+}
+
+// host nodes write here, in the order they run (the callback thread runs them one by one)
+static std::string trail;
+static void note(void *tag)
+{
+    trail += *(const char *)tag;
 }
 
 static const int N = 4096;
@@ -341,6 +349,47 @@ int main()
     cudaGetLastError();
     CHECK_CUDA(cudaGraphExecDestroy(copy_exec));
     CHECK_CUDA(cudaGraphDestroy(copy));
+
+    // host nodes run in this process, in their order, at every launch
+    static const char tags[] = "abc";
+    cudaGraph_t hosts;
+    CHECK_CUDA(cudaGraphCreate(&hosts, 0));
+    cudaGraphNode_t h_prev = nullptr, h_node;
+    for (int i = 0; i < 3; i++) {
+        cudaHostNodeParams hp = {note, (void *)&tags[i]};
+        CHECK_CUDA(cudaGraphAddHostNode(&h_node, hosts, h_prev ? &h_prev : nullptr, h_prev ? 1 : 0,
+                                        &hp));
+        h_prev = h_node;
+    }
+    cudaGraphExec_t hosts_exec;
+    CHECK_CUDA(cudaGraphInstantiate(&hosts_exec, hosts, 0));
+    trail.clear();
+    CHECK_CUDA(cudaGraphLaunch(hosts_exec, s1));
+    CHECK_CUDA(cudaGraphLaunch(hosts_exec, s1));
+    CHECK_CUDA(cudaStreamSynchronize(s1));
+    CHECK(trail == "abcabc", "host nodes ran as \"%s\", expected \"abcabc\"", trail.c_str());
+    // a host function captured between kernels runs after the first, before the second
+    trail.clear();
+    fill(x, 1.0f);
+    CHECK_CUDA(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+    axpb<<<grid, block, 0, s1>>>(x, y, 2.0f, 0.0f, N);
+    CHECK_CUDA(cudaLaunchHostFunc(s1, note, (void *)&tags[0]));
+    add<<<grid, block, 0, s1>>>(x, y, N);
+    CHECK_CUDA(cudaLaunchHostFunc(s1, note, (void *)&tags[1]));
+    cudaGraph_t with_host;
+    CHECK_CUDA(cudaStreamEndCapture(s1, &with_host));
+    CHECK(trail.empty(), "a captured host function ran at capture: \"%s\"", trail.c_str());
+    cudaGraphExec_t with_host_exec;
+    CHECK_CUDA(cudaGraphInstantiate(&with_host_exec, with_host, 0));
+    for (int i = 0; i < 3; i++)
+        CHECK_CUDA(cudaGraphLaunch(with_host_exec, s1));
+    CHECK_CUDA(cudaStreamSynchronize(s1));
+    CHECK(trail == "ababab", "captured host functions ran as \"%s\"", trail.c_str());
+    expect_all(y, 3.0f, "y from the graph with host functions");
+    CHECK_CUDA(cudaGraphExecDestroy(with_host_exec));
+    CHECK_CUDA(cudaGraphDestroy(with_host));
+    CHECK_CUDA(cudaGraphExecDestroy(hosts_exec));
+    CHECK_CUDA(cudaGraphDestroy(hosts));
     CHECK_CUDA(cudaGraphExecDestroy(built_exec));
     CHECK_CUDA(cudaGraphDestroy(built));
     CHECK_CUDA(cudaGraphDestroy(child));
