@@ -51,7 +51,7 @@ struct cr_conn_s {
     pthread_mutex_t lock; /* pending list, async registrations, dead, the read role */
     pthread_cond_t cond;  /* broadcast when a reply completes or the read role is free */
     cr_pending_t *pending;
-    cr_idmap_t async_regs; /* call id -> async_reg_t * */
+    cr_idmap_t async_regs;      /* call id -> async_reg_t * */
     cr_idmap_t kept_host_funcs; /* host id -> async_reg_t *: graph host nodes, kept */
     int dead;
     int established;         /* the hello succeeded (cr_conn_established) */

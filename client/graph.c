@@ -11,6 +11,9 @@
  *                               kernel node: cuLaunchKernel's arguments and parameter bytes),
  *                               its stream 0; opcode 0 is an empty node
  *   cuGraphAddChildGraphNode    [graph, dependencies, child graph] -> node
+ *   cuGraphAddMemAllocNode      [graph, dependencies, bytes] -> [node, address]: allocated
+ *                               now, kept across launches (server/graph.c)
+ *   cuGraphAddMemFreeNode       [graph, dependencies, address] -> node
  *   cuGraphAddDependencies      [graph, from nodes, to nodes]
  *   cuGraphExecKernelNodeSetParams_v2 [executable graph, node, cuLaunchKernel's arguments]
  *                               + parameter bytes
@@ -29,6 +32,7 @@
 #include "capture.h"
 #include "client.h"
 #include "launch.h"
+#include "memory.h"
 #include "request.h"
 #include "stream.h"
 
@@ -401,6 +405,70 @@ CUresult cr_hand_cuGraphAddHostNode(CUgraphNode *node, CUgraph graph, const CUgr
                              : r;
 }
 
+/* [graph, dependencies, value] -> [node] or [node, address] (with address). */
+static CUresult memory_node(uint16_t opcode, CUgraphNode *node, CUgraph graph,
+                            const CUgraphNode *deps, size_t n, uint64_t value, CUdeviceptr *address)
+{
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!node || (n && !deps) || n > UINT32_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    cr_msg_t m;
+    int err = cr_msg_begin(cl->conn, &m, opcode);
+    if (err)
+        return cr_transport_error(err);
+    msgpack_pack_array(&m.pk, 3);
+    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)graph);
+    pack_handles(&m.pk, (const void *const *)deps, n);
+    msgpack_pack_uint64(&m.pk, value);
+    cr_pending_t p = {0};
+    msgpack_unpacked u;
+    CUresult r = cr_call(&m, &p, &u);
+    const msgpack_object *a = u.data.via.array.ptr;
+    uint32_t want = address ? 3 : 2;
+    if (r == CUDA_SUCCESS &&
+        (u.data.via.array.size != want || a[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+         (address && a[2].type != MSGPACK_OBJECT_POSITIVE_INTEGER)))
+        r = CUDA_ERROR_UNKNOWN;
+    if (r == CUDA_SUCCESS) {
+        *node = (CUgraphNode)(uintptr_t)a[1].via.u64;
+        if (address)
+            *address = a[2].via.u64;
+    }
+    cr_reply_done(&p, &u);
+    return r;
+}
+
+/* Memory of the graph: allocated when the node is added (its address fixed then, as on a
+ * GPU), charged to the tenant, kept across launches; the server refuses more than the
+ * tenant's quota with CUDA_ERROR_OUT_OF_MEMORY. */
+CUresult cr_hand_cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                        size_t n, CUDA_MEM_ALLOC_NODE_PARAMS *p)
+{
+    if (!cr_client())
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!p || !p->bytesize || p->poolProps.allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        p->poolProps.handleTypes != CU_MEM_HANDLE_TYPE_NONE ||
+        p->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE || p->poolProps.location.id < 0 ||
+        p->poolProps.location.id >= cr_client()->device_count)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUdeviceptr dptr = 0;
+    CUresult r =
+        memory_node(CR_OP_cuGraphAddMemAllocNode, node, graph, deps, n, p->bytesize, &dptr);
+    if (r == CUDA_SUCCESS) {
+        p->dptr = dptr;
+        cr_devmap_add(dptr, p->bytesize);
+    }
+    return r;
+}
+
+CUresult cr_hand_cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                       size_t n, CUdeviceptr dptr)
+{
+    return memory_node(CR_OP_cuGraphAddMemFreeNode, node, graph, deps, n, dptr, NULL);
+}
+
 /* The generic form, for the kinds above. */
 CUresult cr_hand_cuGraphAddNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
                                 CUgraphNodeParams *p)
@@ -424,6 +492,15 @@ CUresult cr_hand_cuGraphAddNode(CUgraphNode *node, CUgraph graph, const CUgraphN
         return cr_hand_cuGraphAddEventWaitNode(node, graph, deps, n, p->eventWait.event);
     case CU_GRAPH_NODE_TYPE_GRAPH:
         return cr_hand_cuGraphAddChildGraphNode(node, graph, deps, n, p->graph.graph);
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC: {
+        CUDA_MEM_ALLOC_NODE_PARAMS a = {p->alloc.poolProps, p->alloc.accessDescs,
+                                        p->alloc.accessDescCount, p->alloc.bytesize, 0};
+        CUresult r = cr_hand_cuGraphAddMemAllocNode(node, graph, deps, n, &a);
+        p->alloc.dptr = a.dptr;
+        return r;
+    }
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+        return cr_hand_cuGraphAddMemFreeNode(node, graph, deps, n, p->free.dptr);
     case CU_GRAPH_NODE_TYPE_HOST: {
         CUDA_HOST_NODE_PARAMS h = {p->host.fn, p->host.userData};
         return cr_hand_cuGraphAddHostNode(node, graph, deps, n, &h);

@@ -53,14 +53,28 @@ typedef struct {
     uint8_t *bytes; /* body, then bulk */
 } node_t;
 
+/* The memory an allocation node made: allocated and charged to the tenant when the node
+ * was added (its address fixed then, as on a GPU), kept across launches; the node and a
+ * free node of it run as empty nodes. Shared by the graph's copies and executable graphs;
+ * with a free node in the graph it is freed once the last of them is gone, else it stays
+ * the program's to free, as on a GPU. */
+typedef struct {
+    unsigned refs;
+    cr_session_t *session;
+    CUdeviceptr ptr;
+    int freed_in_graph;
+} graph_mem_t;
+
 typedef struct {
     unsigned refs;   /* its handle or its capture, and a launch replaying it */
     uint64_t serial; /* unique in the process: what an executable graph was made from */
     node_t *nodes;
     size_t count, cap;
     uint64_t bytes;
-    uint64_t *account; /* the session's kept bytes */
-    int invalid;       /* a node could not be kept */
+    uint64_t *account;  /* the session's kept bytes */
+    int invalid;        /* a node could not be kept */
+    graph_mem_t **mems; /* made by its allocation nodes */
+    size_t mem_count, mem_cap;
 } graph_t;
 
 typedef struct {
@@ -120,11 +134,26 @@ static captures_t *captures(cr_session_t *s, int create)
     return *slot;
 }
 
+static void mem_unref(graph_mem_t *m)
+{
+    if (--m->refs > 0)
+        return;
+    /* at the session's end its memory is freed with the rest */
+    if (m->freed_in_graph && !cr_session_closing(m->session) &&
+        cr_session_free_when_idle(m->session, m->ptr, NULL, NULL) == CUDA_ERROR_OUT_OF_MEMORY)
+        CR_WARN("session %llu: a graph's memory at %#llx stays until the session ends",
+                (unsigned long long)cr_session_id(m->session), (unsigned long long)m->ptr);
+    free(m);
+}
+
 static void graph_unref(void *p)
 {
     graph_t *g = p;
     if (!g || --g->refs > 0)
         return;
+    for (size_t i = 0; i < g->mem_count; i++)
+        mem_unref(g->mems[i]);
+    free(g->mems);
     for (size_t i = 0; i < g->count; i++)
         free(g->nodes[i].bytes);
     *g->account -= g->bytes;
@@ -232,12 +261,28 @@ static int keep_child(graph_t *g, const graph_t *child)
     return keep_bytes(g, 0, 0, NULL, 0, NULL, 0);
 }
 
-/* A copy of g's nodes as a graph of its own (same account), or NULL. */
+/* Adds m to g's memory (a reference). 0 or -1. */
+static int hold_mem(graph_t *g, graph_mem_t *m)
+{
+    if (cr_array_room((void **)&g->mems, &g->mem_cap, g->mem_count, sizeof *g->mems))
+        return -1;
+    g->mems[g->mem_count++] = m;
+    m->refs++;
+    return 0;
+}
+
+/* A copy of g's nodes as a graph of its own (same account, same memory), or NULL. */
 static graph_t *graph_copy(const graph_t *g)
 {
     graph_t *copy = graph_new(g->account);
     for (size_t i = 0; copy && i < g->count; i++) {
         if (keep_node(copy, &g->nodes[i]) != 0) {
+            graph_unref(copy);
+            copy = NULL;
+        }
+    }
+    for (size_t i = 0; copy && i < g->mem_count; i++) {
+        if (hold_mem(copy, g->mems[i]) != 0) {
             graph_unref(copy);
             copy = NULL;
         }
@@ -537,7 +582,7 @@ void cr_srv_cuGraphLaunch(cr_request_t *req)
     captures_t *c = captures(s, 0);
     capture_t *cap = capture_of(c, sid);
     if (cap) { /* launched into a capture: a child graph node of that capture's graph */
-        if (keep_child(cap->graph, g) != 0)
+        if (g->mem_count || keep_child(cap->graph, g) != 0)
             cap->graph->invalid = 1;
         cr_request_free(req);
         return;
@@ -700,8 +745,10 @@ static CUresult node_memory_ok(cr_session_t *s, uint16_t opcode, const msgpack_o
     }
 }
 
-/* Makes a handle for node `index` of g, a child of g's handle; replies its id. */
-static void reply_node(cr_request_t *req, graph_t *g, size_t index)
+/* Makes a handle for node `index` of g, a child of g's handle; replies its id, and `value`
+ * after it when with_value. */
+static void reply_node_and(cr_request_t *req, graph_t *g, size_t index, uint64_t value,
+                           int with_value)
 {
     cr_session_t *s = req->session;
     node_ref_t *n = malloc(sizeof *n);
@@ -718,7 +765,19 @@ static void reply_node(cr_request_t *req, graph_t *g, size_t index)
     } else {
         free(n);
     }
-    reply_id(req, r, r == CUDA_SUCCESS ? id : 0);
+    cr_reply_t reply;
+    if (cr_reply_begin(req, &reply, r, with_value ? 2 : 1) == 0) {
+        msgpack_pack_uint64(&reply.pk, r == CUDA_SUCCESS ? id : 0);
+        if (with_value)
+            msgpack_pack_uint64(&reply.pk, value);
+        cr_reply_send(req, &reply, 0);
+    }
+    cr_request_free(req);
+}
+
+static void reply_node(cr_request_t *req, graph_t *g, size_t index)
+{
+    reply_node_and(req, g, index, 0, 0);
 }
 
 /* [graph, dependencies, opcode, arguments] + bulk -> a node: the request `opcode` with
@@ -784,6 +843,10 @@ void cr_srv_cuGraphAddChildGraphNode(cr_request_t *req)
         g && !cr_arg_u64(req, 2, &cid) ? cr_session_handle(s, CR_HT_CUgraph, cid) : NULL;
     if (!g || !child || child == g || !deps_ok(s, g, &req->args[1])) {
         reply_id(req, CUDA_ERROR_INVALID_VALUE, 0);
+        return;
+    }
+    if (child->mem_count) { /* a graph with memory nodes cannot be a child, as on a GPU */
+        reply_id(req, CUDA_ERROR_NOT_SUPPORTED, 0);
         return;
     }
     size_t before = g->count;
@@ -947,4 +1010,71 @@ void cr_srv_cuGraphDebugDotPrint(cr_request_t *req)
         cr_reply_send(req, &reply, 0);
     }
     cr_request_free(req);
+}
+
+/* [graph, dependencies, bytes] -> [node, address]: device memory allocated and charged to
+ * the tenant now (CUDA_ERROR_OUT_OF_MEMORY past its quota), the graph's from now on; the
+ * node runs as an empty node. */
+void cr_srv_cuGraphAddMemAllocNode(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    uint64_t gid, bytes;
+    graph_t *g = req->argc == 3 && !cr_arg_u64(req, 0, &gid) && !cr_arg_u64(req, 2, &bytes)
+                     ? cr_session_handle(s, CR_HT_CUgraph, gid)
+                     : NULL;
+    if (!g || !bytes || bytes > SIZE_MAX || !deps_ok(s, g, &req->args[1])) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    graph_mem_t *m = calloc(1, sizeof *m);
+    CUresult r = m ? cr_session_charge(s, bytes) : CUDA_ERROR_OUT_OF_MEMORY;
+    if (r != CUDA_SUCCESS) {
+        free(m);
+        cr_request_finish(req, r);
+        return;
+    }
+    CUdeviceptr ptr = 0;
+    if ((r = cr_session_backend(s)->d.cuMemAlloc_v2(&ptr, (size_t)bytes)) != CUDA_SUCCESS) {
+        cr_session_uncharge(s, bytes);
+        free(m);
+        cr_request_finish(req, r);
+        return;
+    }
+    cr_session_track_alloc(s, ptr, (size_t)bytes);
+    *m = (graph_mem_t){0, s, ptr, 0};
+    int held = hold_mem(g, m) == 0;
+    if (!held || keep_bytes(g, 0, 0, NULL, 0, NULL, 0) != 0) {
+        if (held)
+            g->mem_count--;                            /* m, the last */
+        cr_session_free_when_idle(s, ptr, NULL, NULL); /* nothing used it yet */
+        free(m);
+        cr_request_finish(req, CUDA_ERROR_OUT_OF_MEMORY);
+        return;
+    }
+    reply_node_and(req, g, g->count - 1, ptr, 1);
+}
+
+/* [graph, dependencies, address] -> node: frees, with the graph, memory one of its
+ * allocation nodes made; the node runs as an empty node. */
+void cr_srv_cuGraphAddMemFreeNode(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    uint64_t gid, ptr;
+    graph_t *g = req->argc == 3 && !cr_arg_u64(req, 0, &gid) && !cr_arg_u64(req, 2, &ptr)
+                     ? cr_session_handle(s, CR_HT_CUgraph, gid)
+                     : NULL;
+    graph_mem_t *m = NULL;
+    for (size_t i = 0; g && i < g->mem_count && !m; i++)
+        if (g->mems[i]->ptr == ptr && !g->mems[i]->freed_in_graph)
+            m = g->mems[i];
+    if (!m || !deps_ok(s, g, &req->args[1])) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    if (keep_bytes(g, 0, 0, NULL, 0, NULL, 0) != 0) {
+        cr_request_finish(req, CUDA_ERROR_OUT_OF_MEMORY);
+        return;
+    }
+    m->freed_in_graph = 1;
+    reply_node(req, g, g->count - 1);
 }

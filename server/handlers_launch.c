@@ -314,9 +314,9 @@ typedef struct {
     host_funcs_t *funcs;
     uint64_t call_id;
     uint64_t host_id; /* a graph's host node: the client's id of it, else 0 */
-    uint32_t *gate; /* NULL: the driver's thread waits for the client */
-    uint32_t count; /* the gate opens at this count */
-    int refs;       /* gated: the driver's call and the client's answer (or its end) */
+    uint32_t *gate;   /* NULL: the driver's thread waits for the client */
+    uint32_t count;   /* the gate opens at this count */
+    int refs;         /* gated: the driver's call and the client's answer (or its end) */
 } host_func_t;
 
 static void host_func_unref(host_func_t *h)
@@ -442,8 +442,8 @@ void cr_srv_cuLaunchHostFunc(cr_request_t *req)
     h->session = s;
     h->funcs = hf;
     h->host_id = host_id;
-    h->call_id = host_id ? __atomic_fetch_add(&next_host_node_call, 1, __ATOMIC_RELAXED)
-                         : req->hdr.call_id;
+    h->call_id =
+        host_id ? __atomic_fetch_add(&next_host_node_call, 1, __ATOMIC_RELAXED) : req->hdr.call_id;
     h->refs = 1;
     cr_session_ref(s);
     cr_session_stream_prepare(s, stream);

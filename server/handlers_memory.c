@@ -95,53 +95,19 @@ void cr_srv_cuMemFreeAsync(cr_request_t *req)
 
 /* cuMemFree: the memory may still be in use by the session's queued work, so the free
  * waits (on a waiter thread) for everything the session enqueued before it. */
-typedef struct {
-    cr_request_t *req;
-    CUevent *events;
-    unsigned count;
-    CUdeviceptr ptr;
-    uint64_t size;
-} free_task_t;
-
-static void free_when_idle(void *arg)
+static void freed(void *req, CUresult r)
 {
-    free_task_t *t = arg;
-    cr_session_t *s = t->req->session;
-    cr_session_wait_events(s, t->events, t->count);
-    CUresult r = cr_session_backend(s)->d.cuMemFree_v2(t->ptr);
-    if (r == CUDA_SUCCESS)
-        cr_session_uncharge(s, t->size);
-    else /* still there: still the session's */
-        cr_session_track_alloc(s, t->ptr, t->size);
-    cr_request_finish(t->req, r);
-    free(t);
+    cr_request_finish(req, r);
 }
 
 void cr_srv_cuMemFree_v2(cr_request_t *req)
 {
-    cr_session_t *s = req->session;
-    uint64_t ptr, size;
-    if (req->argc != 1 || cr_arg_u64(req, 0, &ptr) != 0) {
-        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
-        return;
-    }
-    /* forgotten at once: later requests of the session may no longer use it */
-    if (!(size = cr_session_untrack_alloc(s, ptr))) {
-        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
-        return;
-    }
-    free_task_t *t = calloc(1, sizeof *t);
-    CUresult r = t ? cr_session_mark_streams(s, &t->events, &t->count) : CUDA_ERROR_OUT_OF_MEMORY;
-    if (r != CUDA_SUCCESS) {
-        free(t);
-        cr_session_track_alloc(s, ptr, size); /* still held: the client may retry */
+    uint64_t ptr;
+    CUresult r = req->argc != 1 || cr_arg_u64(req, 0, &ptr) != 0
+                     ? CUDA_ERROR_INVALID_VALUE
+                     : cr_session_free_when_idle(req->session, ptr, freed, req);
+    if (r != CUDA_SUCCESS)
         cr_request_finish(req, r);
-        return;
-    }
-    t->req = req;
-    t->ptr = ptr;
-    t->size = size;
-    cr_session_finish_on_waiter(s, free_when_idle, t);
 }
 
 CUresult cr_session_memory_info(cr_session_t *s, size_t *free_bytes, size_t *total)

@@ -222,6 +222,50 @@ void cr_session_finish_on_waiter(cr_session_t *s, void (*fn)(void *), void *arg)
     cr_session_task_end(s);
 }
 
+typedef struct {
+    cr_session_t *session;
+    CUevent *events;
+    unsigned count;
+    CUdeviceptr ptr;
+    uint64_t size;
+    void (*done)(void *arg, CUresult r);
+    void *arg;
+} free_task_t;
+
+static void free_when_idle(void *arg)
+{
+    free_task_t *t = arg;
+    cr_session_t *s = t->session;
+    cr_session_wait_events(s, t->events, t->count);
+    CUresult r = s->backend->d.cuMemFree_v2(t->ptr);
+    if (r == CUDA_SUCCESS)
+        cr_session_uncharge(s, t->size);
+    else /* still there: still the session's */
+        cr_session_track_alloc(s, t->ptr, t->size);
+    if (t->done)
+        t->done(t->arg, r);
+    free(t);
+}
+
+CUresult cr_session_free_when_idle(cr_session_t *s, CUdeviceptr p,
+                                   void (*done)(void *arg, CUresult r), void *arg)
+{
+    /* forgotten at once: later requests of the session may no longer use it */
+    uint64_t size = cr_session_untrack_alloc(s, p);
+    if (!size)
+        return CUDA_ERROR_INVALID_VALUE;
+    free_task_t *t = calloc(1, sizeof *t);
+    CUresult r = t ? cr_session_mark_streams(s, &t->events, &t->count) : CUDA_ERROR_OUT_OF_MEMORY;
+    if (r != CUDA_SUCCESS) {
+        free(t);
+        cr_session_track_alloc(s, p, size); /* still held: the client may retry */
+        return r;
+    }
+    *t = (free_task_t){s, t->events, t->count, p, size, done, arg};
+    cr_session_finish_on_waiter(s, free_when_idle, t);
+    return CUDA_SUCCESS;
+}
+
 cr_session_t *cr_session_new(cr_server_t *server, const cr_backend_t *b, uint64_t id,
                              const char *peer)
 {

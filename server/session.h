@@ -204,6 +204,13 @@ void cr_session_uncharge(cr_session_t *s, uint64_t bytes);
 void cr_session_track_alloc(cr_session_t *s, CUdeviceptr p, size_t size);
 uint64_t cr_session_untrack_alloc(cr_session_t *s, CUdeviceptr p);
 uint64_t cr_session_alloc_size(cr_session_t *s, CUdeviceptr p);
+/* Frees one of the session's allocations (p its start) once the work the session enqueued
+ * so far is done, on a waiter thread (executor only): forgotten at once, so that later
+ * requests may not use it, and uncharged once freed; then done(arg, result), when given.
+ * CUDA_ERROR_INVALID_VALUE when p starts none; another error (done not called) when the
+ * free cannot be started, the allocation then still the session's. */
+CUresult cr_session_free_when_idle(cr_session_t *s, CUdeviceptr p,
+                                   void (*done)(void *arg, CUresult r), void *arg);
 /* A global of one of the session's libraries or modules (owner: its handle id), learnt
  * when the client asks for its address. */
 void cr_session_track_code(cr_session_t *s, CUdeviceptr p, size_t size, uint64_t owner);

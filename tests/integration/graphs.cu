@@ -12,7 +12,8 @@
 // node's arguments changed in the executable graph; a clone; an executable graph is a
 // snapshot; a node on memory the program does not have is refused when added; an edge
 // backwards in the order nodes were added is not supported; the graph's DOT picture; host
-// nodes, built and captured, run in order at every launch.
+// nodes, built and captured, run in order at every launch; memory allocated and freed by
+// nodes of a graph.
 #include <string>
 #include <vector>
 
@@ -390,6 +391,46 @@ int main()
     CHECK_CUDA(cudaGraphDestroy(with_host));
     CHECK_CUDA(cudaGraphExecDestroy(hosts_exec));
     CHECK_CUDA(cudaGraphDestroy(hosts));
+
+    // memory of the graph: allocated by a node, used by the nodes after it, freed by a node
+    cudaGraph_t with_mem;
+    CHECK_CUDA(cudaGraphCreate(&with_mem, 0));
+    cudaMemAllocNodeParams ap = {};
+    ap.poolProps.allocType = cudaMemAllocationTypePinned;
+    ap.poolProps.location.type = cudaMemLocationTypeDevice;
+    ap.poolProps.location.id = 0;
+    ap.bytesize = BYTES;
+    cudaGraphNode_t n_alloc, n_fill, n_out, n_free;
+    CHECK_CUDA(cudaGraphAddMemAllocNode(&n_alloc, with_mem, nullptr, 0, &ap));
+    float *tmp = (float *)ap.dptr;
+    CHECK(tmp != nullptr, "an allocation node gave no address");
+    cudaPointerAttributes attr;
+    CHECK_CUDA(cudaPointerGetAttributes(&attr, tmp));
+    CHECK(attr.type == cudaMemoryTypeDevice, "a graph's memory is not device memory (%d)",
+          (int)attr.type);
+    float *mx = x, *mt = tmp;
+    float ma = 2.0f, mb = 1.0f;
+    int mn = N;
+    void *margs[] = {&mx, &mt, &ma, &mb, &mn};
+    cudaKernelNodeParams mkp = kp;
+    mkp.kernelParams = margs;
+    CHECK_CUDA(cudaGraphAddKernelNode(&n_fill, with_mem, &n_alloc, 1, &mkp));
+    CHECK_CUDA(cudaGraphAddMemcpyNode1D(&n_out, with_mem, &n_fill, 1, y, tmp, BYTES,
+                                        cudaMemcpyDeviceToDevice));
+    CHECK_CUDA(cudaGraphAddMemFreeNode(&n_free, with_mem, &n_out, 1, tmp));
+    cudaGraphExec_t with_mem_exec;
+    CHECK_CUDA(cudaGraphInstantiate(&with_mem_exec, with_mem, 0));
+    fill(x, 4.0f);
+    fill(y, 0.0f);
+    CHECK_CUDA(cudaGraphLaunch(with_mem_exec, s1));
+    CHECK_CUDA(cudaStreamSynchronize(s1));
+    expect_all(y, 9.0f, "y through the graph's memory");
+    fill(x, 5.0f);
+    CHECK_CUDA(cudaGraphLaunch(with_mem_exec, s1));
+    CHECK_CUDA(cudaStreamSynchronize(s1));
+    expect_all(y, 11.0f, "y through the graph's memory, launched again");
+    CHECK_CUDA(cudaGraphExecDestroy(with_mem_exec));
+    CHECK_CUDA(cudaGraphDestroy(with_mem));
     CHECK_CUDA(cudaGraphExecDestroy(built_exec));
     CHECK_CUDA(cudaGraphDestroy(built));
     CHECK_CUDA(cudaGraphDestroy(child));

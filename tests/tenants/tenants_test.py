@@ -311,6 +311,46 @@ def check_vmm(args, server, path, ops):
            wait_free(path, ops, TOKENS['bob'], 32 * MiB), 32 * MiB)
 
 
+def check_graph_memory(path, ops):
+    """A graph's allocation nodes count against the quota exactly: at once, refused past
+    it, given back once the graph that frees the memory and its executable graph are gone,
+    kept (the program's to free) when no node frees it; bob can neither free nor reach it."""
+    alice, bob = Client(path, ops, TOKENS['alice']), Client(path, ops, TOKENS['bob'])
+    r, graph = alice.call('cuGraphCreate', [0])[:2]
+    expect('alice creates a graph', r, SUCCESS)
+    r, node, ptr = alice.call('cuGraphAddMemAllocNode', [graph, [], 48 * MiB])[:3]
+    expect('her graph allocates 48 MiB', r, SUCCESS)
+    expect('which her quota counts at once', mem_info(alice)[1], 16 * MiB)
+    expect('a node past her quota: refused',
+           alice.call('cuGraphAddMemAllocNode', [graph, [node], 32 * MiB])[0], OUT_OF_MEMORY)
+    expect('the refusal charged nothing', mem_info(alice)[1], 16 * MiB)
+    expect('the graph\'s memory is hers to use',
+           alice.call('cuMemsetD8_v2', [ptr, 7, 4096, 0]), [SUCCESS])
+    r, bobs = bob.call('cuGraphCreate', [0])[:2]
+    expect('bob\'s graph may not free it',
+           bob.call('cuGraphAddMemFreeNode', [bobs, [], ptr])[0], INVALID_VALUE)
+    expect('nor may bob write it', bob.call('cuMemsetD8_v2', [ptr, 0, 16, 0])[0], INVALID_VALUE)
+    r, freeing = alice.call('cuGraphAddMemFreeNode', [graph, [node], ptr])[:2]
+    expect('her graph frees it', r, SUCCESS)
+    r, exe = alice.call('cuGraphInstantiateWithFlags', [graph, 0])[:2]
+    expect('and is instantiated', r, SUCCESS)
+    alice.send_async('cuGraphLaunch', [exe, 0])
+    expect('and launched', alice.call('cuStreamSynchronize', [0]), [SUCCESS])
+    expect('the graph destroyed', alice.call('cuGraphDestroy', [graph]), [SUCCESS])
+    expect('its executable graph still holds the memory', mem_info(alice)[1], 16 * MiB)
+    expect('the executable graph destroyed', alice.call('cuGraphExecDestroy', [exe]), [SUCCESS])
+    expect('her quota has the 48 MiB back', wait_free(path, ops, TOKENS['alice'], 64 * MiB),
+           64 * MiB)
+    r, kept = alice.call('cuGraphCreate', [0])[:2]
+    r, node, kept_ptr = alice.call('cuGraphAddMemAllocNode', [kept, [], 8 * MiB])[:3]
+    expect('a graph with no free node', alice.call('cuGraphDestroy', [kept]), [SUCCESS])
+    expect('leaves its memory to the program', mem_info(alice)[1], 56 * MiB)
+    expect('which frees it', alice.call('cuMemFree_v2', [kept_ptr]), [SUCCESS])
+    expect('and has it back', mem_info(alice)[1], 64 * MiB)
+    alice.sock.close()
+    bob.sock.close()
+
+
 def check_reload(server, path, ops, tenants_file):
     alice = Client(path, ops, TOKENS['alice'])
     r, a = alice.call('cuMemAlloc_v2', [True, 8 * MiB])
@@ -383,6 +423,8 @@ def test(server, args, tenants_file):
     check_isolation(path, ops)
     wait_free(path, ops, TOKENS['alice'], 64 * MiB)  # her clients' sessions ended
     check_vmm(args, server, path, ops)
+    wait_free(path, ops, TOKENS['alice'], 64 * MiB)
+    check_graph_memory(path, ops)
     wait_free(path, ops, TOKENS['alice'], 64 * MiB)
     check_reload(server, path, ops, tenants_file)
     check_priorities(server, path, ops)
