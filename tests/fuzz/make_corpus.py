@@ -341,7 +341,8 @@ def request_seeds():
         frame('cuMemsetD8Async', [DEV, 1, 16, CLIENT_ID + 2], flags=ASYNC))
     # a graph built node by node: memset, copy, empty and event nodes, a child graph, an edge
     # forward and one backward, a clone, a kernel node's arguments changed in the executable
-    # graph, its DOT picture, updates from the clone and from the graph
+    # graph, its DOT picture, memory and host nodes, updates from the clone and from the
+    # graph
     s['graph_nodes'] = conversation(
         frame('cuStreamCreate', [CLIENT_ID + 2, 1], flags=ASYNC),
         frame('cuEventCreate', [CLIENT_ID + 4, 0], flags=ASYNC),
@@ -365,6 +366,11 @@ def request_seeds():
         frame('cuStreamSynchronize', [CLIENT_ID + 2]),
         frame('cuGraphGetNodes', [FIRST_ID]),
         frame('cuGraphDebugDotPrint', [FIRST_ID]),
+        frame('cuGraphAddMemAllocNode', [FIRST_ID, [FIRST_ID + 0x10], 1 << 20]),
+        frame('cuGraphAddMemFreeNode', [FIRST_ID, [], DEV]),
+        frame('cuGraphAddMemAllocNode', [FIRST_ID, [], 1 << 40]),
+        frame('cuGraphAddNode', [FIRST_ID, [], OP['cuLaunchHostFunc'], [0, 7]]),
+        frame('cuLaunchHostFunc', [0, 9], flags=ASYNC),
         frame('cuGraphExecUpdate_v2', [FIRST_ID + 0x80, FIRST_ID + 0x70]),
         frame('cuGraphExecUpdate_v2', [FIRST_ID + 0x80, FIRST_ID]),
         frame('cuGraphDestroy', [FIRST_ID]),
