@@ -29,7 +29,8 @@
  * and @d2h_data begin with a CUresult, bulk bytes are readable to their stated length; a
  * reply answers a request that was sent, with that request's opcode, and nothing follows
  * its final frame; a successful reply of a generically marshalled call carries one element
- * per output parameter of its descriptor; @d2h_data only for asynchronous device-to-host
+ * per output parameter of its descriptor; @host_func for a call sent, or for a graph's host
+ * node under a call id of the server's; @d2h_data only for asynchronous device-to-host
  * copies; nothing is sent once the session has ended. Unless the connection was closed
  * early, every request that waits got exactly one final reply. Once the session has ended,
  * its tenant is charged nothing and holds no session, and the device has exactly the free
@@ -185,7 +186,10 @@ static void check_message(cr_session_t *s, const cr_outmsg_t *m)
             c->finals += final;
             break;
         case CR_OP_HOST_FUNC:
-            FUZZ_CHECK(c != NULL);
+            /* for a call the client made, or for a graph's host node [host id] under a
+             * call id of the server's own */
+            FUZZ_CHECK(a->size == 0 || a->size == 1);
+            FUZZ_CHECK(a->size == 0 ? c != NULL : h.call_id >= (1ull << 62));
             FUZZ_CHECK(conn.nasks < MAX_CALLS);
             conn.asks[conn.nasks++] = h.call_id;
             pthread_cond_broadcast(&conn.cond);
