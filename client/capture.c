@@ -124,6 +124,9 @@ CUresult cr_capture_check_call(const cr_fn_desc_t *d, uint64_t stream)
     case CR_OP_cuEventRecord:
     case CR_OP_cuEventRecordWithFlags:
     case CR_OP_cuStreamWaitEvent:
+    case CR_OP_cuMemAllocAsync: /* the graph's memory (server/graph.c) */
+    case CR_OP_cuMemAllocFromPoolAsync:
+    case CR_OP_cuMemFreeAsync:
         return cr_capture_check(stream, 1);
     case CR_OP_cuStreamQuery:
         return cr_capture_check(stream, 0);

@@ -4,7 +4,9 @@
  * memsets, device-to-device copies, event records and waits) is kept as it came, body and
  * bulk bytes. A node added by hand is kept the same way, as the request it stands for
  * (`cuGraphAddNode`'s message names it), its stream argument left for the launch; its
- * function or memory is checked when it is added. A host function is kept when it names
+ * function or memory is checked when it is added. Stream-ordered allocations on a capturing
+ * stream become the graph's memory, as an allocation node's (below), and frees of it free
+ * nodes. A host function is kept when it names
  * the client's host node (cuLaunchHostFunc's second argument): the client runs it at every
  * launch, as it runs any host function. Launching the graph replays the kept
  * requests, in the order they came, on the stream the graph is launched on: each is
@@ -290,15 +292,104 @@ static graph_t *graph_copy(const graph_t *g)
     return copy;
 }
 
+/* Memory for g: allocated and charged to the tenant now (CUDA_ERROR_OUT_OF_MEMORY past its
+ * quota), held by g, with an empty node standing for its allocation (its last node). */
+static CUresult graph_alloc(cr_session_t *s, graph_t *g, uint64_t bytes, CUdeviceptr *out)
+{
+    if (!bytes || bytes > SIZE_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    graph_mem_t *m = calloc(1, sizeof *m);
+    CUresult r = m ? cr_session_charge(s, bytes) : CUDA_ERROR_OUT_OF_MEMORY;
+    if (r != CUDA_SUCCESS) {
+        free(m);
+        return r;
+    }
+    CUdeviceptr ptr = 0;
+    if ((r = cr_session_backend(s)->d.cuMemAlloc_v2(&ptr, (size_t)bytes)) != CUDA_SUCCESS) {
+        cr_session_uncharge(s, bytes);
+        free(m);
+        return r;
+    }
+    cr_session_track_alloc(s, ptr, (size_t)bytes);
+    *m = (graph_mem_t){0, s, ptr, 0};
+    int held = hold_mem(g, m) == 0;
+    if (!held || keep_bytes(g, 0, 0, NULL, 0, NULL, 0) != 0) {
+        if (held)
+            g->mem_count--;                            /* m, the last */
+        cr_session_free_when_idle(s, ptr, NULL, NULL); /* nothing used it yet */
+        free(m);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *out = ptr;
+    return CUDA_SUCCESS;
+}
+
+/* Memory g allocated that no free node of it frees yet, or NULL. */
+static graph_mem_t *graph_mem_of(const graph_t *g, CUdeviceptr ptr)
+{
+    for (size_t i = 0; i < g->mem_count; i++)
+        if (g->mems[i]->ptr == ptr && !g->mems[i]->freed_in_graph)
+            return g->mems[i];
+    return NULL;
+}
+
+static void reply_id(cr_request_t *req, CUresult r, uint64_t id);
+
+/* A stream-ordered allocation or free on a capturing stream (the request's stream is in
+ * the capture cap): an allocation becomes the graph's memory, allocated now and answered
+ * at once; a free of such memory a free node. A free of other memory invalidates the
+ * capture, as on a GPU. */
+static void capture_memory(cr_request_t *req, capture_t *cap)
+{
+    uint64_t bytes, ptr;
+    graph_t *g = cap->graph;
+    if (req->hdr.opcode == CR_OP_cuMemFreeAsync) {
+        graph_mem_t *m = cr_arg_u64(req, 0, &ptr) ? NULL : graph_mem_of(g, ptr);
+        if (!m || keep_bytes(g, 0, 0, NULL, 0, NULL, 0) != 0)
+            g->invalid = 1;
+        else
+            m->freed_in_graph = 1;
+        cr_request_finish(req, m ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    CUdeviceptr got = 0;
+    CUresult r = g->invalid                   ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+                 : cr_arg_u64(req, 1, &bytes) ? CUDA_ERROR_INVALID_VALUE
+                                              : graph_alloc(req->session, g, bytes, &got);
+    reply_id(req, r, got);
+}
+
+/* The argument naming the stream of a stream-ordered allocation or free, or -1. */
+static int memory_stream_arg(uint16_t opcode)
+{
+    switch (opcode) {
+    case CR_OP_cuMemAllocAsync: /* [out, bytes, stream] */
+        return 2;
+    case CR_OP_cuMemAllocFromPoolAsync: /* [out, bytes, pool, stream]: the graph's own pool */
+        return 3;
+    case CR_OP_cuMemFreeAsync: /* [address, stream] */
+        return 1;
+    default:
+        return -1;
+    }
+}
+
 int cr_graph_capture(cr_request_t *req)
 {
-    int arg = stream_arg(req->hdr.opcode);
+    int arg = stream_arg(req->hdr.opcode), mem_arg = memory_stream_arg(req->hdr.opcode);
     uint64_t sid, event;
     captures_t *c = captures(req->session, 0);
-    if (arg < 0 || !c || cr_arg_u64(req, (uint32_t)arg, &sid))
+    if ((arg < 0 && mem_arg < 0) || !c ||
+        cr_arg_u64(req, (uint32_t)(arg < 0 ? mem_arg : arg), &sid))
         return 0;
     capture_t *cap = capture_of(c, sid);
     uint16_t op = req->hdr.opcode;
+    if (mem_arg >= 0) {
+        if (!cap)
+            return 0;
+        capture_memory(req, cap);
+        return 1;
+    }
     if (op == CR_OP_cuStreamWaitEvent) {
         mark_t *m = cr_arg_u64(req, 1, &event) ? NULL : mark_of(c, event);
         if (m && !cap) { /* the stream joins the capture the event was recorded in */
@@ -1022,36 +1113,16 @@ void cr_srv_cuGraphAddMemAllocNode(cr_request_t *req)
     graph_t *g = req->argc == 3 && !cr_arg_u64(req, 0, &gid) && !cr_arg_u64(req, 2, &bytes)
                      ? cr_session_handle(s, CR_HT_CUgraph, gid)
                      : NULL;
-    if (!g || !bytes || bytes > SIZE_MAX || !deps_ok(s, g, &req->args[1])) {
+    if (!g || !deps_ok(s, g, &req->args[1])) {
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;
     }
-    graph_mem_t *m = calloc(1, sizeof *m);
-    CUresult r = m ? cr_session_charge(s, bytes) : CUDA_ERROR_OUT_OF_MEMORY;
-    if (r != CUDA_SUCCESS) {
-        free(m);
-        cr_request_finish(req, r);
-        return;
-    }
     CUdeviceptr ptr = 0;
-    if ((r = cr_session_backend(s)->d.cuMemAlloc_v2(&ptr, (size_t)bytes)) != CUDA_SUCCESS) {
-        cr_session_uncharge(s, bytes);
-        free(m);
+    CUresult r = graph_alloc(s, g, bytes, &ptr);
+    if (r != CUDA_SUCCESS)
         cr_request_finish(req, r);
-        return;
-    }
-    cr_session_track_alloc(s, ptr, (size_t)bytes);
-    *m = (graph_mem_t){0, s, ptr, 0};
-    int held = hold_mem(g, m) == 0;
-    if (!held || keep_bytes(g, 0, 0, NULL, 0, NULL, 0) != 0) {
-        if (held)
-            g->mem_count--;                            /* m, the last */
-        cr_session_free_when_idle(s, ptr, NULL, NULL); /* nothing used it yet */
-        free(m);
-        cr_request_finish(req, CUDA_ERROR_OUT_OF_MEMORY);
-        return;
-    }
-    reply_node_and(req, g, g->count - 1, ptr, 1);
+    else
+        reply_node_and(req, g, g->count - 1, ptr, 1);
 }
 
 /* [graph, dependencies, address] -> node: frees, with the graph, memory one of its
@@ -1063,10 +1134,7 @@ void cr_srv_cuGraphAddMemFreeNode(cr_request_t *req)
     graph_t *g = req->argc == 3 && !cr_arg_u64(req, 0, &gid) && !cr_arg_u64(req, 2, &ptr)
                      ? cr_session_handle(s, CR_HT_CUgraph, gid)
                      : NULL;
-    graph_mem_t *m = NULL;
-    for (size_t i = 0; g && i < g->mem_count && !m; i++)
-        if (g->mems[i]->ptr == ptr && !g->mems[i]->freed_in_graph)
-            m = g->mems[i];
+    graph_mem_t *m = g ? graph_mem_of(g, ptr) : NULL;
     if (!m || !deps_ok(s, g, &req->args[1])) {
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;

@@ -338,6 +338,9 @@ def request_seeds():
         frame('cuMemcpyDtoH_v2', [DEV + 2048, 64, 0]),
         frame('cuGraphExecDestroy', [FIRST_ID + 0x10]),
         frame('cuStreamBeginCapture_v2', [CLIENT_ID + 2, 1]),
+        frame('cuMemAllocAsync', [True, 4096, CLIENT_ID + 2]),
+        frame('cuMemFreeAsync', [DEV + 8192, CLIENT_ID + 2], flags=ASYNC),
+        frame('cuMemFreeAsync', [DEV, CLIENT_ID + 2], flags=ASYNC),
         frame('cuMemsetD8Async', [DEV, 1, 16, CLIENT_ID + 2], flags=ASYNC))
     # a graph built node by node: memset, copy, empty and event nodes, a child graph, an edge
     # forward and one backward, a clone, a kernel node's arguments changed in the executable

@@ -13,7 +13,7 @@
 // snapshot; a node on memory the program does not have is refused when added; an edge
 // backwards in the order nodes were added is not supported; the graph's DOT picture; host
 // nodes, built and captured, run in order at every launch; memory allocated and freed by
-// nodes of a graph.
+// nodes of a graph, and by stream-ordered calls in a capture.
 #include <string>
 #include <vector>
 
@@ -431,6 +431,26 @@ int main()
     expect_all(y, 11.0f, "y through the graph's memory, launched again");
     CHECK_CUDA(cudaGraphExecDestroy(with_mem_exec));
     CHECK_CUDA(cudaGraphDestroy(with_mem));
+    // the same by capture: a stream-ordered allocation and free on the capturing stream
+    float *scratch = nullptr;
+    CHECK_CUDA(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+    CHECK_CUDA(cudaMallocAsync(&scratch, BYTES, s1));
+    axpb<<<grid, block, 0, s1>>>(x, scratch, 3.0f, 0.0f, N);
+    CHECK_CUDA(cudaMemcpyAsync(z, scratch, BYTES, cudaMemcpyDeviceToDevice, s1));
+    CHECK_CUDA(cudaFreeAsync(scratch, s1));
+    cudaGraph_t captured_mem;
+    CHECK_CUDA(cudaStreamEndCapture(s1, &captured_mem));
+    cudaGraphExec_t captured_mem_exec;
+    CHECK_CUDA(cudaGraphInstantiate(&captured_mem_exec, captured_mem, 0));
+    fill(z, 0.0f);
+    for (int i = 0; i < 2; i++) {
+        fill(x, 2.0f + i);
+        CHECK_CUDA(cudaGraphLaunch(captured_mem_exec, s1));
+        CHECK_CUDA(cudaStreamSynchronize(s1));
+        expect_all(z, 3.0f * (2.0f + i), "z through memory allocated in a capture");
+    }
+    CHECK_CUDA(cudaGraphExecDestroy(captured_mem_exec));
+    CHECK_CUDA(cudaGraphDestroy(captured_mem));
     CHECK_CUDA(cudaGraphExecDestroy(built_exec));
     CHECK_CUDA(cudaGraphDestroy(built));
     CHECK_CUDA(cudaGraphDestroy(child));

@@ -314,7 +314,8 @@ def check_vmm(args, server, path, ops):
 def check_graph_memory(path, ops):
     """A graph's allocation nodes count against the quota exactly: at once, refused past
     it, given back once the graph that frees the memory and its executable graph are gone,
-    kept (the program's to free) when no node frees it; bob can neither free nor reach it."""
+    kept (the program's to free) when no node frees it; bob can neither free nor reach it.
+    The same for stream-ordered allocations in a capture."""
     alice, bob = Client(path, ops, TOKENS['alice']), Client(path, ops, TOKENS['bob'])
     r, graph = alice.call('cuGraphCreate', [0])[:2]
     expect('alice creates a graph', r, SUCCESS)
@@ -347,6 +348,20 @@ def check_graph_memory(path, ops):
     expect('leaves its memory to the program', mem_info(alice)[1], 56 * MiB)
     expect('which frees it', alice.call('cuMemFree_v2', [kept_ptr]), [SUCCESS])
     expect('and has it back', mem_info(alice)[1], 64 * MiB)
+    stream = CLIENT_ID_BASE + 0x30  # the same through a capture's stream-ordered calls
+    alice.send_async('cuStreamCreate', [stream, 1])
+    expect('alice captures', alice.call('cuStreamBeginCapture_v2', [stream, 0]), [SUCCESS])
+    r, captured_ptr = alice.call('cuMemAllocAsync', [True, 40 * MiB, stream])[:2]
+    expect('an allocation in the capture', r, SUCCESS)
+    expect('charged at once', mem_info(alice)[1], 24 * MiB)
+    expect('one past her quota: refused',
+           alice.call('cuMemAllocAsync', [True, 32 * MiB, stream])[0], OUT_OF_MEMORY)
+    alice.send_async('cuMemFreeAsync', [captured_ptr, stream])
+    r, captured = alice.call('cuStreamEndCapture', [stream])[:2]
+    expect('the capture ends with the allocation and its free', r, SUCCESS)
+    expect('the graph destroyed', alice.call('cuGraphDestroy', [captured]), [SUCCESS])
+    expect('her quota has the 40 MiB back', wait_free(path, ops, TOKENS['alice'], 64 * MiB),
+           64 * MiB)
     alice.sock.close()
     bob.sock.close()
 
