@@ -50,7 +50,9 @@ if [ ! -f "$nvidia/root/.complete" ]; then
   "${sudo_cmd[@]}" apt-get update -qq
   rm -rf "$nvidia/debs" "$nvidia/root"
   mkdir -p "$nvidia/debs" "$nvidia/root"
-  (cd "$nvidia/debs" && apt-get download -qq "${nvidia_packages[@]}")
+  sandbox=()  # as root, apt's download user could not write into a folder of root's
+  [ "$(id -u)" -ne 0 ] || sandbox=(-o APT::Sandbox::User=root)
+  (cd "$nvidia/debs" && apt-get download -qq "${sandbox[@]}" "${nvidia_packages[@]}")
   for deb in "$nvidia"/debs/*.deb; do
     dpkg -x "$deb" "$nvidia/root"
   done
