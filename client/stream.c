@@ -1,6 +1,9 @@
 /* Default streams (stream.h): the per-thread-default-stream flag that _ptds/_ptsz stubs set
  * for their call, and each thread's per-thread default stream, a blocking stream made on
- * its first use and destroyed when the thread exits.
+ * its first use and destroyed when the thread exits. Also streams' attributes, which the
+ * server checks (a priority its tenant allows, an access window on its own memory):
+ *   cuStreamSetAttribute [stream, attribute, value (bin: CUstreamAttrValue)]
+ *   cuStreamGetAttribute [stream, attribute] -> value (bin)
  *
  * Threads: any application thread, each for its own streams. Making a stream does not
  * wait (its id is chosen here); destroying one at thread exit waits for the reply. */
@@ -8,9 +11,12 @@
 
 #include <pthread.h>
 
+#include <string.h>
+
 #include "client.h"
 #include "handles.h"
 #include "marshal.h"
+#include "request.h"
 
 /* Bumped when the primary context is reset: per-thread streams must then be recreated. */
 static volatile unsigned stream_generation;
@@ -81,4 +87,60 @@ CUresult cr_stream_wire_id(CUstream s, uint64_t *id)
     pthread_setspecific(stream_key, created);
     *id = tls_stream_id;
     return CUDA_SUCCESS;
+}
+
+CUresult cr_hand_cuStreamSetAttribute(CUstream stream, CUstreamAttrID attr,
+                                      const CUstreamAttrValue *value)
+{
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    uint64_t sid;
+    CUresult r = value ? cr_stream_wire_id(stream, &sid) : CUDA_ERROR_INVALID_VALUE;
+    if (r != CUDA_SUCCESS)
+        return r;
+    cr_msg_t m;
+    int err = cr_msg_begin(cl->conn, &m, CR_OP_cuStreamSetAttribute);
+    if (err)
+        return cr_transport_error(err);
+    msgpack_pack_array(&m.pk, 3);
+    msgpack_pack_uint64(&m.pk, sid);
+    msgpack_pack_uint32(&m.pk, (uint32_t)attr);
+    msgpack_pack_bin(&m.pk, sizeof *value);
+    msgpack_pack_bin_body(&m.pk, value, sizeof *value);
+    cr_pending_t p = {0};
+    msgpack_unpacked u;
+    r = cr_call(&m, &p, &u);
+    cr_reply_done(&p, &u);
+    return r;
+}
+
+CUresult cr_hand_cuStreamGetAttribute(CUstream stream, CUstreamAttrID attr, CUstreamAttrValue *out)
+{
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    uint64_t sid;
+    CUresult r = out ? cr_stream_wire_id(stream, &sid) : CUDA_ERROR_INVALID_VALUE;
+    if (r != CUDA_SUCCESS)
+        return r;
+    cr_msg_t m;
+    int err = cr_msg_begin(cl->conn, &m, CR_OP_cuStreamGetAttribute);
+    if (err)
+        return cr_transport_error(err);
+    msgpack_pack_array(&m.pk, 2);
+    msgpack_pack_uint64(&m.pk, sid);
+    msgpack_pack_uint32(&m.pk, (uint32_t)attr);
+    cr_pending_t p = {0};
+    msgpack_unpacked u;
+    r = cr_call(&m, &p, &u);
+    const msgpack_object *v =
+        r == CUDA_SUCCESS && u.data.via.array.size == 2 ? &u.data.via.array.ptr[1] : NULL;
+    if (r == CUDA_SUCCESS &&
+        (!v || v->type != MSGPACK_OBJECT_BIN || v->via.bin.size != sizeof *out))
+        r = CUDA_ERROR_UNKNOWN;
+    if (r == CUDA_SUCCESS)
+        memcpy(out, v->via.bin.ptr, sizeof *out);
+    cr_reply_done(&p, &u);
+    return r;
 }

@@ -15,6 +15,11 @@ CUresult cr_session_create_stream(cr_session_t *s, CUstream *out, unsigned flags
  * (handlers_memory.c). */
 CUresult cr_session_memory_info(cr_session_t *s, size_t *free_bytes, size_t *total);
 
+/* A launch or stream attribute as the session's tenant may have it: a priority becomes
+ * the one its tenant's level allows, an access policy window must lie in the session's
+ * memory (else CUDA_ERROR_INVALID_VALUE); others pass (handlers_stream.c). */
+CUresult cr_session_check_attribute(cr_session_t *s, unsigned id, CUlaunchAttributeValue *v);
+
 /* Gives every global of the session's libraries and modules its initial contents again:
  * a primary-context reset on a GPU reloads code into a fresh context. */
 void cr_code_reinit_globals(cr_session_t *s);

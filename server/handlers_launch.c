@@ -151,6 +151,9 @@ static CUresult parse_attrs(cr_session_t *s, const msgpack_object_array *list,
             return CUDA_ERROR_INVALID_VALUE;
         attrs[i].id = (CUlaunchAttributeID)id;
         memcpy(&attrs[i].value, e->via.array.ptr[1].via.bin.ptr, sizeof attrs[i].value);
+        CUresult r = cr_session_check_attribute(s, (unsigned)id, &attrs[i].value);
+        if (r != CUDA_SUCCESS)
+            return r;
         if (id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT ||
             id == CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT) {
             CUevent *ev = id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT

@@ -318,6 +318,8 @@ struct cr__op_s {
     int run_inline; /* being run by the submitting thread (try_inline) */
 };
 
+#define CR__STREAM_ATTRS 32 /* attribute ids below this are kept */
+
 struct cr__stream_s {
     cr__obj_t obj;
     uint64_t handle; /* 0 for the legacy stream */
@@ -325,6 +327,9 @@ struct cr__stream_s {
     unsigned flags;
     int priority;
     int is_legacy;
+    /* stream attributes other than the priority, kept as set (hints for a GPU; under lock) */
+    CUlaunchAttributeValue attrs[CR__STREAM_ATTRS];
+    uint32_t attrs_set; /* bit per attribute id */
     pthread_mutex_t lock;
     pthread_cond_t work_cond; /* worker: ops queued or destroying */
     pthread_cond_t done_cond; /* waiters: completed advanced */

@@ -552,6 +552,45 @@ CUresult cr_emu_cuStreamGetPriority(CUstream hStream, int *priority)
     return CUDA_SUCCESS;
 }
 
+/* The stream attributes a GPU takes as hints (access policy window, synchronization
+ * policy, memory sync domain) are kept and given back; the priority is the stream's. */
+CUresult cr_emu_cuStreamSetAttribute(CUstream hStream, CUstreamAttrID attr,
+                                     const CUstreamAttrValue *value)
+{
+    CR__ENTER();
+    if (!value || attr == 0 || (unsigned)attr >= CR__STREAM_ATTRS)
+        return CUDA_ERROR_INVALID_VALUE;
+    GET_STREAM(s, hStream);
+    pthread_mutex_lock(&s->lock);
+    if (attr == CU_STREAM_ATTRIBUTE_PRIORITY) {
+        s->priority = value->priority;
+    } else {
+        s->attrs[attr] = *value;
+        s->attrs_set |= 1u << attr;
+    }
+    pthread_mutex_unlock(&s->lock);
+    cr__stream_put(s);
+    return CUDA_SUCCESS;
+}
+
+CUresult cr_emu_cuStreamGetAttribute(CUstream hStream, CUstreamAttrID attr,
+                                     CUstreamAttrValue *value)
+{
+    CR__ENTER();
+    if (!value || attr == 0 || (unsigned)attr >= CR__STREAM_ATTRS)
+        return CUDA_ERROR_INVALID_VALUE;
+    GET_STREAM(s, hStream);
+    pthread_mutex_lock(&s->lock);
+    memset(value, 0, sizeof *value);
+    if (attr == CU_STREAM_ATTRIBUTE_PRIORITY)
+        value->priority = s->priority;
+    else if (s->attrs_set & (1u << attr))
+        *value = s->attrs[attr];
+    pthread_mutex_unlock(&s->lock);
+    cr__stream_put(s);
+    return CUDA_SUCCESS;
+}
+
 CUresult cr_emu_cuStreamGetFlags(CUstream hStream, unsigned int *flags)
 {
     CR__ENTER();

@@ -1,4 +1,5 @@
-// streams: priority range and priorities (clamped outside the range), stream flags, async
+// streams: priority range and priorities (clamped outside the range), stream attributes
+// (priority, synchronization policy, an L2 window set and cleared), stream flags, async
 // copies on several streams with pinned memory, cudaStreamQuery (idle: success, blocked:
 // not ready), cudaStreamWaitEvent ordering across streams, launches on each stream (checked
 // against the trace), the legacy default stream's implicit ordering with blocking streams,
@@ -84,6 +85,34 @@ int main()
     CHECK(prio == greatest, "priority %d not clamped: %d", greatest - 5, prio);
     CHECK_CUDA(cudaStreamGetPriority(plain, &prio));
     CHECK(prio == 0, "default priority %d", prio);
+    // attributes: a priority, a synchronization policy and an L2 window set and read back
+    cudaStreamAttrValue attr = {};
+    attr.priority = least;
+    CHECK_CUDA(cudaStreamSetAttribute(hi, cudaStreamAttributePriority, &attr));
+    attr.priority = 99;
+    CHECK_CUDA(cudaStreamGetAttribute(hi, cudaStreamAttributePriority, &attr));
+    CHECK(attr.priority == least, "priority attribute %d, expected %d", attr.priority, least);
+    CHECK_CUDA(cudaStreamGetPriority(hi, &prio));
+    CHECK(prio == least, "priority %d after the attribute, expected %d", prio, least);
+    attr = {};
+    attr.syncPolicy = cudaSyncPolicySpin;
+    CHECK_CUDA(cudaStreamSetAttribute(plain, cudaStreamAttributeSynchronizationPolicy, &attr));
+    attr.syncPolicy = cudaSyncPolicyAuto;
+    CHECK_CUDA(cudaStreamGetAttribute(plain, cudaStreamAttributeSynchronizationPolicy, &attr));
+    CHECK(attr.syncPolicy == cudaSyncPolicySpin, "synchronization policy %d", (int)attr.syncPolicy);
+    void *window_buf;
+    CHECK_CUDA(cudaMalloc(&window_buf, 1 << 16));
+    attr = {};
+    attr.accessPolicyWindow.base_ptr = window_buf;
+    attr.accessPolicyWindow.num_bytes = 1 << 16;
+    attr.accessPolicyWindow.hitRatio = 1.0f;
+    attr.accessPolicyWindow.hitProp = cudaAccessPropertyNormal;
+    attr.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
+    CHECK_CUDA(cudaStreamSetAttribute(plain, cudaStreamAttributeAccessPolicyWindow, &attr));
+    attr = {};
+    attr.accessPolicyWindow.num_bytes = 0; // an empty window clears it
+    CHECK_CUDA(cudaStreamSetAttribute(plain, cudaStreamAttributeAccessPolicyWindow, &attr));
+    CHECK_CUDA(cudaFree(window_buf));
     unsigned flags = 99;
     CHECK_CUDA(cudaStreamGetFlags(nb, &flags));
     CHECK(flags == cudaStreamNonBlocking, "non-blocking stream flags %#x", flags);

@@ -41,6 +41,14 @@ PTX = b'''.version 8.0
 \0'''
 
 
+ATTR_ACCESS_POLICY_WINDOW, ATTR_PRIORITY = 1, 8  # CUlaunchAttributeID
+
+
+def window(address, size=4096):
+    """A CUaccessPolicyWindow over [address, address + size) as a 64-byte attribute value."""
+    return struct.pack('<QQfii', address, size, 1.0, 2, 0).ljust(64, b'\0')
+
+
 def write_tenants(path, entries):
     with open(path + '.tmp', 'w') as f:
         json.dump({'tenants': entries}, f)
@@ -187,6 +195,7 @@ def check_isolation(path, ops):
          INVALID_VALUE),
         ('cuMemcpy3D_v2', [3, 0, 64, 2, 1, [mine, 0, 0, 0, 256, 2], [a, 0, 0, 0, 256, 2]], b'',
          INVALID_VALUE),
+        ('cuStreamSetAttribute', [0, ATTR_ACCESS_POLICY_WINDOW, window(a)], b'', INVALID_VALUE),
         ('cuStreamSynchronize', [stream], b'', INVALID_HANDLE),
         ('cuStreamQuery', [stream], b'', INVALID_HANDLE),
         ('cuEventQuery', [event], b'', INVALID_HANDLE),
@@ -205,6 +214,9 @@ def check_isolation(path, ops):
         if got != want:
             raise Failure('bob\'s %s %r: got %d, expected %d' % (op, body, got, want))
     print('ok: %d attempts on alice\'s memory and handles refused' % len(attempts))
+    expect('alice may put an L2 window over her own memory',
+           alice.call('cuStreamSetAttribute', [0, ATTR_ACCESS_POLICY_WINDOW, window(a)]),
+           [SUCCESS])
 
     # a graph is checked at every launch: bob captures work on alice's memory
     own_stream = CLIENT_ID_BASE + 0x30
@@ -391,6 +403,8 @@ def check_reload(server, path, ops, tenants_file):
            SUCCESS)
 
 
+
+
 def check_priorities(server, path, ops):
     """After the reload bob is high, carol low, alice normal: their streams get the
     emulated device's greatest priority (-5), its least (0), and what alice asks for, -5
@@ -410,6 +424,13 @@ def check_priorities(server, path, ops):
                     for sid in (base, base + 0x10, base + 0x20))
         expect('%s\'s streams: default, asked -3, asked -5' % name, got,
                (default, asked3, asked5))
+        # a stream attribute may not raise a priority past what the tenant may have
+        asked = struct.pack('<i', -5).ljust(64, b'\0')
+        expect('%s sets a stream\'s priority attribute to -5' % name,
+               c.call('cuStreamSetAttribute', [base, ATTR_PRIORITY, asked]), [SUCCESS])
+        r = c.call('cuStreamGetAttribute', [base, ATTR_PRIORITY])[0]
+        got = struct.unpack('<i', c.last_body[-64:][:4])[0] if r == SUCCESS else None
+        expect('and has %d' % asked5, (r, got), (SUCCESS, asked5))
         if name in grids:
             r, module = c.call('cuModuleLoadData', [3], bulk=PTX)
             r, function = c.call('cuModuleGetFunction', [True, module, 'touch'])
