@@ -15,8 +15,9 @@
  *                               now, kept across launches (server/graph.c)
  *   cuGraphAddMemFreeNode       [graph, dependencies, address] -> node
  *   cuGraphAddDependencies      [graph, from nodes, to nodes]
- *   cuGraphExecKernelNodeSetParams_v2 [executable graph, node, cuLaunchKernel's arguments]
- *                               + parameter bytes
+ *   cuGraphNodeSetParams        [executable graph (0: the node's graph), node, opcode,
+ *                               arguments] + bulk: every SetParams of a node kind kept as a
+ *                               request (kernel, memset, copy, host, event)
  *   cuGraphExecUpdate_v2        [executable graph, graph] -> CUgraphExecUpdateResult (also
  *                               with CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
  *   cuGraphDebugDotPrint        [graph] -> [[opcode, inner]...]: its nodes in order; the
@@ -227,12 +228,33 @@ static void pack_handles(msgpack_packer *pk, const void *const *h, size_t n)
         msgpack_pack_uint64(pk, (uint64_t)(uintptr_t)h[i]);
 }
 
-/* A node: the request `opcode` with arguments `vals` (or a kernel launch's, with `l`), its
- * stream left 0 for the launch to fill in; opcode 0 is an empty node. Sent as
- * [graph, dependencies, opcode, arguments] + bulk under cuGraphAddNode's name. */
+/* A node's request: `opcode` with arguments `vals`, or a kernel launch's (is_launch), its
+ * stream left 0 for the launch to fill in; opcode 0 is an empty node. */
+typedef struct {
+    uint16_t opcode;
+    unsigned nvals;
+    uint64_t vals[6];
+    int is_launch;
+    cr_launch_t launch;
+} node_args_t;
+
+/* opcode, then [arguments] (a launch's as cuLaunchKernel sends them) + its bulk */
+static void pack_node_args(cr_msg_t *m, const node_args_t *a)
+{
+    msgpack_pack_uint16(&m->pk, a->opcode);
+    if (a->is_launch) {
+        cr_launch_pack(&m->pk, &a->launch, 0, 0);
+        cr_msg_bulk(m, a->launch.params.buf, a->launch.params.size);
+        return;
+    }
+    msgpack_pack_array(&m->pk, a->nvals);
+    for (unsigned i = 0; i < a->nvals; i++)
+        msgpack_pack_uint64(&m->pk, a->vals[i]);
+}
+
+/* Sends [graph, dependencies, opcode, arguments] + bulk under cuGraphAddNode's name. */
 static CUresult add_node(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t ndeps,
-                         uint16_t opcode, const uint64_t *vals, unsigned nvals,
-                         const cr_launch_t *l)
+                         const node_args_t *a)
 {
     cr_client_t *cl = cr_client();
     if (!cl)
@@ -246,23 +268,58 @@ static CUresult add_node(CUgraphNode *node, CUgraph graph, const CUgraphNode *de
     msgpack_pack_array(&m.pk, 4);
     msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)graph);
     pack_handles(&m.pk, (const void *const *)deps, ndeps);
-    msgpack_pack_uint16(&m.pk, opcode);
-    if (l) {
-        cr_launch_pack(&m.pk, l, 0, 0);
-        cr_msg_bulk(&m, l->params.buf, l->params.size);
-    } else {
-        msgpack_pack_array(&m.pk, nvals);
-        for (unsigned i = 0; i < nvals; i++)
-            msgpack_pack_uint64(&m.pk, vals[i]);
-    }
+    pack_node_args(&m, a);
     uint64_t id = 0;
     CUresult r = cr_call_u64(&m, &id);
     *node = r == CUDA_SUCCESS ? (CUgraphNode)(uintptr_t)id : NULL;
     return r;
 }
 
-/* Checks a kernel node's launch and builds its parameter buffer (cr_launch_free it). */
-static CUresult prepare_kernel(cr_launch_t *l, const CUDA_KERNEL_NODE_PARAMS *p)
+/* Sends [executable graph (0: the node's graph), node, opcode, arguments] + bulk under
+ * cuGraphNodeSetParams's name: the node takes these arguments. */
+static CUresult set_node(CUgraphExec exec, CUgraphNode node, const node_args_t *a)
+{
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!node)
+        return CUDA_ERROR_INVALID_VALUE;
+    cr_msg_t m;
+    int err = cr_msg_begin(cl->conn, &m, CR_OP_cuGraphNodeSetParams);
+    if (err)
+        return cr_transport_error(err);
+    msgpack_pack_array(&m.pk, 4);
+    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)exec);
+    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)node);
+    pack_node_args(&m, a);
+    cr_pending_t pend = {0};
+    msgpack_unpacked u;
+    CUresult r = cr_call(&m, &pend, &u);
+    cr_reply_done(&pend, &u);
+    return r;
+}
+
+/* A node's arguments described (args_*), then added or set, then let go. */
+static CUresult add_described(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
+                              node_args_t *a, CUresult described)
+{
+    CUresult r = described == CUDA_SUCCESS ? add_node(node, graph, deps, n, a) : described;
+    if (described == CUDA_SUCCESS && a->is_launch)
+        cr_launch_free(&a->launch);
+    return r;
+}
+
+static CUresult set_described(CUgraphExec exec, CUgraphNode node, node_args_t *a,
+                              CUresult described)
+{
+    CUresult r = described == CUDA_SUCCESS ? set_node(exec, node, a) : described;
+    if (described == CUDA_SUCCESS && a->is_launch)
+        cr_launch_free(&a->launch);
+    return r;
+}
+
+/* A kernel node: cuLaunchKernel's arguments and parameter bytes, checked here first. */
+static CUresult args_kernel(node_args_t *a, const CUDA_KERNEL_NODE_PARAMS *p)
 {
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
@@ -271,7 +328,8 @@ static CUresult prepare_kernel(cr_launch_t *l, const CUDA_KERNEL_NODE_PARAMS *p)
                           p->sharedMemBytes};
     /* a CUkernel names its function as the server sees it */
     CUfunction f = p->func ? p->func : (CUfunction)(void *)p->kern;
-    return cr_launch_prepare(l, f, &d, p->kernelParams, p->extra);
+    *a = (node_args_t){.opcode = CR_OP_cuLaunchKernel, .is_launch = 1};
+    return cr_launch_prepare(&a->launch, f, &d, p->kernelParams, p->extra);
 }
 
 /* The v1 parameters are the v2 ones without a kernel and a context. */
@@ -282,59 +340,27 @@ static CUDA_KERNEL_NODE_PARAMS from_v1(const CUDA_KERNEL_NODE_PARAMS_v1 *p)
                                      p->kernelParams, p->extra,     NULL,         NULL};
 }
 
-static CUresult kernel_node(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
-                            const CUDA_KERNEL_NODE_PARAMS *p)
-{
-    cr_launch_t l;
-    CUresult r = prepare_kernel(&l, p);
-    if (r != CUDA_SUCCESS)
-        return r;
-    r = add_node(node, graph, deps, n, CR_OP_cuLaunchKernel, NULL, 0, &l);
-    cr_launch_free(&l);
-    return r;
-}
-
-CUresult cr_hand_cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
-                                         size_t n, const CUDA_KERNEL_NODE_PARAMS *p)
-{
-    return kernel_node(node, graph, deps, n, p);
-}
-
-CUresult cr_hand_cuGraphAddKernelNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
-                                      size_t n, const CUDA_KERNEL_NODE_PARAMS_v1 *p)
-{
-    if (!p)
-        return CUDA_ERROR_INVALID_VALUE;
-    CUDA_KERNEL_NODE_PARAMS v2 = from_v1(p);
-    return kernel_node(node, graph, deps, n, &v2);
-}
-
 static const uint16_t memset_ops[2][3] = {
     {CR_OP_cuMemsetD8Async, CR_OP_cuMemsetD16Async, CR_OP_cuMemsetD32Async},
     {CR_OP_cuMemsetD2D8Async, CR_OP_cuMemsetD2D16Async, CR_OP_cuMemsetD2D32Async}};
 
-CUresult cr_hand_cuGraphAddMemsetNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
-                                      size_t n, const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx)
+static CUresult args_memset(node_args_t *a, const CUDA_MEMSET_NODE_PARAMS *p)
 {
-    (void)ctx; /* one context: every node runs in the server's */
     if (!p || (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4) || !p->width ||
         !p->height)
         return CUDA_ERROR_INVALID_VALUE;
     int e = p->elementSize == 1 ? 0 : p->elementSize == 2 ? 1 : 2;
     uint64_t value = p->elementSize == 4 ? p->value : p->value & ((1u << (8 * p->elementSize)) - 1);
-    if (p->height == 1) {
-        uint64_t v[4] = {p->dst, value, p->width, 0};
-        return add_node(node, graph, deps, n, memset_ops[0][e], v, 4, NULL);
-    }
-    uint64_t v[6] = {p->dst, p->pitch, value, p->width, p->height, 0};
-    return add_node(node, graph, deps, n, memset_ops[1][e], v, 6, NULL);
+    if (p->height == 1)
+        *a = (node_args_t){memset_ops[0][e], 4, {p->dst, value, p->width, 0}};
+    else
+        *a = (node_args_t){memset_ops[1][e], 6, {p->dst, p->pitch, value, p->width, p->height, 0}};
+    return CUDA_SUCCESS;
 }
 
 /* Device-to-device copies of one row; every other copy node needs host memory or arrays. */
-CUresult cr_hand_cuGraphAddMemcpyNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
-                                      size_t n, const CUDA_MEMCPY3D *p, CUcontext ctx)
+static CUresult args_copy(node_args_t *a, const CUDA_MEMCPY3D *p)
 {
-    (void)ctx;
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
     int device_src =
@@ -344,29 +370,133 @@ CUresult cr_hand_cuGraphAddMemcpyNode(CUgraphNode *node, CUgraph graph, const CU
     if (!device_src || !device_dst || p->Height > 1 || p->Depth > 1 || p->srcY || p->srcZ ||
         p->dstY || p->dstZ || p->srcLOD || p->dstLOD)
         return CUDA_ERROR_NOT_SUPPORTED;
-    uint64_t v[4] = {p->dstDevice + p->dstXInBytes, p->srcDevice + p->srcXInBytes, p->WidthInBytes,
-                     0};
-    return add_node(node, graph, deps, n, CR_OP_cuMemcpyDtoDAsync_v2, v, 4, NULL);
+    *a = (node_args_t){
+        CR_OP_cuMemcpyDtoDAsync_v2,
+        4,
+        {p->dstDevice + p->dstXInBytes, p->srcDevice + p->srcXInBytes, p->WidthInBytes, 0}};
+    return CUDA_SUCCESS;
+}
+
+/* A host node: the function is kept here under a new id, which the node names; the server
+ * asks for it at each launch (server/handlers_launch.c). */
+static CUresult args_host(node_args_t *a, const CUDA_HOST_NODE_PARAMS *p)
+{
+    if (!p || !p->fn)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t host_id;
+    CUresult r = cr_launch_keep_host_func(p->fn, p->userData, &host_id);
+    *a = (node_args_t){CR_OP_cuLaunchHostFunc, 2, {0, host_id}};
+    return r;
+}
+
+static CUresult args_event(node_args_t *a, uint16_t opcode, CUevent event)
+{
+    if (opcode == CR_OP_cuEventRecord) /* [event, stream] */
+        *a = (node_args_t){opcode, 2, {(uint64_t)(uintptr_t)event, 0}};
+    else /* cuStreamWaitEvent: [stream, event, flags] */
+        *a = (node_args_t){opcode, 3, {0, (uint64_t)(uintptr_t)event, 0}};
+    return CUDA_SUCCESS;
+}
+
+/* The generic parameters of the kinds kept as one request. */
+static CUresult args_of(node_args_t *a, CUgraphNodeParams *p)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    switch (p->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL: {
+        const CUDA_KERNEL_NODE_PARAMS_v3 *k = &p->kernel;
+        CUDA_KERNEL_NODE_PARAMS v2 = {k->func,      k->gridDimX,       k->gridDimY,
+                                      k->gridDimZ,  k->blockDimX,      k->blockDimY,
+                                      k->blockDimZ, k->sharedMemBytes, k->kernelParams,
+                                      k->extra,     k->kern,           k->ctx};
+        return args_kernel(a, &v2);
+    }
+    case CU_GRAPH_NODE_TYPE_MEMSET: {
+        const CUDA_MEMSET_NODE_PARAMS_v2 *m = &p->memset;
+        CUDA_MEMSET_NODE_PARAMS v1 = {m->dst,         m->pitch, m->value,
+                                      m->elementSize, m->width, m->height};
+        return args_memset(a, &v1);
+    }
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+        return p->memcpy.flags || p->memcpy.reserved ? CUDA_ERROR_INVALID_VALUE
+                                                     : args_copy(a, &p->memcpy.copyParams);
+    case CU_GRAPH_NODE_TYPE_HOST: {
+        CUDA_HOST_NODE_PARAMS h = {p->host.fn, p->host.userData};
+        return args_host(a, &h);
+    }
+    case CU_GRAPH_NODE_TYPE_EMPTY:
+        *a = (node_args_t){0};
+        return CUDA_SUCCESS;
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+        return args_event(a, CR_OP_cuEventRecord, p->eventRecord.event);
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+        return args_event(a, CR_OP_cuStreamWaitEvent, p->eventWait.event);
+    default:
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+}
+
+/* --- adding nodes --- */
+
+CUresult cr_hand_cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                         size_t n, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+    node_args_t a;
+    return add_described(node, graph, deps, n, &a, args_kernel(&a, p));
+}
+
+CUresult cr_hand_cuGraphAddKernelNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                      size_t n, const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUDA_KERNEL_NODE_PARAMS v2 = from_v1(p);
+    return cr_hand_cuGraphAddKernelNode_v2(node, graph, deps, n, &v2);
+}
+
+CUresult cr_hand_cuGraphAddMemsetNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                      size_t n, const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx)
+{
+    (void)ctx; /* one context: every node runs in the server's */
+    node_args_t a;
+    return add_described(node, graph, deps, n, &a, args_memset(&a, p));
+}
+
+CUresult cr_hand_cuGraphAddMemcpyNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                      size_t n, const CUDA_MEMCPY3D *p, CUcontext ctx)
+{
+    (void)ctx;
+    node_args_t a;
+    return add_described(node, graph, deps, n, &a, args_copy(&a, p));
 }
 
 CUresult cr_hand_cuGraphAddEmptyNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
                                      size_t n)
 {
-    return add_node(node, graph, deps, n, 0, NULL, 0, NULL);
+    node_args_t a = {0};
+    return add_described(node, graph, deps, n, &a, CUDA_SUCCESS);
 }
 
 CUresult cr_hand_cuGraphAddEventRecordNode(CUgraphNode *node, CUgraph graph,
                                            const CUgraphNode *deps, size_t n, CUevent event)
 {
-    uint64_t v[2] = {(uint64_t)(uintptr_t)event, 0};
-    return add_node(node, graph, deps, n, CR_OP_cuEventRecord, v, 2, NULL);
+    node_args_t a;
+    return add_described(node, graph, deps, n, &a, args_event(&a, CR_OP_cuEventRecord, event));
 }
 
 CUresult cr_hand_cuGraphAddEventWaitNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
                                          size_t n, CUevent event)
 {
-    uint64_t v[3] = {0, (uint64_t)(uintptr_t)event, 0};
-    return add_node(node, graph, deps, n, CR_OP_cuStreamWaitEvent, v, 3, NULL);
+    node_args_t a;
+    return add_described(node, graph, deps, n, &a, args_event(&a, CR_OP_cuStreamWaitEvent, event));
+}
+
+CUresult cr_hand_cuGraphAddHostNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                    size_t n, const CUDA_HOST_NODE_PARAMS *p)
+{
+    node_args_t a;
+    return add_described(node, graph, deps, n, &a, args_host(&a, p));
 }
 
 CUresult cr_hand_cuGraphAddChildGraphNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
@@ -389,20 +519,6 @@ CUresult cr_hand_cuGraphAddChildGraphNode(CUgraphNode *node, CUgraph graph, cons
     CUresult r = cr_call_u64(&m, &id);
     *node = r == CUDA_SUCCESS ? (CUgraphNode)(uintptr_t)id : NULL;
     return r;
-}
-
-/* A host node: the function is kept here under a new id, which the node names; the server
- * asks for it at each launch (server/handlers_launch.c). */
-CUresult cr_hand_cuGraphAddHostNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
-                                    size_t n, const CUDA_HOST_NODE_PARAMS *p)
-{
-    if (!p || !p->fn)
-        return CUDA_ERROR_INVALID_VALUE;
-    uint64_t host_id;
-    CUresult r = cr_launch_keep_host_func(p->fn, p->userData, &host_id);
-    uint64_t v[2] = {0, host_id};
-    return r == CUDA_SUCCESS ? add_node(node, graph, deps, n, CR_OP_cuLaunchHostFunc, v, 2, NULL)
-                             : r;
 }
 
 /* [graph, dependencies, value] -> [node] or [node, address] (with address). */
@@ -476,20 +592,6 @@ CUresult cr_hand_cuGraphAddNode(CUgraphNode *node, CUgraph graph, const CUgraphN
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
     switch (p->type) {
-    case CU_GRAPH_NODE_TYPE_KERNEL: {
-        const CUDA_KERNEL_NODE_PARAMS_v3 *k = &p->kernel;
-        CUDA_KERNEL_NODE_PARAMS v2 = {k->func,      k->gridDimX,       k->gridDimY,
-                                      k->gridDimZ,  k->blockDimX,      k->blockDimY,
-                                      k->blockDimZ, k->sharedMemBytes, k->kernelParams,
-                                      k->extra,     k->kern,           k->ctx};
-        return kernel_node(node, graph, deps, n, &v2);
-    }
-    case CU_GRAPH_NODE_TYPE_EMPTY:
-        return cr_hand_cuGraphAddEmptyNode(node, graph, deps, n);
-    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
-        return cr_hand_cuGraphAddEventRecordNode(node, graph, deps, n, p->eventRecord.event);
-    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
-        return cr_hand_cuGraphAddEventWaitNode(node, graph, deps, n, p->eventWait.event);
     case CU_GRAPH_NODE_TYPE_GRAPH:
         return cr_hand_cuGraphAddChildGraphNode(node, graph, deps, n, p->graph.graph);
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC: {
@@ -501,12 +603,10 @@ CUresult cr_hand_cuGraphAddNode(CUgraphNode *node, CUgraph graph, const CUgraphN
     }
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
         return cr_hand_cuGraphAddMemFreeNode(node, graph, deps, n, p->free.dptr);
-    case CU_GRAPH_NODE_TYPE_HOST: {
-        CUDA_HOST_NODE_PARAMS h = {p->host.fn, p->host.userData};
-        return cr_hand_cuGraphAddHostNode(node, graph, deps, n, &h);
+    default: {
+        node_args_t a;
+        return add_described(node, graph, deps, n, &a, args_of(&a, p));
     }
-    default:
-        return CUDA_ERROR_NOT_SUPPORTED;
     }
 }
 
@@ -550,38 +650,39 @@ CUresult cr_hand_cuGraphAddDependencies_v2(CUgraph graph, const CUgraphNode *fro
     return cr_hand_cuGraphAddDependencies(graph, from, to, n);
 }
 
-static CUresult set_kernel_params(CUgraphExec exec, CUgraphNode node,
-                                  const CUDA_KERNEL_NODE_PARAMS *p)
+/* --- changing a node's arguments: in its graph (exec 0), or in an executable graph --- */
+
+CUresult cr_hand_cuGraphNodeSetParams(CUgraphNode node, CUgraphNodeParams *p)
 {
-    if (!exec || !node)
+    node_args_t a;
+    return set_described(NULL, node, &a, args_of(&a, p));
+}
+
+CUresult cr_hand_cuGraphExecNodeSetParams(CUgraphExec exec, CUgraphNode node, CUgraphNodeParams *p)
+{
+    node_args_t a;
+    return exec ? set_described(exec, node, &a, args_of(&a, p)) : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cr_hand_cuGraphKernelNodeSetParams_v2(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+    node_args_t a;
+    return set_described(NULL, node, &a, args_kernel(&a, p));
+}
+
+CUresult cr_hand_cuGraphKernelNodeSetParams(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+    if (!p)
         return CUDA_ERROR_INVALID_VALUE;
-    cr_launch_t l;
-    CUresult r = prepare_kernel(&l, p);
-    if (r != CUDA_SUCCESS)
-        return r;
-    cr_msg_t m;
-    int err = cr_msg_begin(cr_client()->conn, &m, CR_OP_cuGraphExecKernelNodeSetParams_v2);
-    if (err) {
-        cr_launch_free(&l);
-        return cr_transport_error(err);
-    }
-    msgpack_pack_array(&m.pk, 3);
-    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)exec);
-    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)node);
-    cr_launch_pack(&m.pk, &l, 0, 0);
-    cr_msg_bulk(&m, l.params.buf, l.params.size);
-    cr_pending_t pend = {0};
-    msgpack_unpacked u;
-    r = cr_call(&m, &pend, &u);
-    cr_reply_done(&pend, &u);
-    cr_launch_free(&l);
-    return r;
+    CUDA_KERNEL_NODE_PARAMS v2 = from_v1(p);
+    return cr_hand_cuGraphKernelNodeSetParams_v2(node, &v2);
 }
 
 CUresult cr_hand_cuGraphExecKernelNodeSetParams_v2(CUgraphExec exec, CUgraphNode node,
                                                    const CUDA_KERNEL_NODE_PARAMS *p)
 {
-    return set_kernel_params(exec, node, p);
+    node_args_t a;
+    return exec ? set_described(exec, node, &a, args_kernel(&a, p)) : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult cr_hand_cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode node,
@@ -590,7 +691,48 @@ CUresult cr_hand_cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode no
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
     CUDA_KERNEL_NODE_PARAMS v2 = from_v1(p);
-    return set_kernel_params(exec, node, &v2);
+    return cr_hand_cuGraphExecKernelNodeSetParams_v2(exec, node, &v2);
+}
+
+CUresult cr_hand_cuGraphMemsetNodeSetParams(CUgraphNode node, const CUDA_MEMSET_NODE_PARAMS *p)
+{
+    node_args_t a;
+    return set_described(NULL, node, &a, args_memset(&a, p));
+}
+
+CUresult cr_hand_cuGraphExecMemsetNodeSetParams(CUgraphExec exec, CUgraphNode node,
+                                                const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx)
+{
+    (void)ctx;
+    node_args_t a;
+    return exec ? set_described(exec, node, &a, args_memset(&a, p)) : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cr_hand_cuGraphMemcpyNodeSetParams(CUgraphNode node, const CUDA_MEMCPY3D *p)
+{
+    node_args_t a;
+    return set_described(NULL, node, &a, args_copy(&a, p));
+}
+
+CUresult cr_hand_cuGraphExecMemcpyNodeSetParams(CUgraphExec exec, CUgraphNode node,
+                                                const CUDA_MEMCPY3D *p, CUcontext ctx)
+{
+    (void)ctx;
+    node_args_t a;
+    return exec ? set_described(exec, node, &a, args_copy(&a, p)) : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cr_hand_cuGraphHostNodeSetParams(CUgraphNode node, const CUDA_HOST_NODE_PARAMS *p)
+{
+    node_args_t a;
+    return set_described(NULL, node, &a, args_host(&a, p));
+}
+
+CUresult cr_hand_cuGraphExecHostNodeSetParams(CUgraphExec exec, CUgraphNode node,
+                                              const CUDA_HOST_NODE_PARAMS *p)
+{
+    node_args_t a;
+    return exec ? set_described(exec, node, &a, args_host(&a, p)) : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* The reply [CUresult, CUgraphExecUpdateResult] says why an update failed too. */

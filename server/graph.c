@@ -836,6 +836,102 @@ static CUresult node_memory_ok(cr_session_t *s, uint16_t opcode, const msgpack_o
     }
 }
 
+/* What kind of node a kept request is: nodes may change their arguments, not their kind. */
+static int node_kind(uint16_t opcode)
+{
+    switch (opcode) {
+    case CR_OP_cuMemsetD8Async:
+    case CR_OP_cuMemsetD16Async:
+    case CR_OP_cuMemsetD32Async:
+    case CR_OP_cuMemsetD2D8Async:
+    case CR_OP_cuMemsetD2D16Async:
+    case CR_OP_cuMemsetD2D32Async:
+        return CR_OP_cuMemsetD8Async; /* one kind: a memset may change its width */
+    default:
+        return opcode;
+    }
+}
+
+/* The arguments of a node of kind `opcode` (as cuGraphAddNode and cuGraphNodeSetParams
+ * carry them, opcode 0 for an empty node): well formed, and naming only what the session
+ * has (a kernel node's function, a memset's or copy's memory, a host node's id); *arg gets
+ * its stream argument's place. */
+static CUresult check_node(cr_session_t *s, uint64_t opcode, const msgpack_object *args, int *arg)
+{
+    *arg = opcode <= UINT16_MAX ? stream_arg((uint16_t)opcode) : -1;
+    if (opcode == 0)
+        return (*arg = 0, CUDA_SUCCESS);
+    if (*arg < 0 || args->type != MSGPACK_OBJECT_ARRAY || args->via.array.size <= (unsigned)*arg)
+        return CUDA_ERROR_INVALID_VALUE;
+    const msgpack_object_array *a = &args->via.array;
+    uint64_t v;
+    switch (opcode) {
+    case CR_OP_cuLaunchKernel: { /* a function of the session's */
+        CUfunction f;
+        const cr_kernel_param_t *kp;
+        uint32_t count;
+        return cr_obj_u64(&a->ptr[0], &v) ? CUDA_ERROR_INVALID_VALUE
+                                          : cr_session_kernel_params(s, v, &f, &kp, &count);
+    }
+    case CR_OP_cuLaunchHostFunc: /* [stream, host id]: the client keeps the function */
+        return a->size == 2 && !cr_obj_u64(&a->ptr[1], &v) && v ? CUDA_SUCCESS
+                                                                : CUDA_ERROR_INVALID_VALUE;
+    default:
+        return node_memory_ok(s, (uint16_t)opcode, a);
+    }
+}
+
+/* Packs a node's arguments as the request it stands for keeps them: *body (free it). */
+static int pack_args(uint16_t opcode, const msgpack_object *args, msgpack_sbuffer *body)
+{
+    msgpack_sbuffer_init(body);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, body, msgpack_sbuffer_write);
+    if (opcode != 0)
+        msgpack_pack_object(&pk, *args);
+    return body->size <= UINT32_MAX ? 0 : -1;
+}
+
+/* Appends a node of these arguments (checked) to g. 0 or -1. */
+static int keep_args(graph_t *g, uint16_t opcode, int arg, const msgpack_object *args,
+                     const void *bulk, uint64_t bulk_len)
+{
+    msgpack_sbuffer body;
+    int err = pack_args(opcode, args, &body) ||
+              keep_bytes(g, opcode, arg, body.data, (uint32_t)body.size, bulk, bulk_len);
+    msgpack_sbuffer_destroy(&body);
+    return err ? -1 : 0;
+}
+
+/* Node `index` of g takes these arguments (checked, of its kind). 0 or -1 (then unchanged). */
+static int replace_args(graph_t *g, size_t index, uint16_t opcode, int arg,
+                        const msgpack_object *args, const void *bulk, uint64_t bulk_len)
+{
+    node_t *node = &g->nodes[index];
+    msgpack_sbuffer body;
+    uint64_t old = (uint64_t)node->body_len + node->bulk_len;
+    uint64_t size = bulk_len;
+    uint8_t *bytes = NULL;
+    int err = pack_args(opcode, args, &body);
+    size += body.size;
+    if (!err && *g->account - old + size > MAX_SESSION_BYTES)
+        err = -1;
+    if (!err && !(bytes = malloc(size ? size : 1)))
+        err = -1;
+    if (!err) {
+        if (body.size)
+            memcpy(bytes, body.data, body.size);
+        if (bulk_len)
+            memcpy(bytes + body.size, bulk, bulk_len);
+        free(node->bytes);
+        *node = (node_t){opcode, (uint8_t)arg, node->inner, (uint32_t)body.size, bulk_len, bytes};
+        g->bytes = g->bytes - old + size;
+        *g->account = *g->account - old + size;
+    }
+    msgpack_sbuffer_destroy(&body);
+    return err;
+}
+
 /* Makes a handle for node `index` of g, a child of g's handle; replies its id, and `value`
  * after it when with_value. */
 static void reply_node_and(cr_request_t *req, graph_t *g, size_t index, uint64_t value,
@@ -881,41 +977,14 @@ void cr_srv_cuGraphAddNode(cr_request_t *req)
     graph_t *g = req->argc == 4 && !cr_arg_u64(req, 0, &gid) && !cr_arg_u64(req, 2, &opcode)
                      ? cr_session_handle(s, CR_HT_CUgraph, gid)
                      : NULL;
-    const msgpack_object *args = req->argc == 4 ? &req->args[3] : NULL;
-    int arg = g ? stream_arg((uint16_t)opcode) : -1;
-    if (!g || !deps_ok(s, g, &req->args[1]) || opcode > UINT16_MAX ||
-        (opcode != 0 && (arg < 0 || args->type != MSGPACK_OBJECT_ARRAY ||
-                         args->via.array.size <= (unsigned)arg))) {
-        reply_id(req, CUDA_ERROR_INVALID_VALUE, 0);
-        return;
-    }
-    CUresult r = CUDA_SUCCESS;
-    if (opcode == CR_OP_cuLaunchKernel) { /* a function of the session's, checked now */
-        uint64_t fid;
-        CUfunction f;
-        const cr_kernel_param_t *kp;
-        uint32_t count;
-        r = cr_obj_u64(&args->via.array.ptr[0], &fid)
-                ? CUDA_ERROR_INVALID_VALUE
-                : cr_session_kernel_params(s, fid, &f, &kp, &count);
-    } else if (opcode != 0) {
-        r = node_memory_ok(s, (uint16_t)opcode, &args->via.array);
-    }
+    int arg = 0;
+    CUresult r = !g || !deps_ok(s, g, &req->args[1]) ? CUDA_ERROR_INVALID_VALUE
+                                                     : check_node(s, opcode, &req->args[3], &arg);
     if (r != CUDA_SUCCESS) {
         reply_id(req, r, 0);
         return;
     }
-    msgpack_sbuffer body;
-    msgpack_sbuffer_init(&body);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &body, msgpack_sbuffer_write);
-    if (opcode != 0)
-        msgpack_pack_object(&pk, *args);
-    int kept = body.size <= UINT32_MAX &&
-               keep_bytes(g, (uint16_t)opcode, arg < 0 ? 0 : arg, body.data, (uint32_t)body.size,
-                          req->bulk, req->hdr.bulk_len) == 0;
-    msgpack_sbuffer_destroy(&body);
-    if (!kept) {
+    if (keep_args(g, (uint16_t)opcode, arg, &req->args[3], req->bulk, req->hdr.bulk_len) != 0) {
         reply_id(req, CUDA_ERROR_OUT_OF_MEMORY, 0);
         return;
     }
@@ -981,54 +1050,29 @@ void cr_srv_cuGraphAddDependencies(cr_request_t *req)
     cr_request_finish(req, r);
 }
 
-/* [executable graph, kernel node, arguments of cuLaunchKernel] + bulk: the executable
- * graph's copy of that node launches with these from its next launch on. */
-void cr_srv_cuGraphExecKernelNodeSetParams_v2(cr_request_t *req)
+/* [executable graph (0: the node's own graph), node, opcode, arguments] + bulk: the node
+ * takes these arguments, checked as when it was added; it stays of its kind. In an
+ * executable graph its copy of the node changes, from its next launch on; in the graph,
+ * the executable graphs made from it later have them. */
+void cr_srv_cuGraphNodeSetParams(cr_request_t *req)
 {
     cr_session_t *s = req->session;
-    uint64_t eid, nid, fid;
-    exec_t *e = req->argc == 3 && !cr_arg_u64(req, 0, &eid)
-                    ? cr_session_handle(s, CR_HT_CUgraphExec, eid)
-                    : NULL;
-    node_ref_t *n =
-        e && !cr_arg_u64(req, 1, &nid) ? cr_session_handle(s, CR_HT_CUgraphNode, nid) : NULL;
-    const msgpack_object *args = e ? &req->args[2] : NULL;
-    if (!e || !n || n->graph->serial != e->source || n->index >= e->graph->count ||
-        e->graph->nodes[n->index].opcode != CR_OP_cuLaunchKernel ||
-        args->type != MSGPACK_OBJECT_ARRAY || args->via.array.size <= 4 ||
-        cr_obj_u64(&args->via.array.ptr[0], &fid)) {
-        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
-        return;
-    }
-    CUfunction f;
-    const cr_kernel_param_t *kp;
-    uint32_t count;
-    CUresult r = cr_session_kernel_params(s, fid, &f, &kp, &count);
-    msgpack_sbuffer body;
-    msgpack_sbuffer_init(&body);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &body, msgpack_sbuffer_write);
-    msgpack_pack_object(&pk, *args);
-    uint64_t size = body.size + req->hdr.bulk_len;
-    uint8_t *bytes = r == CUDA_SUCCESS ? malloc(size ? size : 1) : NULL;
-    node_t *node = &e->graph->nodes[n->index];
-    uint64_t old = (uint64_t)node->body_len + node->bulk_len;
-    if (r == CUDA_SUCCESS &&
-        (!bytes || body.size > UINT32_MAX || *e->graph->account - old + size > MAX_SESSION_BYTES)) {
+    uint64_t eid, nid, opcode;
+    node_ref_t *n = req->argc == 4 && !cr_arg_u64(req, 0, &eid) && !cr_arg_u64(req, 1, &nid) &&
+                            !cr_arg_u64(req, 2, &opcode)
+                        ? cr_session_handle(s, CR_HT_CUgraphNode, nid)
+                        : NULL;
+    exec_t *e = n && eid ? cr_session_handle(s, CR_HT_CUgraphExec, eid) : NULL;
+    graph_t *g = !n ? NULL : !eid ? n->graph : e && n->graph->serial == e->source ? e->graph : NULL;
+    int arg = 0;
+    CUresult r = !g || n->index >= g->count ||
+                         node_kind(g->nodes[n->index].opcode) != node_kind((uint16_t)opcode) ||
+                         opcode > UINT16_MAX
+                     ? CUDA_ERROR_INVALID_VALUE
+                     : check_node(s, opcode, &req->args[3], &arg);
+    if (r == CUDA_SUCCESS && replace_args(g, n->index, (uint16_t)opcode, arg, &req->args[3],
+                                          req->bulk, req->hdr.bulk_len) != 0)
         r = CUDA_ERROR_OUT_OF_MEMORY;
-    } else if (r == CUDA_SUCCESS) {
-        memcpy(bytes, body.data, body.size);
-        if (req->hdr.bulk_len)
-            memcpy(bytes + body.size, req->bulk, req->hdr.bulk_len);
-        free(node->bytes);
-        *node = (node_t){CR_OP_cuLaunchKernel, 4,    node->inner, (uint32_t)body.size,
-                         req->hdr.bulk_len,    bytes};
-        e->graph->bytes = e->graph->bytes - old + size;
-        *e->graph->account = *e->graph->account - old + size;
-        bytes = NULL;
-    }
-    free(bytes);
-    msgpack_sbuffer_destroy(&body);
     cr_request_finish(req, r);
 }
 
@@ -1036,7 +1080,7 @@ void cr_srv_cuGraphExecKernelNodeSetParams_v2(cr_request_t *req)
  * graph's nodes from its next launch on, when the two have the same nodes in the same
  * order, each of the same kind (kernel nodes may change function and arguments, memsets
  * and copies their memory and values); else it is left as it was. Its nodes keep the
- * handles of the graph it was made from, for cuGraphExecKernelNodeSetParams. */
+ * handles of the graph it was made from, for cuGraphExecNodeSetParams. */
 void cr_srv_cuGraphExecUpdate_v2(cr_request_t *req)
 {
     cr_session_t *s = req->session;

@@ -343,8 +343,8 @@ def request_seeds():
         frame('cuMemFreeAsync', [DEV, CLIENT_ID + 2], flags=ASYNC),
         frame('cuMemsetD8Async', [DEV, 1, 16, CLIENT_ID + 2], flags=ASYNC))
     # a graph built node by node: memset, copy, empty and event nodes, a child graph, an edge
-    # forward and one backward, a clone, a kernel node's arguments changed in the executable
-    # graph, its DOT picture, memory and host nodes, updates from the clone and from the
+    # forward and one backward, a clone, a node's arguments changed in the executable graph
+    # and in the graph, its DOT picture, memory and host nodes, updates from the clone and from the
     # graph
     s['graph_nodes'] = conversation(
         frame('cuStreamCreate', [CLIENT_ID + 2, 1], flags=ASYNC),
@@ -363,8 +363,12 @@ def request_seeds():
         frame('cuGraphAddDependencies', [FIRST_ID, [FIRST_ID + 0x20], [FIRST_ID + 0x10]]),
         frame('cuGraphClone', [FIRST_ID]),
         frame('cuGraphInstantiateWithFlags', [FIRST_ID, 0]),
-        frame('cuGraphExecKernelNodeSetParams_v2',
-              [FIRST_ID + 0x80, FIRST_ID + 0x10, [1, [1, 1, 1], [1, 1, 1], 0, 0, []]]),
+        frame('cuGraphNodeSetParams', [FIRST_ID + 0x80, FIRST_ID + 0x10, OP['cuLaunchKernel'],
+                                       [1, [1, 1, 1], [1, 1, 1], 0, 0, []]]),
+        frame('cuGraphNodeSetParams', [FIRST_ID + 0x80, FIRST_ID + 0x10,
+                                       OP['cuMemsetD32Async'], [DEV, 3, 1024, 0]]),
+        frame('cuGraphNodeSetParams', [0, FIRST_ID + 0x10, OP['cuMemsetD8Async'],
+                                       [DEV, 3, 4096, 0]]),
         frame('cuGraphLaunch', [FIRST_ID + 0x80, CLIENT_ID + 2], flags=ASYNC),
         frame('cuStreamSynchronize', [CLIENT_ID + 2]),
         frame('cuGraphGetNodes', [FIRST_ID]),

@@ -12,8 +12,10 @@
 // node's arguments changed in the executable graph; a clone; an executable graph is a
 // snapshot; a node on memory the program does not have is refused when added; an edge
 // backwards in the order nodes were added is not supported; the graph's DOT picture; host
-// nodes, built and captured, run in order at every launch; memory allocated and freed by
+// nodes, built and captured, run in order at every launch; memset and host nodes' arguments
+// changed in an executable graph and in a graph; memory allocated and freed by
 // nodes of a graph, and by stream-ordered calls in a capture.
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -391,6 +393,49 @@ int main()
     CHECK_CUDA(cudaGraphDestroy(with_host));
     CHECK_CUDA(cudaGraphExecDestroy(hosts_exec));
     CHECK_CUDA(cudaGraphDestroy(hosts));
+
+    // a memset node's and a host node's arguments changed in the executable graph, then in
+    // the graph (for executable graphs made later); a node keeps its kind
+    cudaGraph_t sets;
+    CHECK_CUDA(cudaGraphCreate(&sets, 0));
+    const float one = 1.0f, two = 2.0f, three = 3.0f;
+    cudaMemsetParams sp = {};
+    sp.dst = z;
+    sp.elementSize = 4;
+    sp.width = N;
+    sp.height = 1;
+    memcpy(&sp.value, &one, 4);
+    cudaGraphNode_t s_memset, s_host;
+    CHECK_CUDA(cudaGraphAddMemsetNode(&s_memset, sets, nullptr, 0, &sp));
+    cudaHostNodeParams shp = {note, (void *)&tags[0]};
+    CHECK_CUDA(cudaGraphAddHostNode(&s_host, sets, &s_memset, 1, &shp));
+    cudaGraphExec_t sets_exec, sets_later;
+    CHECK_CUDA(cudaGraphInstantiate(&sets_exec, sets, 0));
+    memcpy(&sp.value, &two, 4);
+    CHECK_CUDA(cudaGraphExecMemsetNodeSetParams(sets_exec, s_memset, &sp));
+    shp.userData = (void *)&tags[2];
+    CHECK_CUDA(cudaGraphExecHostNodeSetParams(sets_exec, s_host, &shp));
+    trail.clear();
+    CHECK_CUDA(cudaGraphLaunch(sets_exec, s1));
+    CHECK_CUDA(cudaStreamSynchronize(s1));
+    expect_all(z, 2.0f, "z after the memset node's new value");
+    CHECK(trail == "c", "the host node's new function ran as \"%s\"", trail.c_str());
+    memcpy(&sp.value, &three, 4);
+    CHECK_CUDA(cudaGraphMemsetNodeSetParams(s_memset, &sp));
+    CHECK_CUDA(cudaGraphInstantiate(&sets_later, sets, 0));
+    CHECK_CUDA(cudaGraphLaunch(sets_exec, s1));
+    CHECK_CUDA(cudaStreamSynchronize(s1));
+    expect_all(z, 2.0f, "z from the executable graph made before the graph changed");
+    CHECK_CUDA(cudaGraphLaunch(sets_later, s1));
+    CHECK_CUDA(cudaStreamSynchronize(s1));
+    expect_all(z, 3.0f, "z from the executable graph made after");
+    CHECK(trail == "cca", "host nodes ran as \"%s\", expected \"cca\"", trail.c_str());
+    EXPECT_CUDA_ERROR(cudaGraphExecKernelNodeSetParams(sets_exec, s_memset, &kp),
+                      cudaErrorInvalidValue);
+    cudaGetLastError();
+    CHECK_CUDA(cudaGraphExecDestroy(sets_later));
+    CHECK_CUDA(cudaGraphExecDestroy(sets_exec));
+    CHECK_CUDA(cudaGraphDestroy(sets));
 
     // memory of the graph: allocated by a node, used by the nodes after it, freed by a node
     cudaGraph_t with_mem;
