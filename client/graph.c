@@ -25,7 +25,9 @@
  *   cuGraphInstantiateWithFlags [graph, flags] -> executable graph
  *   cuGraphLaunch, cuGraphUpload [executable graph, stream], not waited for
  *   cuGraphExecDestroy, cuGraphDestroy [handle]
- *   cuGraphGetNodes             [graph] -> how many nodes it has (handles are not given out)
+ *   cuGraphGetNodes             [graph] -> how many nodes it has; [graph, true] -> [that
+ *                               many, [their handles]]
+ *   cuGraphNodeGetType          [node] -> its CUgraphNodeType
  *
  * Threads: any application thread; each call waits for its reply but the launches. */
 #include <stdio.h>
@@ -186,16 +188,57 @@ CUresult cr_hand_cuGraphDestroy(CUgraph graph)
 
 /* The number of nodes (PyTorch asks it to warn of an empty capture); the nodes themselves
  * stay the server's. */
+/* [graph] -> count, or [graph, true] -> [count, [node handles]]: the nodes in the order
+ * they run, a child graph as one. */
 CUresult cr_hand_cuGraphGetNodes(CUgraph graph, CUgraphNode *nodes, size_t *count)
 {
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
     if (!count)
         return CUDA_ERROR_INVALID_VALUE;
-    if (nodes && *count)
-        return CUDA_ERROR_NOT_SUPPORTED;
-    uint64_t n = 0;
-    CUresult r = call2(CR_OP_cuGraphGetNodes, (uint64_t)(uintptr_t)graph, 0, 0, &n);
+    if (!nodes) {
+        uint64_t n = 0;
+        CUresult r = call2(CR_OP_cuGraphGetNodes, (uint64_t)(uintptr_t)graph, 0, 0, &n);
+        if (r == CUDA_SUCCESS)
+            *count = (size_t)n;
+        return r;
+    }
+    cr_msg_t m;
+    int err = cr_msg_begin(cl->conn, &m, CR_OP_cuGraphGetNodes);
+    if (err)
+        return cr_transport_error(err);
+    msgpack_pack_array(&m.pk, 2);
+    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)graph);
+    msgpack_pack_uint64(&m.pk, 1);
+    cr_pending_t p = {0};
+    msgpack_unpacked u;
+    CUresult r = cr_call(&m, &p, &u);
+    const msgpack_object *ids =
+        r == CUDA_SUCCESS && u.data.via.array.size == 3 ? &u.data.via.array.ptr[2] : NULL;
+    if (r == CUDA_SUCCESS && (!ids || ids->type != MSGPACK_OBJECT_ARRAY))
+        r = CUDA_ERROR_UNKNOWN;
+    size_t got = 0;
+    for (uint32_t i = 0; r == CUDA_SUCCESS && i < ids->via.array.size && got < *count; i++)
+        if (ids->via.array.ptr[i].type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+            nodes[got++] = (CUgraphNode)(uintptr_t)ids->via.array.ptr[i].via.u64;
+    if (r == CUDA_SUCCESS) {
+        for (size_t i = got; i < *count; i++) /* room past the graph's nodes */
+            nodes[i] = NULL;
+        *count = got;
+    }
+    cr_reply_done(&p, &u);
+    return r;
+}
+
+CUresult cr_hand_cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType *type)
+{
+    if (!type)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t t = 0;
+    CUresult r = call2(CR_OP_cuGraphNodeGetType, (uint64_t)(uintptr_t)node, 0, 0, &t);
     if (r == CUDA_SUCCESS)
-        *count = (size_t)n;
+        *type = (CUgraphNodeType)t;
     return r;
 }
 

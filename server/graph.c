@@ -53,7 +53,10 @@ typedef struct {
     uint32_t body_len;
     uint64_t bulk_len;
     uint8_t *bytes; /* body, then bulk */
+    uint8_t type;   /* an empty node's CUgraphNodeType: EMPTY (0 too), GRAPH, MEM_ALLOC, FREE */
 } node_t;
+
+static int node_kind(uint16_t opcode);
 
 /* The memory an allocation node made: allocated and charged to the tenant when the node
  * was added (its address fixed then, as on a GPU), kept across launches; the node and a
@@ -77,6 +80,8 @@ typedef struct {
     int invalid;        /* a node could not be kept */
     graph_mem_t **mems; /* made by its allocation nodes */
     size_t mem_count, mem_cap;
+    uint64_t *node_ids; /* the handle id given out for each node, 0 for none yet */
+    size_t node_id_cap;
 } graph_t;
 
 typedef struct {
@@ -156,6 +161,7 @@ static void graph_unref(void *p)
     for (size_t i = 0; i < g->mem_count; i++)
         mem_unref(g->mems[i]);
     free(g->mems);
+    free(g->node_ids);
     for (size_t i = 0; i < g->count; i++)
         free(g->nodes[i].bytes);
     *g->account -= g->bytes;
@@ -248,6 +254,7 @@ static int keep_node(graph_t *g, const node_t *n)
                    n->bulk_len) != 0)
         return -1;
     g->nodes[g->count - 1].inner = n->inner;
+    g->nodes[g->count - 1].type = n->type;
     return 0;
 }
 
@@ -260,7 +267,10 @@ static int keep_child(graph_t *g, const graph_t *child)
             return -1;
         g->nodes[g->count - 1].inner = 1;
     }
-    return keep_bytes(g, 0, 0, NULL, 0, NULL, 0);
+    if (keep_bytes(g, 0, 0, NULL, 0, NULL, 0) != 0)
+        return -1;
+    g->nodes[g->count - 1].type = CU_GRAPH_NODE_TYPE_GRAPH;
+    return 0;
 }
 
 /* Adds m to g's memory (a reference). 0 or -1. */
@@ -320,6 +330,7 @@ static CUresult graph_alloc(cr_session_t *s, graph_t *g, uint64_t bytes, CUdevic
         free(m);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    g->nodes[g->count - 1].type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
     *out = ptr;
     return CUDA_SUCCESS;
 }
@@ -345,10 +356,12 @@ static void capture_memory(cr_request_t *req, capture_t *cap)
     graph_t *g = cap->graph;
     if (req->hdr.opcode == CR_OP_cuMemFreeAsync) {
         graph_mem_t *m = cr_arg_u64(req, 0, &ptr) ? NULL : graph_mem_of(g, ptr);
-        if (!m || keep_bytes(g, 0, 0, NULL, 0, NULL, 0) != 0)
+        if (!m || keep_bytes(g, 0, 0, NULL, 0, NULL, 0) != 0) {
             g->invalid = 1;
-        else
+        } else {
             m->freed_in_graph = 1;
+            g->nodes[g->count - 1].type = CU_GRAPH_NODE_TYPE_MEM_FREE;
+        }
         cr_request_finish(req, m ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE);
         return;
     }
@@ -736,19 +749,6 @@ void cr_srv_cuGraphDestroy(cr_request_t *req)
     destroy(req, CR_HT_CUgraph);
 }
 
-/* [graph] -> the number of its nodes */
-void cr_srv_cuGraphGetNodes(cr_request_t *req)
-{
-    uint64_t id;
-    graph_t *g = req->argc == 1 && !cr_arg_u64(req, 0, &id)
-                     ? cr_session_handle(req->session, CR_HT_CUgraph, id)
-                     : NULL;
-    size_t count = 0; /* a child graph counts as one node */
-    for (size_t i = 0; g && i < g->count; i++)
-        count += !g->nodes[i].inner;
-    reply_id(req, g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE, count);
-}
-
 /* --- graphs built node by node ---------------------------------------------------------------- */
 
 /* [flags] -> an empty graph */
@@ -932,26 +932,48 @@ static int replace_args(graph_t *g, size_t index, uint16_t opcode, int arg,
     return err;
 }
 
-/* Makes a handle for node `index` of g, a child of g's handle; replies its id, and `value`
- * after it when with_value. */
+/* The handle of node `index` of g, a child of g's handle: the one given out before, or a
+ * new one. */
+static CUresult node_handle(cr_session_t *s, graph_t *g, size_t index, uint64_t *id)
+{
+    if (index < g->node_id_cap && g->node_ids[index] &&
+        cr_session_handle(s, CR_HT_CUgraphNode, g->node_ids[index])) {
+        *id = g->node_ids[index];
+        return CUDA_SUCCESS;
+    }
+    size_t cap = g->node_id_cap;
+    if (index >= cap) {
+        size_t want = cap ? cap : 16;
+        while (want <= index)
+            want *= 2;
+        uint64_t *ids = realloc(g->node_ids, want * sizeof *ids);
+        if (!ids)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        memset(ids + cap, 0, (want - cap) * sizeof *ids);
+        g->node_ids = ids;
+        g->node_id_cap = want;
+    }
+    node_ref_t *n = malloc(sizeof *n);
+    if (!n || cr_session_add_child_handle(s, CR_HT_CUgraphNode, n, g, id) != 0) {
+        free(n);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *n = (node_ref_t){g, index};
+    if (cr_session_handle_attach(s, *id, 0, n, free) != 0) {
+        cr_session_remove_handle(s, *id);
+        free(n);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    g->node_ids[index] = *id;
+    return CUDA_SUCCESS;
+}
+
+/* Replies the handle of node `index` of g, and `value` after it when with_value. */
 static void reply_node_and(cr_request_t *req, graph_t *g, size_t index, uint64_t value,
                            int with_value)
 {
-    cr_session_t *s = req->session;
-    node_ref_t *n = malloc(sizeof *n);
     uint64_t id = 0;
-    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
-    if (n && cr_session_add_child_handle(s, CR_HT_CUgraphNode, n, g, &id) == 0) {
-        *n = (node_ref_t){g, index};
-        r = CUDA_SUCCESS;
-        if (cr_session_handle_attach(s, id, 0, n, free) != 0) {
-            cr_session_remove_handle(s, id);
-            free(n);
-            r = CUDA_ERROR_OUT_OF_MEMORY;
-        }
-    } else {
-        free(n);
-    }
+    CUresult r = node_handle(req->session, g, index, &id);
     cr_reply_t reply;
     if (cr_reply_begin(req, &reply, r, with_value ? 2 : 1) == 0) {
         msgpack_pack_uint64(&reply.pk, r == CUDA_SUCCESS ? id : 0);
@@ -965,6 +987,80 @@ static void reply_node_and(cr_request_t *req, graph_t *g, size_t index, uint64_t
 static void reply_node(cr_request_t *req, graph_t *g, size_t index)
 {
     reply_node_and(req, g, index, 0, 0);
+}
+
+/* [graph] -> the number of its nodes; [graph, true] -> [that number, [their handles]] */
+void cr_srv_cuGraphGetNodes(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    uint64_t id, with_handles = 0;
+    graph_t *g = (req->argc == 1 || (req->argc == 2 && !cr_arg_u64(req, 1, &with_handles))) &&
+                         !cr_arg_u64(req, 0, &id)
+                     ? cr_session_handle(s, CR_HT_CUgraph, id)
+                     : NULL;
+    size_t count = 0; /* a child graph counts as one node: the empty node that stands for it */
+    for (size_t i = 0; g && i < g->count; i++)
+        count += !g->nodes[i].inner;
+    if (!g || !with_handles) {
+        reply_id(req, g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE, count);
+        return;
+    }
+    uint64_t *ids = count ? malloc(count * sizeof *ids) : NULL;
+    CUresult r = count && !ids ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+    for (size_t i = 0, k = 0; r == CUDA_SUCCESS && i < g->count; i++)
+        if (!g->nodes[i].inner)
+            r = node_handle(s, g, i, &ids[k++]);
+    cr_reply_t reply;
+    if (cr_reply_begin(req, &reply, r, 2) == 0) {
+        msgpack_pack_uint64(&reply.pk, count);
+        msgpack_pack_array(&reply.pk, r == CUDA_SUCCESS ? (uint32_t)count : 0);
+        for (size_t k = 0; r == CUDA_SUCCESS && k < count; k++)
+            msgpack_pack_uint64(&reply.pk, ids[k]);
+        cr_reply_send(req, &reply, 0);
+    }
+    free(ids);
+    cr_request_free(req);
+}
+
+/* [node] -> its CUgraphNodeType */
+void cr_srv_cuGraphNodeGetType(cr_request_t *req)
+{
+    uint64_t id;
+    node_ref_t *n = req->argc == 1 && !cr_arg_u64(req, 0, &id)
+                        ? cr_session_handle(req->session, CR_HT_CUgraphNode, id)
+                        : NULL;
+    if (!n || n->index >= n->graph->count) {
+        reply_id(req, CUDA_ERROR_INVALID_VALUE, 0);
+        return;
+    }
+    const node_t *node = &n->graph->nodes[n->index];
+    uint64_t type;
+    switch (node->opcode) {
+    case 0:
+        type = node->type ? node->type : CU_GRAPH_NODE_TYPE_EMPTY;
+        break;
+    case CR_OP_cuLaunchKernel:
+        type = CU_GRAPH_NODE_TYPE_KERNEL;
+        break;
+    case CR_OP_cuMemcpyDtoDAsync_v2:
+        type = CU_GRAPH_NODE_TYPE_MEMCPY;
+        break;
+    case CR_OP_cuLaunchHostFunc:
+        type = CU_GRAPH_NODE_TYPE_HOST;
+        break;
+    case CR_OP_cuEventRecord:
+    case CR_OP_cuEventRecordWithFlags:
+        type = CU_GRAPH_NODE_TYPE_EVENT_RECORD;
+        break;
+    case CR_OP_cuStreamWaitEvent:
+        type = CU_GRAPH_NODE_TYPE_WAIT_EVENT;
+        break;
+    default: /* the memsets; captured launches of other forms are kernels */
+        type = node_kind(node->opcode) == CR_OP_cuMemsetD8Async ? CU_GRAPH_NODE_TYPE_MEMSET
+                                                                : CU_GRAPH_NODE_TYPE_KERNEL;
+        break;
+    }
+    reply_id(req, CUDA_SUCCESS, type);
 }
 
 /* [graph, dependencies, opcode, arguments] + bulk -> a node: the request `opcode` with
@@ -1065,9 +1161,8 @@ void cr_srv_cuGraphNodeSetParams(cr_request_t *req)
     exec_t *e = n && eid ? cr_session_handle(s, CR_HT_CUgraphExec, eid) : NULL;
     graph_t *g = !n ? NULL : !eid ? n->graph : e && n->graph->serial == e->source ? e->graph : NULL;
     int arg = 0;
-    CUresult r = !g || n->index >= g->count ||
-                         node_kind(g->nodes[n->index].opcode) != node_kind((uint16_t)opcode) ||
-                         opcode > UINT16_MAX
+    CUresult r = !g || n->index >= g->count || opcode == 0 || opcode > UINT16_MAX ||
+                         node_kind(g->nodes[n->index].opcode) != node_kind((uint16_t)opcode)
                      ? CUDA_ERROR_INVALID_VALUE
                      : check_node(s, opcode, &req->args[3], &arg);
     if (r == CUDA_SUCCESS && replace_args(g, n->index, (uint16_t)opcode, arg, &req->args[3],
@@ -1188,5 +1283,6 @@ void cr_srv_cuGraphAddMemFreeNode(cr_request_t *req)
         return;
     }
     m->freed_in_graph = 1;
+    g->nodes[g->count - 1].type = CU_GRAPH_NODE_TYPE_MEM_FREE;
     reply_node(req, g, g->count - 1);
 }

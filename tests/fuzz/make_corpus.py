@@ -373,6 +373,8 @@ def request_seeds():
         frame('cuStreamSynchronize', [CLIENT_ID + 2]),
         frame('cuGraphGetNodes', [FIRST_ID]),
         frame('cuGraphDebugDotPrint', [FIRST_ID]),
+        frame('cuGraphGetNodes', [FIRST_ID, True]),
+        frame('cuGraphNodeGetType', [FIRST_ID + 0x10]),
         frame('cuGraphAddMemAllocNode', [FIRST_ID, [FIRST_ID + 0x10], 1 << 20]),
         frame('cuGraphAddMemFreeNode', [FIRST_ID, [], DEV]),
         frame('cuGraphAddMemAllocNode', [FIRST_ID, [], 1 << 40]),

@@ -12,7 +12,8 @@
 // node's arguments changed in the executable graph; a clone; an executable graph is a
 // snapshot; a node on memory the program does not have is refused when added; an edge
 // backwards in the order nodes were added is not supported; the graph's DOT picture; host
-// nodes, built and captured, run in order at every launch; memset and host nodes' arguments
+// nodes, built and captured, run in order at every launch; a graph's nodes listed with their
+// kinds; memset and host nodes' arguments
 // changed in an executable graph and in a graph; memory allocated and freed by
 // nodes of a graph, and by stream-ordered calls in a capture.
 #include <cstring>
@@ -295,6 +296,25 @@ int main()
     nodes = 0;
     CHECK_CUDA(cudaGraphGetNodes(built, nullptr, &nodes));
     CHECK(nodes == 6, "the built graph has %zu nodes, expected 6", nodes);
+    // its nodes as handles, each of its kind, the ones the additions gave among them
+    cudaGraphNode_t listed[8];
+    size_t room = 8;
+    CHECK_CUDA(cudaGraphGetNodes(built, listed, &room));
+    CHECK(room == 6, "cudaGraphGetNodes gave %zu nodes, expected 6", room);
+    int kinds = 0, added = 0;
+    const cudaGraphNode_t mine[] = {n_memset, n_kernel, n_copy, n_record, n_empty, n_child};
+    for (size_t i = 0; i < room; i++) {
+        cudaGraphNodeType t;
+        CHECK_CUDA(cudaGraphNodeGetType(listed[i], &t));
+        kinds |= 1 << (int)t;
+        for (cudaGraphNode_t n : mine)
+            added += listed[i] == n;
+    }
+    CHECK(kinds == (1 << cudaGraphNodeTypeMemset | 1 << cudaGraphNodeTypeKernel |
+                    1 << cudaGraphNodeTypeMemcpy | 1 << cudaGraphNodeTypeEventRecord |
+                    1 << cudaGraphNodeTypeEmpty | 1 << cudaGraphNodeTypeGraph),
+          "the built graph's node kinds: %#x", kinds);
+    CHECK(added == 6, "%d of the nodes listed are the ones added", added);
     // its picture: a DOT file with the child graph as a cluster of its own
     char dot_path[64];
     snprintf(dot_path, sizeof dot_path, "/tmp/cr-graphs-%d.dot", (int)getpid());
@@ -463,6 +483,11 @@ int main()
     CHECK_CUDA(cudaGraphAddMemcpyNode1D(&n_out, with_mem, &n_fill, 1, y, tmp, BYTES,
                                         cudaMemcpyDeviceToDevice));
     CHECK_CUDA(cudaGraphAddMemFreeNode(&n_free, with_mem, &n_out, 1, tmp));
+    cudaGraphNodeType alloc_type, free_type;
+    CHECK_CUDA(cudaGraphNodeGetType(n_alloc, &alloc_type));
+    CHECK_CUDA(cudaGraphNodeGetType(n_free, &free_type));
+    CHECK(alloc_type == cudaGraphNodeTypeMemAlloc && free_type == cudaGraphNodeTypeMemFree,
+          "memory nodes' kinds: %d, %d", (int)alloc_type, (int)free_type);
     cudaGraphExec_t with_mem_exec;
     CHECK_CUDA(cudaGraphInstantiate(&with_mem_exec, with_mem, 0));
     fill(x, 4.0f);
