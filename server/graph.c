@@ -45,6 +45,9 @@
 #define MAX_SESSION_BYTES ((uint64_t)256 << 20) /* kept by all of a session's graphs */
 #define MAX_NODES (1u << 20)                    /* in one graph */
 #define MAX_CAPTURING 1024                      /* streams capturing at once in a session */
+/* what a node costs the server besides its bytes (its record, its handle's id), counted
+ * in the session's kept bytes so that empty nodes are bounded too */
+#define NODE_COST (sizeof(node_t) + sizeof(uint64_t))
 
 typedef struct {
     uint16_t opcode;    /* 0: an empty node */
@@ -225,7 +228,7 @@ static mark_t *mark_of(captures_t *c, uint64_t event)
 static int keep_bytes(graph_t *g, uint16_t opcode, int arg, const void *body, uint32_t body_len,
                       const void *bulk, uint64_t bulk_len)
 {
-    uint64_t size = body_len + bulk_len;
+    uint64_t size = body_len + bulk_len + NODE_COST;
     if (g->invalid || g->count >= MAX_NODES || *g->account + size > MAX_SESSION_BYTES ||
         cr_array_room((void **)&g->nodes, &g->cap, g->count, sizeof *g->nodes))
         return -1;
@@ -1109,8 +1112,8 @@ void cr_srv_cuGraphAddChildGraphNode(cr_request_t *req)
     if (keep_child(g, child) != 0) { /* nothing of it stays */
         while (g->count > before) {
             node_t *n = &g->nodes[--g->count];
-            g->bytes -= (uint64_t)n->body_len + n->bulk_len;
-            *g->account -= (uint64_t)n->body_len + n->bulk_len;
+            g->bytes -= (uint64_t)n->body_len + n->bulk_len + NODE_COST;
+            *g->account -= (uint64_t)n->body_len + n->bulk_len + NODE_COST;
             free(n->bytes);
         }
         reply_id(req, CUDA_ERROR_OUT_OF_MEMORY, 0);
