@@ -28,6 +28,9 @@
  *   cuGraphGetNodes             [graph] -> how many nodes it has; [graph, true] -> [that
  *                               many, [their handles]]
  *   cuGraphNodeGetType          [node] -> its CUgraphNodeType
+ *   cuGraphNodeSetEnabled       [executable graph, node, enabled]
+ *   cuGraphNodeGetEnabled       [executable graph, node] -> enabled
+ *   cuGraphExecGetFlags         [executable graph] -> its instantiation flags
  *
  * Threads: any application thread; each call waits for its reply but the launches. */
 #include <stdio.h>
@@ -888,5 +891,55 @@ CUresult cr_hand_cuGraphDebugDotPrint(CUgraph graph, const char *path, unsigned 
         }
     }
     cr_reply_done(&p, &u);
+    return r;
+}
+
+/* [a, b, c] -> CUresult */
+static CUresult call3(uint16_t opcode, uint64_t a, uint64_t b, uint64_t c)
+{
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    cr_msg_t m;
+    int err = cr_msg_begin(cl->conn, &m, opcode);
+    if (err)
+        return cr_transport_error(err);
+    msgpack_pack_array(&m.pk, 3);
+    msgpack_pack_uint64(&m.pk, a);
+    msgpack_pack_uint64(&m.pk, b);
+    msgpack_pack_uint64(&m.pk, c);
+    cr_pending_t p = {0};
+    msgpack_unpacked u;
+    CUresult r = cr_call(&m, &p, &u);
+    cr_reply_done(&p, &u);
+    return r;
+}
+
+CUresult cr_hand_cuGraphNodeSetEnabled(CUgraphExec exec, CUgraphNode node, unsigned enabled)
+{
+    return call3(CR_OP_cuGraphNodeSetEnabled, (uint64_t)(uintptr_t)exec, (uint64_t)(uintptr_t)node,
+                 enabled != 0);
+}
+
+CUresult cr_hand_cuGraphNodeGetEnabled(CUgraphExec exec, CUgraphNode node, unsigned *enabled)
+{
+    if (!enabled)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t on = 0;
+    CUresult r = call2(CR_OP_cuGraphNodeGetEnabled, (uint64_t)(uintptr_t)exec,
+                       (uint64_t)(uintptr_t)node, 1, &on);
+    if (r == CUDA_SUCCESS)
+        *enabled = (unsigned)on;
+    return r;
+}
+
+CUresult cr_hand_cuGraphExecGetFlags(CUgraphExec exec, cuuint64_t *flags)
+{
+    if (!flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t f = 0;
+    CUresult r = call2(CR_OP_cuGraphExecGetFlags, (uint64_t)(uintptr_t)exec, 0, 0, &f);
+    if (r == CUDA_SUCCESS)
+        *flags = f;
     return r;
 }

@@ -55,8 +55,9 @@ typedef struct {
     uint8_t inner;      /* a node of a child graph, which counts as one node (its last) */
     uint32_t body_len;
     uint64_t bulk_len;
-    uint8_t *bytes; /* body, then bulk */
-    uint8_t type;   /* an empty node's CUgraphNodeType: EMPTY (0 too), GRAPH, MEM_ALLOC, FREE */
+    uint8_t *bytes;   /* body, then bulk */
+    uint8_t type;     /* an empty node's CUgraphNodeType: EMPTY (0 too), GRAPH, MEM_ALLOC, FREE */
+    uint8_t disabled; /* an executable graph's node turned off: it runs as an empty node */
 } node_t;
 
 static int node_kind(uint16_t opcode);
@@ -90,6 +91,7 @@ typedef struct {
 typedef struct {
     graph_t *graph;  /* its own copy of the nodes */
     uint64_t source; /* the serial of the graph it was made from */
+    uint64_t flags;  /* it was instantiated with */
 } exec_t;
 
 typedef struct {
@@ -258,6 +260,7 @@ static int keep_node(graph_t *g, const node_t *n)
         return -1;
     g->nodes[g->count - 1].inner = n->inner;
     g->nodes[g->count - 1].type = n->type;
+    g->nodes[g->count - 1].disabled = n->disabled;
     return 0;
 }
 
@@ -615,7 +618,7 @@ void cr_srv_cuGraphInstantiateWithFlags(cr_request_t *req)
     graph_t *copy = e ? graph_copy(g) : NULL;
     CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
     if (copy && cr_session_add_handle(s, CR_HT_CUgraphExec, e, 0, &id) == 0) {
-        *e = (exec_t){copy, g->serial};
+        *e = (exec_t){copy, g->serial, flags};
         r = CUDA_SUCCESS;
         if (cr_session_handle_attach(s, id, 0, e, exec_free) != 0) {
             cr_session_remove_handle(s, id);
@@ -701,7 +704,7 @@ void cr_srv_cuGraphLaunch(cr_request_t *req)
     uint64_t call_id = req->hdr.call_id;
     cr_request_free(req);
     for (size_t i = 0; i < g->count; i++) {
-        if (g->nodes[i].opcode == 0) /* an empty node */
+        if (g->nodes[i].opcode == 0 || g->nodes[i].disabled) /* runs as an empty node */
             continue;
         cr_request_t *node = node_request(s, &g->nodes[i], sid, &zone, call_id);
         if (!node) {
@@ -1214,6 +1217,8 @@ void cr_srv_cuGraphExecUpdate_v2(cr_request_t *req)
         reply_id(req, CUDA_ERROR_OUT_OF_MEMORY, CU_GRAPH_EXEC_UPDATE_ERROR);
         return;
     }
+    for (size_t i = 0; i < copy->count; i++) /* nodes turned off stay off */
+        copy->nodes[i].disabled = e->graph->nodes[i].disabled;
     graph_unref(e->graph); /* a launch replaying it holds its own reference */
     e->graph = copy;
     reply_id(req, CUDA_SUCCESS, CU_GRAPH_EXEC_UPDATE_SUCCESS);
@@ -1288,4 +1293,55 @@ void cr_srv_cuGraphAddMemFreeNode(cr_request_t *req)
     m->freed_in_graph = 1;
     g->nodes[g->count - 1].type = CU_GRAPH_NODE_TYPE_MEM_FREE;
     reply_node(req, g, g->count - 1);
+}
+
+/* The node of an executable graph a request names ([executable graph, node, ...]): its
+ * copy in the executable graph, or NULL. */
+static node_t *exec_node(cr_request_t *req, uint32_t argc)
+{
+    cr_session_t *s = req->session;
+    uint64_t eid, nid;
+    exec_t *e = req->argc == argc && !cr_arg_u64(req, 0, &eid)
+                    ? cr_session_handle(s, CR_HT_CUgraphExec, eid)
+                    : NULL;
+    node_ref_t *n =
+        e && !cr_arg_u64(req, 1, &nid) ? cr_session_handle(s, CR_HT_CUgraphNode, nid) : NULL;
+    return n && n->graph->serial == e->source && n->index < e->graph->count
+               ? &e->graph->nodes[n->index]
+               : NULL;
+}
+
+/* [executable graph, node, enabled]: a kernel, memset or copy node turned off runs as an
+ * empty node from the next launch on, until turned on again. */
+void cr_srv_cuGraphNodeSetEnabled(cr_request_t *req)
+{
+    node_t *n = exec_node(req, 3);
+    uint64_t on;
+    int kind = n ? node_kind(n->opcode) : 0;
+    if (!n || cr_arg_u64(req, 2, &on) ||
+        (kind != CR_OP_cuLaunchKernel && kind != CR_OP_cuLaunchKernelEx &&
+         kind != CR_OP_cuLaunchCooperativeKernel && kind != CR_OP_cuMemsetD8Async &&
+         kind != CR_OP_cuMemcpyDtoDAsync_v2)) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    n->disabled = !on;
+    cr_request_finish(req, CUDA_SUCCESS);
+}
+
+/* [executable graph, node] -> 1 when it runs, 0 when turned off */
+void cr_srv_cuGraphNodeGetEnabled(cr_request_t *req)
+{
+    node_t *n = exec_node(req, 2);
+    reply_id(req, n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE, n && !n->disabled);
+}
+
+/* [executable graph] -> the flags it was instantiated with */
+void cr_srv_cuGraphExecGetFlags(cr_request_t *req)
+{
+    uint64_t id;
+    exec_t *e = req->argc == 1 && !cr_arg_u64(req, 0, &id)
+                    ? cr_session_handle(req->session, CR_HT_CUgraphExec, id)
+                    : NULL;
+    reply_id(req, e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE, e ? e->flags : 0);
 }

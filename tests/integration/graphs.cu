@@ -13,9 +13,9 @@
 // snapshot; a node on memory the program does not have is refused when added; an edge
 // backwards in the order nodes were added is not supported; the graph's DOT picture; host
 // nodes, built and captured, run in order at every launch; a graph's nodes listed with their
-// kinds; memset and host nodes' arguments
-// changed in an executable graph and in a graph; memory allocated and freed by
-// nodes of a graph, and by stream-ordered calls in a capture.
+// kinds; memset and host nodes' arguments changed in an executable graph and in a graph, a
+// node turned off and on; memory allocated and freed by nodes of a graph, and by
+// stream-ordered calls in a capture.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -450,6 +450,24 @@ int main()
     CHECK_CUDA(cudaStreamSynchronize(s1));
     expect_all(z, 3.0f, "z from the executable graph made after");
     CHECK(trail == "cca", "host nodes ran as \"%s\", expected \"cca\"", trail.c_str());
+    // a node turned off in the executable graph, and on again
+    unsigned on = 9;
+    CHECK_CUDA(cudaGraphNodeGetEnabled(sets_exec, s_memset, &on));
+    CHECK(on == 1, "a node is enabled: %u", on);
+    CHECK_CUDA(cudaGraphNodeSetEnabled(sets_exec, s_memset, 0));
+    CHECK_CUDA(cudaGraphNodeGetEnabled(sets_exec, s_memset, &on));
+    CHECK(on == 0, "a node turned off is enabled: %u", on);
+    fill(z, 7.0f);
+    CHECK_CUDA(cudaGraphLaunch(sets_exec, s1));
+    CHECK_CUDA(cudaStreamSynchronize(s1));
+    expect_all(z, 7.0f, "z with the memset node turned off");
+    CHECK_CUDA(cudaGraphNodeSetEnabled(sets_exec, s_memset, 1));
+    CHECK_CUDA(cudaGraphLaunch(sets_exec, s1));
+    CHECK_CUDA(cudaStreamSynchronize(s1));
+    expect_all(z, 2.0f, "z with the memset node on again");
+    unsigned long long exec_flags = 99;
+    CHECK_CUDA(cudaGraphExecGetFlags(sets_exec, &exec_flags));
+    CHECK(exec_flags == 0, "instantiation flags %llu", exec_flags);
     EXPECT_CUDA_ERROR(cudaGraphExecKernelNodeSetParams(sets_exec, s_memset, &kp),
                       cudaErrorInvalidValue);
     cudaGetLastError();
