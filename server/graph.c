@@ -6,17 +6,18 @@
  * (`cuGraphAddNode`'s message names it), its stream argument left for the launch; its
  * function or memory is checked when it is added. Stream-ordered allocations on a capturing
  * stream become the graph's memory, as an allocation node's (below), and frees of it free
- * nodes. A host function is kept when it names
- * the client's host node (cuLaunchHostFunc's second argument): the client runs it at every
- * launch, as it runs any host function. Launching the graph replays the kept
- * requests, in the order they came, on the stream the graph is launched on: each is
+ * nodes. A host function is kept when it names the client's host node (cuLaunchHostFunc's
+ * second argument): the client runs it at every launch, as it runs any host function.
+ * Launching the graph replays the kept requests, in the order they came, on the stream
+ * the graph is launched on: each is
  * dispatched as if the client had just sent it, so it is checked (handles, memory the
  * tenant owns, launch layouts) and scheduled (admission, device time) like any other, at
  * every launch. A graph holds no device state of its own and works the same on every
  * backend; what it gives up is the driver's own graph, with its lower launch cost on the
  * device. Nodes run one after the other on the launch stream: the order they were captured
  * or added in respects every dependency given then; an edge added later that goes
- * backwards is refused. An executable graph is a copy of its graph's nodes.
+ * backwards is refused. An executable graph is a copy of its graph's nodes, whose nodes
+ * may be turned off (they then run as empty nodes) and given other arguments.
  *
  * Streams join a capture by waiting on an event recorded in it (the client follows the same
  * rule, client/capture.c); such a wait, and a wait on an event of the same capture, are
