@@ -29,9 +29,11 @@ CR_NVML_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsi
 {
     cr_nvml_identity_t id;
     nvmlReturn_t r = identity(device, uuid, &id);
+    if (r != NVML_SUCCESS)
+        return r;
     char text[48];
     cr_nvml_uuid_text(id.uuid, text, sizeof text);
-    return r == NVML_SUCCESS ? cr_nvml_text(uuid, length, text) : r;
+    return cr_nvml_text(uuid, length, text);
 }
 
 CR_NVML_API nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t device, char *serial, unsigned int length)
