@@ -86,14 +86,27 @@ int cr_conn_open(const cr_address_t *addr, cr_conn_t **out, char *err, size_t er
     return 0;
 }
 
-static int expect(cr_conn_t *c, uint64_t call_id, async_reg_t *r)
+/* Registers r under id in map (one of the connection's, under its lock); frees r when it
+ * cannot. */
+static int put_reg(cr_conn_t *c, cr_idmap_t *map, uint64_t id, async_reg_t *r)
 {
     pthread_mutex_lock(&c->lock);
-    int err = cr_idmap_put(&c->async_regs, call_id, (uint64_t)(uintptr_t)r);
+    int err = cr_idmap_put(map, id, (uint64_t)(uintptr_t)r);
     pthread_mutex_unlock(&c->lock);
     if (err)
         free(r);
     return err;
+}
+
+static async_reg_t *host_func_reg(void (*fn)(void *), void *data)
+{
+    async_reg_t *r = calloc(1, sizeof *r);
+    if (r) {
+        r->is_host_func = 1;
+        r->fn = fn;
+        r->data = data;
+    }
+    return r;
 }
 
 int cr_conn_expect_data(cr_conn_t *c, uint64_t call_id, const cr_sink_t *sink)
@@ -103,34 +116,19 @@ int cr_conn_expect_data(cr_conn_t *c, uint64_t call_id, const cr_sink_t *sink)
         return CR_ENOMEM;
     r->sink = *sink;
     r->sink.pos = 0;
-    return expect(c, call_id, r);
+    return put_reg(c, &c->async_regs, call_id, r);
 }
 
 int cr_conn_expect_host_func(cr_conn_t *c, uint64_t call_id, void (*fn)(void *), void *data)
 {
-    async_reg_t *r = calloc(1, sizeof *r);
-    if (!r)
-        return CR_ENOMEM;
-    r->is_host_func = 1;
-    r->fn = fn;
-    r->data = data;
-    return expect(c, call_id, r);
+    async_reg_t *r = host_func_reg(fn, data);
+    return r ? put_reg(c, &c->async_regs, call_id, r) : CR_ENOMEM;
 }
 
 int cr_conn_keep_host_func(cr_conn_t *c, uint64_t host_id, void (*fn)(void *), void *data)
 {
-    async_reg_t *r = calloc(1, sizeof *r);
-    if (!r)
-        return CR_ENOMEM;
-    r->is_host_func = 1;
-    r->fn = fn;
-    r->data = data;
-    pthread_mutex_lock(&c->lock);
-    int err = cr_idmap_put(&c->kept_host_funcs, host_id, (uint64_t)(uintptr_t)r);
-    pthread_mutex_unlock(&c->lock);
-    if (err)
-        free(r);
-    return err;
+    async_reg_t *r = host_func_reg(fn, data);
+    return r ? put_reg(c, &c->kept_host_funcs, host_id, r) : CR_ENOMEM;
 }
 
 void cr_conn_mark_dead(cr_conn_t *c, const char *why)

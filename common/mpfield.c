@@ -10,6 +10,18 @@ void cr_mp_pack_str(msgpack_packer *pk, const char *s)
     msgpack_pack_str_body(pk, s, n);
 }
 
+void cr_mp_pack_kv_u64(msgpack_packer *pk, const char *key, uint64_t value)
+{
+    cr_mp_pack_str(pk, key);
+    msgpack_pack_uint64(pk, value);
+}
+
+void cr_mp_pack_kv_str(msgpack_packer *pk, const char *key, const char *value)
+{
+    cr_mp_pack_str(pk, key);
+    cr_mp_pack_str(pk, value);
+}
+
 const msgpack_object *cr_mp_field(const msgpack_object *map, const char *key)
 {
     if (!map || map->type != MSGPACK_OBJECT_MAP)

@@ -4,9 +4,13 @@
 
 #include <msgpack.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Packs a NUL-terminated string. */
 void cr_mp_pack_str(msgpack_packer *pk, const char *s);
+/* Packs a map's entry: the key, then its value. */
+void cr_mp_pack_kv_u64(msgpack_packer *pk, const char *key, uint64_t value);
+void cr_mp_pack_kv_str(msgpack_packer *pk, const char *key, const char *value);
 /* The value under the string key `key` of map; NULL when map is NULL, not a map, or has no
  * such key. */
 const msgpack_object *cr_mp_field(const msgpack_object *map, const char *key);

@@ -22,18 +22,6 @@
 #include "session.h"
 #include "tenants.h"
 
-static void kv_u64(msgpack_packer *pk, const char *key, uint64_t value)
-{
-    cr_mp_pack_str(pk, key);
-    msgpack_pack_uint64(pk, value);
-}
-
-static void kv_str(msgpack_packer *pk, const char *key, const char *value)
-{
-    cr_mp_pack_str(pk, key);
-    cr_mp_pack_str(pk, value);
-}
-
 #define IDENTITY_FIELDS 14
 static void pack_identity(msgpack_packer *pk, const cr_backend_t *b)
 {
@@ -50,22 +38,24 @@ static void pack_identity(msgpack_packer *pk, const cr_backend_t *b)
              (unsigned)a[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID],
              (unsigned)a[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID],
              (unsigned)a[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID]);
-    kv_str(pk, CR_NVML_NAME, b->desc.name);
+    cr_mp_pack_kv_str(pk, CR_NVML_NAME, b->desc.name);
     cr_mp_pack_str(pk, CR_NVML_UUID);
     msgpack_pack_bin(pk, 16);
     msgpack_pack_bin_body(pk, b->desc.uuid.bytes, 16);
-    kv_str(pk, CR_NVML_SERIAL, id.serial);
-    kv_str(pk, CR_NVML_BACKEND, b->kind);
-    kv_str(pk, CR_NVML_DRIVER_VERSION, id.driver_version);
-    kv_u64(pk, CR_NVML_CUDA_VERSION, (uint64_t)b->driver_version);
-    kv_str(pk, CR_NVML_PCI_BUS_ID, bus_id);
-    kv_u64(pk, CR_NVML_PCI_DOMAIN, (uint32_t)a[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID]);
-    kv_u64(pk, CR_NVML_PCI_BUS, (uint32_t)a[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID]);
-    kv_u64(pk, CR_NVML_PCI_DEVICE, (uint32_t)a[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID]);
-    kv_u64(pk, CR_NVML_PCI_DEVICE_ID, id.pci_device_id);
-    kv_u64(pk, CR_NVML_PCI_SUBSYSTEM_ID, id.pci_subsystem_id);
-    kv_u64(pk, CR_NVML_CC_MAJOR, (uint32_t)a[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR]);
-    kv_u64(pk, CR_NVML_CC_MINOR, (uint32_t)a[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR]);
+    cr_mp_pack_kv_str(pk, CR_NVML_SERIAL, id.serial);
+    cr_mp_pack_kv_str(pk, CR_NVML_BACKEND, b->kind);
+    cr_mp_pack_kv_str(pk, CR_NVML_DRIVER_VERSION, id.driver_version);
+    cr_mp_pack_kv_u64(pk, CR_NVML_CUDA_VERSION, (uint64_t)b->driver_version);
+    cr_mp_pack_kv_str(pk, CR_NVML_PCI_BUS_ID, bus_id);
+    cr_mp_pack_kv_u64(pk, CR_NVML_PCI_DOMAIN, (uint32_t)a[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID]);
+    cr_mp_pack_kv_u64(pk, CR_NVML_PCI_BUS, (uint32_t)a[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID]);
+    cr_mp_pack_kv_u64(pk, CR_NVML_PCI_DEVICE, (uint32_t)a[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID]);
+    cr_mp_pack_kv_u64(pk, CR_NVML_PCI_DEVICE_ID, id.pci_device_id);
+    cr_mp_pack_kv_u64(pk, CR_NVML_PCI_SUBSYSTEM_ID, id.pci_subsystem_id);
+    cr_mp_pack_kv_u64(pk, CR_NVML_CC_MAJOR,
+                      (uint32_t)a[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR]);
+    cr_mp_pack_kv_u64(pk, CR_NVML_CC_MINOR,
+                      (uint32_t)a[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR]);
 }
 
 /* The sessions a viewer sees as processes: its tenant's (every one for an admin) that made
@@ -124,14 +114,17 @@ static void pack_usage(msgpack_packer *pk, cr_session_t *s, const process_list_t
         free_bytes = total = 0;
     const cr_tenant_t *t = cr_session_tenant(s);
     uint64_t used = t ? __atomic_load_n(&t->used, __ATOMIC_RELAXED) : 0;
-    kv_u64(pk, CR_NVML_MEMORY_TOTAL, total);
-    kv_u64(pk, CR_NVML_MEMORY_USED, used);
-    kv_u64(pk, CR_NVML_MEMORY_FREE, free_bytes);
+    cr_mp_pack_kv_u64(pk, CR_NVML_MEMORY_TOTAL, total);
+    cr_mp_pack_kv_u64(pk, CR_NVML_MEMORY_USED, used);
+    cr_mp_pack_kv_u64(pk, CR_NVML_MEMORY_FREE, free_bytes);
 
     share_sum_t sum = {procs->only, 0};
     cr_tenants_foreach(add_share, &sum);
     double percent = round(sum.share * 100);
-    kv_u64(pk, CR_NVML_UTILIZATION, percent < 0 ? 0 : percent > 100 ? 100 : (uint64_t)percent);
+    cr_mp_pack_kv_u64(pk, CR_NVML_UTILIZATION,
+                      percent < 0     ? 0
+                      : percent > 100 ? 100
+                                      : (uint64_t)percent);
 
     cr_mp_pack_str(pk, CR_NVML_PROCESSES);
     msgpack_pack_array(pk, (uint32_t)procs->count);

@@ -105,26 +105,14 @@ cr_tenant_info_t *cr_status_tenants(size_t *count)
 
 /* ---- @status ---- */
 
-static void kv_u64(msgpack_packer *pk, const char *key, uint64_t value)
-{
-    cr_mp_pack_str(pk, key);
-    msgpack_pack_uint64(pk, value);
-}
-
-static void kv_str(msgpack_packer *pk, const char *key, const char *value)
-{
-    cr_mp_pack_str(pk, key);
-    cr_mp_pack_str(pk, value);
-}
-
 #define USAGE_FIELDS 5 /* what pack_usage adds to a map */
 static void pack_usage(msgpack_packer *pk, const cr_usage_t *u)
 {
-    kv_u64(pk, CR_STATUS_USAGE_LAUNCHES, u->launches);
-    kv_u64(pk, CR_STATUS_USAGE_BYTES_H2D, u->bytes_h2d);
-    kv_u64(pk, CR_STATUS_USAGE_BYTES_D2H, u->bytes_d2h);
-    kv_u64(pk, CR_STATUS_USAGE_ERRORS, u->errors);
-    kv_u64(pk, CR_STATUS_USAGE_DEVICE_NS, u->device_ns);
+    cr_mp_pack_kv_u64(pk, CR_STATUS_USAGE_LAUNCHES, u->launches);
+    cr_mp_pack_kv_u64(pk, CR_STATUS_USAGE_BYTES_H2D, u->bytes_h2d);
+    cr_mp_pack_kv_u64(pk, CR_STATUS_USAGE_BYTES_D2H, u->bytes_d2h);
+    cr_mp_pack_kv_u64(pk, CR_STATUS_USAGE_ERRORS, u->errors);
+    cr_mp_pack_kv_u64(pk, CR_STATUS_USAGE_DEVICE_NS, u->device_ns);
 }
 
 typedef struct {
@@ -180,16 +168,16 @@ void cr_srv_status(cr_request_t *req)
     msgpack_pack_map(pk, 4);
     cr_mp_pack_str(pk, CR_STATUS_SERVER);
     msgpack_pack_map(pk, 8);
-    kv_str(pk, CR_STATUS_SERVER_VERSION, "cuda-remoted " CR_VERSION);
-    kv_str(pk, CR_STATUS_SERVER_BACKEND, b->kind);
-    kv_str(pk, CR_STATUS_SERVER_DEVICE, b->desc.name);
-    kv_u64(pk, CR_STATUS_SERVER_MEMORY_TOTAL, total_mem ? total_mem : b->desc.total_mem);
-    kv_u64(pk, CR_STATUS_SERVER_MEMORY_USED, total_mem - free_mem);
+    cr_mp_pack_kv_str(pk, CR_STATUS_SERVER_VERSION, "cuda-remoted " CR_VERSION);
+    cr_mp_pack_kv_str(pk, CR_STATUS_SERVER_BACKEND, b->kind);
+    cr_mp_pack_kv_str(pk, CR_STATUS_SERVER_DEVICE, b->desc.name);
+    cr_mp_pack_kv_u64(pk, CR_STATUS_SERVER_MEMORY_TOTAL, total_mem ? total_mem : b->desc.total_mem);
+    cr_mp_pack_kv_u64(pk, CR_STATUS_SERVER_MEMORY_USED, total_mem - free_mem);
     cr_mp_pack_str(pk, CR_STATUS_SERVER_UPTIME_S);
     msgpack_pack_double(pk, cr_status_uptime());
-    kv_u64(pk, CR_STATUS_SERVER_RESTARTS, (uint64_t)restarts);
-    kv_u64(pk, CR_STATUS_SERVER_TENANTS_FILE, (uint64_t)cr_tenants_from_file());
-    kv_u64(pk, CR_STATUS_SELF, cr_session_id(self));
+    cr_mp_pack_kv_u64(pk, CR_STATUS_SERVER_RESTARTS, (uint64_t)restarts);
+    cr_mp_pack_kv_u64(pk, CR_STATUS_SERVER_TENANTS_FILE, (uint64_t)cr_tenants_from_file());
+    cr_mp_pack_kv_u64(pk, CR_STATUS_SELF, cr_session_id(self));
     cr_mp_pack_str(pk, CR_STATUS_TENANTS);
     msgpack_pack_array(pk, shown);
     for (size_t i = 0; i < tenant_count; i++) {
@@ -197,22 +185,22 @@ void cr_srv_status(cr_request_t *req)
         if (!all && t->tenant != viewer)
             continue;
         msgpack_pack_map(pk, 13 + USAGE_FIELDS);
-        kv_str(pk, CR_STATUS_TENANT_NAME, t->name);
-        kv_u64(pk, CR_STATUS_TENANT_QUOTA, t->quota);
-        kv_u64(pk, CR_STATUS_TENANT_USED, t->used);
+        cr_mp_pack_kv_str(pk, CR_STATUS_TENANT_NAME, t->name);
+        cr_mp_pack_kv_u64(pk, CR_STATUS_TENANT_QUOTA, t->quota);
+        cr_mp_pack_kv_u64(pk, CR_STATUS_TENANT_USED, t->used);
         cr_mp_pack_str(pk, CR_STATUS_TENANT_WEIGHT);
         msgpack_pack_double(pk, t->weight);
         cr_mp_pack_str(pk, CR_STATUS_TENANT_COMPUTE_LIMIT);
         msgpack_pack_double(pk, t->compute_limit);
-        kv_str(pk, CR_STATUS_TENANT_PRIORITY, cr_priority_name(t->priority));
-        kv_u64(pk, CR_STATUS_TENANT_ADMIN, t->admin);
-        kv_u64(pk, CR_STATUS_TENANT_REMOVED, t->removed);
-        kv_u64(pk, CR_STATUS_TENANT_SESSIONS, t->sessions);
-        kv_u64(pk, CR_STATUS_TENANT_SESSIONS_TOTAL, t->sessions_total);
-        kv_u64(pk, CR_STATUS_TENANT_QUEUED, t->queued);
+        cr_mp_pack_kv_str(pk, CR_STATUS_TENANT_PRIORITY, cr_priority_name(t->priority));
+        cr_mp_pack_kv_u64(pk, CR_STATUS_TENANT_ADMIN, t->admin);
+        cr_mp_pack_kv_u64(pk, CR_STATUS_TENANT_REMOVED, t->removed);
+        cr_mp_pack_kv_u64(pk, CR_STATUS_TENANT_SESSIONS, t->sessions);
+        cr_mp_pack_kv_u64(pk, CR_STATUS_TENANT_SESSIONS_TOTAL, t->sessions_total);
+        cr_mp_pack_kv_u64(pk, CR_STATUS_TENANT_QUEUED, t->queued);
         cr_mp_pack_str(pk, CR_STATUS_TENANT_SHARE);
         msgpack_pack_double(pk, t->share);
-        kv_u64(pk, CR_STATUS_TENANT_INFLIGHT, t->inflight);
+        cr_mp_pack_kv_u64(pk, CR_STATUS_TENANT_INFLIGHT, t->inflight);
         pack_usage(pk, &t->usage);
     }
     cr_mp_pack_str(pk, CR_STATUS_SESSIONS);
@@ -220,16 +208,16 @@ void cr_srv_status(cr_request_t *req)
     for (size_t i = 0; i < sessions.count; i++) {
         const cr_session_info_t *s = &sessions.list[i];
         msgpack_pack_map(pk, 10 + USAGE_FIELDS);
-        kv_u64(pk, CR_STATUS_SESSION_ID, s->id);
-        kv_u64(pk, CR_STATUS_SESSION_ENDING, (uint64_t)s->ending);
-        kv_str(pk, CR_STATUS_SESSION_TENANT, s->tenant ? s->tenant->name : "");
-        kv_str(pk, CR_STATUS_SESSION_WHO, s->who);
-        kv_str(pk, CR_STATUS_SESSION_PEER, s->peer);
-        kv_str(pk, CR_STATUS_SESSION_AUTH, s->auth);
-        kv_u64(pk, CR_STATUS_SESSION_MEMORY, s->memory);
-        kv_u64(pk, CR_STATUS_SESSION_REQUESTS, s->requests);
-        kv_u64(pk, CR_STATUS_SESSION_QUEUED, s->queued);
-        kv_u64(pk, CR_STATUS_SESSION_CONNECTED_NS, s->connected_ns);
+        cr_mp_pack_kv_u64(pk, CR_STATUS_SESSION_ID, s->id);
+        cr_mp_pack_kv_u64(pk, CR_STATUS_SESSION_ENDING, (uint64_t)s->ending);
+        cr_mp_pack_kv_str(pk, CR_STATUS_SESSION_TENANT, s->tenant ? s->tenant->name : "");
+        cr_mp_pack_kv_str(pk, CR_STATUS_SESSION_WHO, s->who);
+        cr_mp_pack_kv_str(pk, CR_STATUS_SESSION_PEER, s->peer);
+        cr_mp_pack_kv_str(pk, CR_STATUS_SESSION_AUTH, s->auth);
+        cr_mp_pack_kv_u64(pk, CR_STATUS_SESSION_MEMORY, s->memory);
+        cr_mp_pack_kv_u64(pk, CR_STATUS_SESSION_REQUESTS, s->requests);
+        cr_mp_pack_kv_u64(pk, CR_STATUS_SESSION_QUEUED, s->queued);
+        cr_mp_pack_kv_u64(pk, CR_STATUS_SESSION_CONNECTED_NS, s->connected_ns);
         pack_usage(pk, &s->usage);
     }
     free(tenants);
