@@ -59,6 +59,7 @@
     /* stream.c */                                                                                 \
     X(cuStreamCreate) X(cuStreamCreateWithPriority) X(cuStreamDestroy_v2) X(cuStreamSynchronize)   \
     X(cuStreamQuery) X(cuStreamWaitEvent) X(cuStreamGetPriority) X(cuStreamGetFlags)               \
+    X(cuStreamSetAttribute) X(cuStreamGetAttribute)                                                \
     X(cuStreamGetId) X(cuStreamGetCtx) X(cuStreamGetCtx_v2) X(cuStreamGetDevice)                   \
     X(cuLaunchHostFunc) X(cuStreamAddCallback) X(cuEventCreate) X(cuEventRecord)                   \
     X(cuEventRecordWithFlags) X(cuEventQuery) X(cuEventSynchronize) X(cuEventElapsedTime)          \
