@@ -553,3 +553,24 @@ CUresult cr_hand_cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute at
 {
     return pool_attribute(pool, attr, value, 1);
 }
+
+/* [address] -> the session's id of the physical memory mapped there (server/handlers_vmm.c) */
+CUresult cr_hand_cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
+{
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!handle)
+        return CUDA_ERROR_INVALID_VALUE;
+    cr_msg_t m;
+    int err = cr_msg_begin(cl->conn, &m, CR_OP_cuMemRetainAllocationHandle);
+    if (err)
+        return cr_transport_error(err);
+    msgpack_pack_array(&m.pk, 1);
+    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)addr);
+    uint64_t id = 0;
+    CUresult r = cr_call_u64(&m, &id);
+    if (r == CUDA_SUCCESS)
+        *handle = id;
+    return r;
+}

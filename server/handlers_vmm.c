@@ -273,3 +273,29 @@ void cr_srv_cuMemGetAllocationPropertiesFromHandle(cr_request_t *req)
     cr_generic(req, &cr_desc_cuMemGetAllocationPropertiesFromHandle,
                cr_call_cuMemGetAllocationPropertiesFromHandle, &properties_hooks);
 }
+
+/* [address] -> handle: an address of one of the session's mappings; the driver's handle it
+ * gives back becomes the session's id of that memory, which one more cuMemRelease then
+ * lets go (the id's count goes up with the driver's). */
+void cr_srv_cuMemRetainAllocationHandle(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    const cr_driver_t *d = &cr_session_backend(s)->d;
+    uint64_t addr, id = 0;
+    CUmemGenericAllocationHandle h;
+    CUresult r = req->argc != 1 || cr_arg_u64(req, 0, &addr) || !cr_session_vmm_mapped(s, addr, 1)
+                     ? CUDA_ERROR_INVALID_VALUE
+                 : !d->cuMemRetainAllocationHandle
+                     ? CUDA_ERROR_NOT_SUPPORTED
+                     : d->cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)addr);
+    if (r == CUDA_SUCCESS && !(id = cr_session_vmm_retain(s, addr))) {
+        d->cuMemRelease(h); /* unmapped meanwhile: give the driver's reference back */
+        r = CUDA_ERROR_INVALID_VALUE;
+    }
+    cr_reply_t reply;
+    if (cr_reply_begin(req, &reply, r, 1) == 0) {
+        msgpack_pack_uint64(&reply.pk, id);
+        cr_reply_send(req, &reply, 0);
+    }
+    cr_request_free(req);
+}

@@ -2,7 +2,8 @@
 // entry points cudart hands out: reserve 1 GiB of addresses, map 2 MiB pieces of physical
 // memory as the segment grows (device memory in use rising by exactly each piece), a kernel
 // and copies across the pieces, the same memory mapped twice (one write seen at both
-// addresses), access flags and properties read back, the refusals a GPU gives (a map outside
+// addresses), access flags and properties read back, the handle behind a mapped address
+// retained and released, the refusals a GPU gives (a map outside
 // any reservation, half a mapping unmapped, an unknown handle), then everything unmapped and
 // released with the memory in use back where it was.
 //
@@ -39,6 +40,7 @@ static struct {
     PFN_cuMemSetAccess_v10020 set_access;
     PFN_cuMemGetAccess_v10020 get_access;
     PFN_cuMemGetAllocationPropertiesFromHandle_v10020 properties;
+    PFN_cuMemRetainAllocationHandle_v11000 retain;
 } drv;
 
 static void *entry(const char *name)
@@ -121,6 +123,7 @@ int main(int argc, char **argv)
     drv.get_access = (PFN_cuMemGetAccess_v10020)entry("cuMemGetAccess");
     drv.properties = (PFN_cuMemGetAllocationPropertiesFromHandle_v10020)entry(
         "cuMemGetAllocationPropertiesFromHandle");
+    drv.retain = (PFN_cuMemRetainAllocationHandle_v11000)entry("cuMemRetainAllocationHandle");
 
     CUmemAllocationProp prop = device_prop();
     size_t piece = 0;
@@ -192,6 +195,16 @@ int main(int argc, char **argv)
     CHECK_CU(drv.properties(&got, handles[2]));
     CHECK(got.type == CU_MEM_ALLOCATION_TYPE_PINNED && got.location.type == CU_MEM_LOCATION_TYPE_DEVICE,
           "properties: type %d, location type %d", (int)got.type, (int)got.location.type);
+    // the handle behind an address inside a mapping, as PyTorch's allocator looks it up; one
+    // more release lets it go, the memory charged once
+    CUmemGenericAllocationHandle again = 0;
+    CHECK_CU(drv.retain(&again, (void *)(base + 2 * piece + 100)));
+    CHECK(again == handles[2], "retained handle %#llx, expected %#llx",
+          (unsigned long long)again, (unsigned long long)handles[2]);
+    size_t used_retained = used_now();
+    CHECK_CU(drv.release(again));
+    CHECK(used_now() == used_retained, "a retain's release changed the memory in use");
+    EXPECT_CU(drv.retain(&again, (void *)(base + 400 * piece)), CUDA_ERROR_INVALID_VALUE);
 
     // refusals
     CUdeviceptr plain;
