@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "array.h"
 #include "backend.h"
 #include "cr_server_hand.h"
 #include "error.h"
@@ -18,7 +17,7 @@
 #include "nvml_device.h"
 #include "nvml_view.h"
 #include "request.h"
-#include "scheduler.h"
+#include "status.h"
 #include "session.h"
 #include "tenants.h"
 
@@ -58,56 +57,40 @@ static void pack_identity(msgpack_packer *pk, const cr_backend_t *b)
                       (uint32_t)a[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR]);
 }
 
-/* The sessions a viewer sees as processes: its tenant's (every one for an admin) that made
- * a driver call and whose client is still there. */
-typedef struct {
-    cr_session_info_t *list;
-    size_t count, cap;
-    const cr_tenant_t *only; /* NULL: every tenant's */
-    int failed;
-} process_list_t;
-
-static void add_process(const cr_session_info_t *s, void *arg)
+/* The sessions the caller sees as processes (cr_status_scope's): those that made a driver
+ * call and whose client is still there. 0 or CR_ENOMEM. */
+static int collect_processes(cr_session_t *s, cr_session_info_t **list, size_t *count)
 {
-    process_list_t *l = arg;
-    if (l->failed || (l->only && s->tenant != l->only) || !s->drove_device || s->ending)
-        return;
-    if (cr_array_room((void **)&l->list, &l->cap, l->count, sizeof *l->list)) {
-        l->failed = 1;
-        return;
-    }
-    l->list[l->count++] = *s;
+    if (cr_status_sessions(cr_status_scope(s), list, count))
+        return CR_ENOMEM;
+    size_t kept = 0;
+    for (size_t i = 0; i < *count; i++)
+        if ((*list)[i].drove_device && !(*list)[i].ending)
+            (*list)[kept++] = (*list)[i];
+    *count = kept;
+    return 0;
 }
 
-/* The device time the viewer's tenant had lately, in percent (all tenants' for an admin). */
-typedef struct {
-    const cr_tenant_t *only;
-    double share;
-} share_sum_t;
-
-static void add_share(const cr_tenant_t *t, void *arg)
+/* The device time the caller's scope had lately, in percent; -1 when out of memory. */
+static int utilization(cr_session_t *s)
 {
-    share_sum_t *sum = arg;
-    if (sum->only && t != sum->only)
-        return;
+    const cr_tenant_t *scope = cr_status_scope(s);
+    size_t count = 0;
+    cr_tenant_info_t *tenants = cr_status_tenants(&count);
+    if (!tenants)
+        return -1;
     double share = 0;
-    unsigned inflight = 0;
-    cr_sched_figures(t, &share, &inflight);
-    sum->share += share;
-}
-
-/* 0, or CR_ENOMEM when the list cannot be made. */
-static int collect_processes(cr_session_t *s, process_list_t *procs)
-{
-    const cr_tenant_t *viewer = cr_session_tenant(s);
-    int all = viewer && __atomic_load_n(&viewer->admin, __ATOMIC_RELAXED);
-    procs->only = all ? NULL : viewer;
-    cr_sessions_foreach(add_process, procs);
-    return procs->failed ? CR_ENOMEM : 0;
+    for (size_t i = 0; i < count; i++)
+        if (!scope || tenants[i].tenant == scope)
+            share += tenants[i].share;
+    free(tenants);
+    double percent = round(share * 100);
+    return percent < 0 ? 0 : percent > 100 ? 100 : (int)percent;
 }
 
 #define USAGE_FIELDS 5
-static void pack_usage(msgpack_packer *pk, cr_session_t *s, const process_list_t *procs)
+static void pack_usage(msgpack_packer *pk, cr_session_t *s, const cr_session_info_t *procs,
+                       size_t proc_count, int percent)
 {
     size_t free_bytes = 0, total = 0;
     if (cr_session_memory_info(s, &free_bytes, &total) != CUDA_SUCCESS)
@@ -117,23 +100,14 @@ static void pack_usage(msgpack_packer *pk, cr_session_t *s, const process_list_t
     cr_mp_pack_kv_u64(pk, CR_NVML_MEMORY_TOTAL, total);
     cr_mp_pack_kv_u64(pk, CR_NVML_MEMORY_USED, used);
     cr_mp_pack_kv_u64(pk, CR_NVML_MEMORY_FREE, free_bytes);
-
-    share_sum_t sum = {procs->only, 0};
-    cr_tenants_foreach(add_share, &sum);
-    double percent = round(sum.share * 100);
-    cr_mp_pack_kv_u64(pk, CR_NVML_UTILIZATION,
-                      percent < 0     ? 0
-                      : percent > 100 ? 100
-                                      : (uint64_t)percent);
-
+    cr_mp_pack_kv_u64(pk, CR_NVML_UTILIZATION, (uint64_t)percent);
     cr_mp_pack_str(pk, CR_NVML_PROCESSES);
-    msgpack_pack_array(pk, (uint32_t)procs->count);
-    for (size_t i = 0; i < procs->count; i++) {
-        const cr_session_info_t *p = &procs->list[i];
+    msgpack_pack_array(pk, (uint32_t)proc_count);
+    for (size_t i = 0; i < proc_count; i++) {
         msgpack_pack_array(pk, 3);
-        msgpack_pack_uint32(pk, p->pid);
-        msgpack_pack_uint64(pk, p->memory);
-        cr_mp_pack_str(pk, p->program);
+        msgpack_pack_uint32(pk, procs[i].pid);
+        msgpack_pack_uint64(pk, procs[i].memory);
+        cr_mp_pack_str(pk, procs[i].program);
     }
 }
 
@@ -160,16 +134,19 @@ void cr_srv_nvml(cr_request_t *req)
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;
     }
-    process_list_t procs = {0};
-    if ((parts & CR_NVML_USAGE) && collect_processes(s, &procs) != 0) {
-        free(procs.list);
+    cr_session_info_t *procs = NULL;
+    size_t proc_count = 0;
+    int percent = 0;
+    if ((parts & CR_NVML_USAGE) &&
+        (collect_processes(s, &procs, &proc_count) || (percent = utilization(s)) < 0)) {
+        free(procs);
         cr_request_finish(req, CUDA_ERROR_OUT_OF_MEMORY);
         return;
     }
     const cr_backend_t *b = cr_session_backend(s);
     cr_reply_t r;
     if (cr_reply_begin(req, &r, CUDA_SUCCESS, 1) != 0) {
-        free(procs.list);
+        free(procs);
         cr_request_free(req);
         return;
     }
@@ -179,10 +156,10 @@ void cr_srv_nvml(cr_request_t *req)
     if (parts & CR_NVML_IDENTITY)
         pack_identity(&r.pk, b);
     if (parts & CR_NVML_USAGE)
-        pack_usage(&r.pk, s, &procs);
+        pack_usage(&r.pk, s, procs, proc_count, percent);
     if (parts & CR_NVML_SENSORS)
         pack_sensors(&r.pk, b);
-    free(procs.list);
+    free(procs);
     cr_reply_send(req, &r, 0);
     cr_request_free(req);
 }

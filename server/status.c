@@ -11,6 +11,7 @@
 #include "backend.h"
 #include "cr_server_hand.h"
 #include "dispatch.h"
+#include "error.h"
 #include "log.h"
 #include "mpfield.h"
 #include "scheduler.h"
@@ -134,19 +135,36 @@ static void add_session(const cr_session_info_t *s, void *arg)
     l->list[l->count++] = *s;
 }
 
+const cr_tenant_t *cr_status_scope(const cr_session_t *s)
+{
+    const cr_tenant_t *t = cr_session_tenant(s);
+    return t && __atomic_load_n(&t->admin, __ATOMIC_RELAXED) ? NULL : t; /* admin: reloads */
+}
+
+int cr_status_sessions(const cr_tenant_t *only, cr_session_info_t **list, size_t *count)
+{
+    session_list_t l = {.only = only};
+    cr_sessions_foreach(add_session, &l);
+    if (l.failed) {
+        free(l.list);
+        return CR_ENOMEM;
+    }
+    *list = l.list;
+    *count = l.count;
+    return 0;
+}
+
 void cr_srv_status(cr_request_t *req)
 {
     cr_session_t *self = req->session;
     const cr_backend_t *b = cr_session_backend(self);
     const cr_tenant_t *viewer = cr_session_tenant(self);
-    int all = viewer && __atomic_load_n(&viewer->admin, __ATOMIC_RELAXED); /* reloads */
-    size_t tenant_count = 0;
+    int all = viewer && !cr_status_scope(self);
+    size_t tenant_count = 0, session_count = 0;
     cr_tenant_info_t *tenants = cr_status_tenants(&tenant_count);
-    session_list_t sessions = {.only = all ? NULL : viewer};
-    cr_sessions_foreach(add_session, &sessions);
-    if (!tenants || sessions.failed) {
+    cr_session_info_t *sessions = NULL;
+    if (!tenants || cr_status_sessions(all ? NULL : viewer, &sessions, &session_count)) {
         free(tenants);
-        free(sessions.list);
         cr_request_finish(req, CUDA_ERROR_OUT_OF_MEMORY);
         return;
     }
@@ -160,7 +178,7 @@ void cr_srv_status(cr_request_t *req)
     cr_reply_t r;
     if (cr_reply_begin(req, &r, CUDA_SUCCESS, 1) != 0) {
         free(tenants);
-        free(sessions.list);
+        free(sessions);
         cr_request_free(req);
         return;
     }
@@ -204,9 +222,9 @@ void cr_srv_status(cr_request_t *req)
         pack_usage(pk, &t->usage);
     }
     cr_mp_pack_str(pk, CR_STATUS_SESSIONS);
-    msgpack_pack_array(pk, sessions.count);
-    for (size_t i = 0; i < sessions.count; i++) {
-        const cr_session_info_t *s = &sessions.list[i];
+    msgpack_pack_array(pk, session_count);
+    for (size_t i = 0; i < session_count; i++) {
+        const cr_session_info_t *s = &sessions[i];
         msgpack_pack_map(pk, 10 + USAGE_FIELDS);
         cr_mp_pack_kv_u64(pk, CR_STATUS_SESSION_ID, s->id);
         cr_mp_pack_kv_u64(pk, CR_STATUS_SESSION_ENDING, (uint64_t)s->ending);
@@ -221,7 +239,7 @@ void cr_srv_status(cr_request_t *req)
         pack_usage(pk, &s->usage);
     }
     free(tenants);
-    free(sessions.list);
+    free(sessions);
     cr_reply_send(req, &r, 0);
     cr_request_free(req);
 }

@@ -32,6 +32,12 @@ typedef struct {
 } cr_tenant_info_t;
 /* Every tenant's figures (*count of them; free the array), or NULL when out of memory. */
 cr_tenant_info_t *cr_status_tenants(size_t *count);
+/* Whose sessions and figures a session's client may see: its own tenant's, or every
+ * tenant's (NULL) for an admin tenant's session. */
+const cr_tenant_t *cr_status_scope(const cr_session_t *s);
+/* The sessions of tenant `only` (every tenant's for NULL) in *list (*count of them; free
+ * it). 0, or CR_ENOMEM. */
+int cr_status_sessions(const cr_tenant_t *only, cr_session_info_t **list, size_t *count);
 /* Seconds since cr_status_start. */
 double cr_status_uptime(void);
 
