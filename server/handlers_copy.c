@@ -343,8 +343,10 @@ static void htod(cr_request_t *req)
         finish_after_stream(req, stream, d->cuMemcpyHtoDAsync_v2(dst, host, bytes, stream->obj));
         return;
     }
-    /* the bulk is pageable to the backend: consumed before the call returns */
-    cr_request_finish(req, d->cuMemcpyHtoDAsync_v2(dst, req->bulk, bytes, stream->obj));
+    /* The bulk is pageable to the backend: consumed before the call returns. A waiting copy
+     * (cuMemcpyHtoD) is still answered only once it reached the device: programs count on
+     * it being there for work they queue next on a non-blocking stream. */
+    finish_after_stream(req, stream, d->cuMemcpyHtoDAsync_v2(dst, req->bulk, bytes, stream->obj));
 }
 
 void cr_srv_cuMemcpyHtoD_v2(cr_request_t *req)
