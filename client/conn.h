@@ -32,13 +32,16 @@
 typedef struct cr_conn_s cr_conn_t;
 
 /* Where the bulk bytes of a reply or of an asynchronous device-to-host copy go: `rows`
- * rows of `width` bytes, `pitch` bytes apart, filled in order. */
+ * rows of `width` bytes, `pitch` bytes apart, filled in order. A reply whose size the
+ * caller cannot know (a linked image) sets only alloc_max: the reader then allocates dst
+ * for bulk bytes up to that many, and the caller frees it. */
 typedef struct {
     uint8_t *dst;
     size_t width;
     size_t pitch;
     size_t rows;
     size_t pos; /* bytes received so far */
+    size_t alloc_max;
 } cr_sink_t;
 
 /* A request that waits for its reply. Lives on the caller's stack. */

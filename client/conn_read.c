@@ -193,6 +193,9 @@ static int handle_reply(cr_conn_t *c, const cr_frame_header_t *h, cr_buf_t *body
     }
     /* p stays valid: only this thread completes it, and its owner waits until then */
     int err = 0;
+    cr_sink_t *k = &p->sink;
+    if (h->bulk_len && !k->dst && h->bulk_len <= k->alloc_max && (k->dst = malloc(h->bulk_len)))
+        k->width = k->pitch = h->bulk_len, k->rows = 1;
     if (h->bulk_len) {
         if (sink_fits(&p->sink, h->bulk_len)) {
             err = read_into_sink(c, &p->sink, h->bulk_len);

@@ -193,7 +193,7 @@ CUresult cr_hand_cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_o
     return load_image(CR_OP_cuLibraryLoadData, (uint64_t *)library, code);
 }
 
-static void *read_file(const char *path, CUresult *r)
+void *cr_code_read_file(const char *path, size_t *len, CUresult *r)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
@@ -219,6 +219,8 @@ static void *read_file(const char *path, CUresult *r)
         *r = buf ? CUDA_ERROR_FILE_NOT_FOUND : CUDA_ERROR_OUT_OF_MEMORY;
         return NULL;
     }
+    if (len)
+        *len = got;
     return buf;
 }
 
@@ -228,7 +230,7 @@ static CUresult load_file(uint16_t opcode, uint64_t *handle, const char *path)
     if (!path)
         return CUDA_ERROR_INVALID_VALUE;
     CUresult r = CUDA_SUCCESS;
-    void *data = read_file(path, &r);
+    void *data = cr_code_read_file(path, NULL, &r);
     if (!data)
         return r;
     r = load_image(opcode, handle, data);

@@ -2,8 +2,10 @@
 #ifndef CR_MODULE_H
 #define CR_MODULE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
+#include "cr_client_hand.h"
 #include "fatbin.h"
 
 /* What the client knows of a kernel; a CUkernel and the CUfunctions taken from it share
@@ -18,5 +20,9 @@ typedef struct {
 cr_kernel_t *cr_kernel(uint64_t handle);
 /* Its parameter layout, NULL if unknown. */
 const cr_kernel_info_t *cr_kernel_layout(uint64_t handle);
+
+/* The whole of a code file of this host (cuModuleLoad, cuLinkAddFile), with a NUL after
+ * it; *len (when not NULL) its size. NULL with *r set when it cannot be read. Free it. */
+void *cr_code_read_file(const char *path, size_t *len, CUresult *r);
 
 #endif

@@ -80,6 +80,14 @@
  *   reply [CUresult, library id]
  * cuModuleLoadData (waits)       same, reply [CUresult, module id]
  *
+ * The JIT linker (all wait; options [[CUjit_option, number] ...], log buffers as 0 with
+ * their sizes, see common/jit_options.h):
+ * cuLinkCreate_v2    body [options]                 reply [CUresult, link id]
+ * cuLinkAddData_v2   body [link id, CUjitInputType, name, options]   bulk: the input
+ *                    reply [CUresult, info log, error log]
+ * cuLinkComplete     body [link id]   reply [CUresult, info log, error log, wall ms (float),
+ *                    threads per block used]; bulk on success: the linked image
+ * cuLinkDestroy      body [link id]                 reply [CUresult] *
  * cuLaunchKernel / cuLaunchCooperativeKernel (async)
  *   body  [function or kernel id, [gx, gy, gz], [bx, by, bz], shared_bytes, stream,
  *          [[offset, size]...]]   bulk: the parameter buffer, each parameter at its offset

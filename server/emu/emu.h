@@ -74,6 +74,8 @@
     X(cuModuleEnumerateFunctions) X(cuModuleGetLoadingMode) X(cuFuncGetAttribute)                  \
     X(cuFuncSetAttribute) X(cuFuncSetCacheConfig) X(cuFuncGetName) X(cuFuncGetModule)              \
     X(cuFuncGetParamInfo) X(cuFuncIsLoaded) X(cuFuncLoad)                                          \
+    /* link.c */                                                                                   \
+    X(cuLinkCreate_v2) X(cuLinkAddData_v2) X(cuLinkAddFile_v2) X(cuLinkComplete) X(cuLinkDestroy)  \
     /* launch.c */                                                                                 \
     X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuLaunchCooperativeKernel)                             \
     X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                                 \
@@ -198,6 +200,7 @@ typedef enum {
     CR__H_KERNEL = 6,
     CR__H_FUNCTION = 7,
     CR__H_POOL = 8,
+    CR__H_LINK = 9,
 } cr__htype_t;
 #define CR__HMASK(t) (1u << (t))
 

@@ -717,6 +717,108 @@ static void test_occupancy(void)
     free(fatbin);
 }
 
+/* The JIT linker joins PTX as a linker resolves symbols: a .weak definition gives way to a
+ * .visible one, an internal helper both inputs carry is kept once, an .extern variable is
+ * the definition's, vprintf is the device's; two different internal definitions of one
+ * name, an undefined reference and inputs it cannot run are refused with a log. */
+static void test_link(void)
+{
+    static const char header[] = ".version 8.0\n.target sm_80\n.address_size 64\n";
+    static const char helper[] = ".func (.param .b32 r) helper(.param .b32 x)\n{\n"
+                                 "\t.reg .b32 %r<3>;\n\tld.param.b32 %r1, [x];\n"
+                                 "\tadd.s32 %r2, %r1, 1;\n\tst.param.b32 [r], %r2;\n\tret;\n}\n";
+    char a[2048], b[2048], other[2048];
+    snprintf(a, sizeof a,
+             "%s.extern .global .align 4 .u32 counter;\n"
+             ".extern .func (.param .b32 r) vprintf(.param .b64 f, .param .b64 v);\n"
+             ".weak .func (.param .b32 r) pick()\n{\n\t.reg .b32 %%r<2>;\n"
+             "\tmov.u32 %%r1, 1;\n\tst.param.b32 [r], %%r1;\n\tret;\n}\n%s"
+             ".visible .entry k(.param .u64 out)\n{\n\t.reg .b32 %%r<4>;\n\t.reg .b64 %%rd<3>;\n"
+             "\tld.param.u64 %%rd1, [out];\n\tcvta.to.global.u64 %%rd2, %%rd1;\n"
+             "\t{\n\t.param .b32 r0;\n\tcall.uni (r0), pick, ();\n\tld.param.b32 %%r1, [r0];\n\t}\n"
+             "\tld.global.u32 %%r2, [counter];\n\tadd.s32 %%r3, %%r1, %%r2;\n"
+             "\tst.global.u32 [%%rd2], %%r3;\n\tret;\n}\n",
+             header, helper);
+    snprintf(b, sizeof b,
+             ".version 8.3\n.target sm_86\n.address_size 64\n"
+             ".visible .global .align 4 .u32 counter = 40;\n%s"
+             ".visible .func (.param .b32 r) pick()\n{\n\t.reg .b32 %%r<2>;\n"
+             "\tmov.u32 %%r1, 2;\n\tst.param.b32 [r], %%r1;\n\tret;\n}\n",
+             helper);
+    snprintf(
+        other, sizeof other,
+        "%s.func (.param .b32 r) helper(.param .b32 x)\n{\n\tst.param.b32 [r], 0;\n\tret;\n}\n",
+        header);
+
+    char info[512], error[512];
+    CUjit_option opt[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                          CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                          CU_JIT_WALL_TIME};
+    void *val[] = {info, (void *)sizeof info, error, (void *)sizeof error, NULL};
+    CUlinkState st;
+    CHECK_OK(cr_emu_cuLinkCreate_v2(5, opt, val, &st));
+    CHECK_OK(
+        cr_emu_cuLinkAddData_v2(st, CU_JIT_INPUT_PTX, a, strlen(a) + 1, "a.ptx", 0, NULL, NULL));
+    CHECK_OK(cr_emu_cuLinkAddData_v2(st, CU_JIT_INPUT_PTX, b, strlen(b), "b.ptx", 0, NULL, NULL));
+    void *image;
+    size_t size;
+    CHECK_OK(cr_emu_cuLinkComplete(st, &image, &size));
+    const char *text = image;
+    CHECK_EQ_INT(size, strlen(text) + 1);
+    CHECK(strncmp(text, ".version 8.3\n.target sm_86\n.address_size 64\n", 44) == 0);
+    CHECK(strstr(text, "mov.u32 %r1, 2;") && !strstr(text, "mov.u32 %r1, 1;")); /* .weak lost */
+    const char *first = strstr(text, "helper(.param .b32 x)\n{");
+    CHECK(first && !strstr(first + 1, "helper(.param .b32 x)\n{")); /* the helper once */
+    CHECK(!strstr(text, ".extern .global"));
+    CHECK(strstr(text, "counter = 40;") < strstr(text, ".entry k"));
+    CHECK(strstr(info, "linked 2 PTX inputs") != NULL);
+    CHECK_EQ_INT((uintptr_t)val[1], strlen(info) + 1);
+    CHECK_EQ_INT(error[0], 0);
+    float ms;
+    memcpy(&ms, &val[4], sizeof ms);
+    CHECK(ms >= 0.0f && ms < 10000.0f);
+    CUmodule mod;
+    CUfunction k;
+    CHECK_OK(cr_emu_cuModuleLoadData(&mod, image));
+    CHECK_OK(cr_emu_cuModuleGetFunction(&k, mod, "k"));
+    CHECK_OK(cr_emu_cuModuleUnload(mod));
+    CHECK_OK(cr_emu_cuLinkDestroy(st));
+    CHECK_CU(cr_emu_cuLinkDestroy(st), CUDA_ERROR_INVALID_HANDLE);
+
+    /* two different internal helpers of one name (the sizes were written over: anew) */
+    val[1] = (void *)sizeof info;
+    val[3] = (void *)sizeof error;
+    CHECK_OK(cr_emu_cuLinkCreate_v2(5, opt, val, &st));
+    CHECK_OK(cr_emu_cuLinkAddData_v2(st, CU_JIT_INPUT_PTX, b, strlen(b), "b.ptx", 0, NULL, NULL));
+    CHECK_OK(cr_emu_cuLinkAddData_v2(st, CU_JIT_INPUT_PTX, other, strlen(other), "other.ptx", 0,
+                                     NULL, NULL));
+    CHECK_CU(cr_emu_cuLinkComplete(st, &image, &size), CUDA_ERROR_INVALID_IMAGE);
+    CHECK(strstr(error, "'helper' (in b.ptx and other.ptx)") != NULL);
+    CHECK_OK(cr_emu_cuLinkDestroy(st));
+
+    /* a alone: pick has its .weak definition, counter none */
+    val[1] = (void *)sizeof info;
+    val[3] = (void *)sizeof error;
+    CHECK_OK(cr_emu_cuLinkCreate_v2(5, opt, val, &st));
+    CHECK_OK(cr_emu_cuLinkAddData_v2(st, CU_JIT_INPUT_PTX, a, strlen(a), "a.ptx", 0, NULL, NULL));
+    CHECK_CU(cr_emu_cuLinkComplete(st, &image, &size), CUDA_ERROR_INVALID_IMAGE);
+    CHECK(strstr(error, "Undefined reference to 'counter' in 'a.ptx'") != NULL);
+    /* what the device cannot run, and what is not there */
+    CHECK_CU(
+        cr_emu_cuLinkAddData_v2(st, CU_JIT_INPUT_CUBIN, a, strlen(a), "a.cubin", 0, NULL, NULL),
+        CUDA_ERROR_NO_BINARY_FOR_GPU);
+    CHECK(strstr(error, "a.cubin: the emulated device links PTX only, not a cubin") != NULL);
+    CHECK_CU(cr_emu_cuLinkAddData_v2(st, CU_JIT_INPUT_PTX, "not ptx", 8, "junk", 0, NULL, NULL),
+             CUDA_ERROR_INVALID_PTX);
+    CHECK_CU(cr_emu_cuLinkAddFile_v2(st, CU_JIT_INPUT_PTX, "/nonexistent.ptx", 0, NULL, NULL),
+             CUDA_ERROR_FILE_NOT_FOUND);
+    CHECK_CU(cr_emu_cuLinkAddData_v2(st, (CUjitInputType)42, a, strlen(a), "x", 0, NULL, NULL),
+             CUDA_ERROR_INVALID_VALUE);
+    CHECK_OK(cr_emu_cuLinkDestroy(st));
+    CUjit_option unknown = (CUjit_option)500;
+    CHECK_CU(cr_emu_cuLinkCreate_v2(1, &unknown, val, &st), CUDA_ERROR_INVALID_VALUE);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -734,5 +836,6 @@ int main(int argc, char **argv)
     test_other_images();
     test_launches();
     test_occupancy();
+    test_link();
     CHECK_DONE();
 }

@@ -429,6 +429,28 @@ def request_seeds():
         frame('cuMemAlloc_v2', [True, 1 << 20]),
         frame('cuModuleLoadData', [0], ptx),
         frame('@status', []), small=True)
+    # the JIT linker: logs asked for, PTX added (and text that is not), a fatbin whose
+    # header claims more than came, options it refuses, a link of half a program, states
+    # that are not there
+    s['jit_link'] = conversation(
+        frame('cuLinkCreate_v2', [[[3, 0], [4, 4096], [5, 0], [6, 1 << 30], [2, 0], [12, 1]]]),
+        frame('cuLinkAddData_v2', [FIRST_ID, 1, 'a.ptx', [[7, 3]]], ptx),
+        frame('cuLinkAddData_v2', [FIRST_ID, 1, 'b.ptx', []], b'.version 9.0\nnot ptx'),
+        frame('cuLinkAddData_v2', [FIRST_ID, 2, 'c.fatbin', []], fatbin()[:24]),
+        frame('cuLinkAddData_v2', [FIRST_ID, 9, 'd', []], b'x'),
+        frame('cuLinkAddData_v2', [FIRST_ID, 1, 'e', [[17, 1]]], ptx),
+        frame('cuLinkAddData_v2', [FIRST_ID, 1, 'f', [[3, 5]]], ptx),
+        frame('cuLinkAddData_v2', [FIRST_ID, 1, 'x' * 5000, []], ptx),
+        frame('cuLinkAddData_v2', [FIRST_ID, 1, 'g', []]),
+        frame('cuLinkComplete', [FIRST_ID]),
+        frame('cuLinkComplete', [FIRST_ID + 0x10]),
+        frame('cuLinkCreate_v2', [[[18, 1], [19, 5]]]),
+        frame('cuLinkCreate_v2', [[[999, 0]]]),
+        frame('cuLinkCreate_v2', [[[0, 1 << 40]]]),
+        frame('cuLinkCreate_v2', ['options']),
+        frame('cuLinkDestroy', [FIRST_ID]),
+        frame('cuLinkDestroy', [FIRST_ID]),
+        frame('cuLinkComplete', [FIRST_ID]))
     # NVML's view: every part, then parts it does not know, a wrong type, no body
     s['nvml'] = conversation(
         frame('cuMemAlloc_v2', [True, 1 << 20]),

@@ -74,6 +74,8 @@ for exe in "$build"/tests/integration/*_static "$build"/tests/integration/*_shar
     tenant_quota_*) ;; # a tenants test's client (below)
     # memory in use as a tenant sees it: the GPU's own figure moves with other processes
     vmm_*) check "$name" run --tenant-memory 8GiB "$exe" ;;
+    link_*) check "$name" run "$exe" "$build/tests/integration/link_caller.ptx" \
+                  "$build/tests/integration/link_callee.ptx" ;;
     *) check "$name" run "$exe" ;;
   esac
 done

@@ -48,3 +48,21 @@ cr_cuda_program(vmm)
 cr_cuda_test(vmm)
 cr_cuda_program(graphs)
 cr_cuda_test(graphs)
+# the JIT linker: two halves of device code compiled separately to PTX (-rdc), linked by
+# the program at run time
+set(cr_link_ptx "")
+foreach(half caller callee)
+  set(ptx ${CMAKE_CURRENT_BINARY_DIR}/link_${half}.ptx)
+  add_custom_command(
+    OUTPUT ${ptx}
+    COMMAND ${CR_NVCC} -ptx -rdc=true -arch=compute_90 -o ${ptx}
+            ${CMAKE_CURRENT_SOURCE_DIR}/link/${half}.cu
+    DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/link/${half}.cu
+    COMMENT "nvcc -ptx link/${half}.cu"
+    VERBATIM)
+  list(APPEND cr_link_ptx ${ptx})
+endforeach()
+set(cr_programs ${cr_programs} ${cr_link_ptx})
+cr_cuda_program(link)
+cr_cuda_test(link ARGS ${CMAKE_CURRENT_BINARY_DIR}/link_caller.ptx
+                      ${CMAKE_CURRENT_BINARY_DIR}/link_callee.ptx)
