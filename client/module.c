@@ -19,6 +19,7 @@
 #include "error.h"
 #include "handles.h"
 #include "idmap.h"
+#include "jit_options.h"
 #include "log.h"
 #include "memory.h"
 #include "rangemap.h"
@@ -190,7 +191,30 @@ CUresult cr_hand_cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_o
 {
     /* JIT and library options only tune how the driver keeps the image: the server keeps
      * its own copy, so none of them changes what we do */
+    cr_jit_logs_empty(jit_count, jit_options, jit_values);
     return load_image(CR_OP_cuLibraryLoadData, (uint64_t *)library, code);
+}
+
+void cr_jit_logs_empty(unsigned n, const CUjit_option *options, void **values)
+{
+    if (!options || !values)
+        return;
+    size_t cap[2] = {0, 0};
+    for (unsigned i = 0; i < n; i++) {
+        cr_jit_kind_t kind = cr_jit_option_kind((uint32_t)options[i]);
+        if (kind == CR_JIT_INFO_SIZE || kind == CR_JIT_ERROR_SIZE) {
+            cap[kind == CR_JIT_ERROR_SIZE] = (size_t)(uintptr_t)values[i];
+            values[i] = NULL;
+        } else if (kind == CR_JIT_WALL_TIME) {
+            values[i] = NULL; /* 0.0f */
+        }
+    }
+    for (unsigned i = 0; i < n; i++) {
+        cr_jit_kind_t kind = cr_jit_option_kind((uint32_t)options[i]);
+        if ((kind == CR_JIT_INFO_LOG || kind == CR_JIT_ERROR_LOG) && values[i] &&
+            cap[kind == CR_JIT_ERROR_LOG])
+            *(char *)values[i] = 0;
+    }
 }
 
 void *cr_code_read_file(const char *path, size_t *len, CUresult *r)
@@ -243,6 +267,7 @@ CUresult cr_hand_cuLibraryLoadFromFile(CUlibrary *library, const char *file,
                                        unsigned int jit_count, CUlibraryOption *options,
                                        void **values, unsigned int count)
 {
+    cr_jit_logs_empty(jit_count, jit_options, jit_values);
     return load_file(CR_OP_cuLibraryLoadData, (uint64_t *)library, file);
 }
 
@@ -354,6 +379,7 @@ CUresult cr_hand_cuModuleLoadData(CUmodule *module, const void *image)
 CUresult cr_hand_cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int count,
                                     CUjit_option *options, void **values)
 {
+    cr_jit_logs_empty(count, options, values);
     return load_image(CR_OP_cuModuleLoadData, (uint64_t *)module, image);
 }
 

@@ -25,4 +25,9 @@ const cr_kernel_info_t *cr_kernel_layout(uint64_t handle);
  * it; *len (when not NULL) its size. NULL with *r set when it cannot be read. Free it. */
 void *cr_code_read_file(const char *path, size_t *len, CUresult *r);
 
+/* A load's JIT options (cuModuleLoadDataEx, cuLibraryLoadData) as the driver leaves them
+ * after a load that logged nothing: the server compiles with its own settings, so the
+ * caller's log buffers are emptied, their sizes and the wall time set to 0. */
+void cr_jit_logs_empty(unsigned n, const CUjit_option *options, void **values);
+
 #endif

@@ -46,6 +46,7 @@ static struct {
     CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                        unsigned, CUstream, void **, void **);
     CUresult (*unload)(CUmodule);
+    CUresult (*load_ex)(CUmodule *, const void *, unsigned, CUjit_option *, void **);
 } cu;
 
 static void *must(void *lib, const char *name)
@@ -119,6 +120,7 @@ int main(int argc, char **argv)
     *(void **)&cu.get_global = must(lib, "cuModuleGetGlobal_v2");
     *(void **)&cu.launch = must(lib, "cuLaunchKernel");
     *(void **)&cu.unload = must(lib, "cuModuleUnload");
+    *(void **)&cu.load_ex = must(lib, "cuModuleLoadDataEx");
 
     // the two halves: one from its file, one from memory (with its NUL, as Numba passes it)
     Linker ok(cu.create);
@@ -163,6 +165,21 @@ int main(int argc, char **argv)
     CHECK(calls_size == sizeof(int), "calls is %zu bytes", calls_size);
     CHECK_CUDA(cudaMemcpy(&calls_value, (void *)calls, sizeof calls_value, cudaMemcpyDeviceToHost));
     CHECK(calls_value == 100 + n, "calls = %d, expected %d", calls_value, 100 + n);
+    CHECK_CU(cu.unload(mod));
+    // loading with JIT options: the log buffers hold what the load logged (a string), never
+    // what they held before
+    char load_info[256], load_error[256];
+    memset(load_info, 'x', sizeof load_info);
+    memset(load_error, 'x', sizeof load_error);
+    CUjit_option load_opt[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                               CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *load_val[] = {load_info, (void *)(uintptr_t)sizeof load_info, load_error,
+                        (void *)(uintptr_t)sizeof load_error};
+    CHECK_CU(cu.load_ex(&mod, image, 4, load_opt, load_val));
+    CHECK(memchr(load_info, 0, sizeof load_info) && memchr(load_error, 0, sizeof load_error),
+          "cuModuleLoadDataEx left a log buffer without its NUL");
+    CHECK((size_t)(uintptr_t)load_val[3] <= sizeof load_error, "error log size %zu",
+          (size_t)(uintptr_t)load_val[3]);
     CHECK_CU(cu.unload(mod));
     CHECK_CU(cu.destroy(ok.state));
     EXPECT_CU(cu.destroy(ok.state), CUDA_ERROR_INVALID_HANDLE);
