@@ -131,6 +131,20 @@ int cr_conn_keep_host_func(cr_conn_t *c, uint64_t host_id, void (*fn)(void *), v
     return r ? put_reg(c, &c->kept_host_funcs, host_id, r) : CR_ENOMEM;
 }
 
+int cr_conn_kept_host_func(cr_conn_t *c, uint64_t host_id, void (**fn)(void *), void **data)
+{
+    uint64_t v;
+    pthread_mutex_lock(&c->lock);
+    int found = cr_idmap_get(&c->kept_host_funcs, host_id, &v);
+    pthread_mutex_unlock(&c->lock);
+    if (found) { /* kept for as long as the process lives: never freed under us */
+        const async_reg_t *r = (const async_reg_t *)(uintptr_t)v;
+        *fn = r->fn;
+        *data = r->data;
+    }
+    return found;
+}
+
 void cr_conn_mark_dead(cr_conn_t *c, const char *why)
 {
     pthread_mutex_lock(&c->lock);

@@ -15,13 +15,21 @@
  *                               now, kept across launches (server/graph.c)
  *   cuGraphAddMemFreeNode       [graph, dependencies, address] -> node
  *   cuGraphAddDependencies      [graph, from nodes, to nodes]
+ *   cuGraphRemoveDependencies   [graph, from nodes, to nodes]: each edge must be there
+ *   cuGraphGetEdges             [graph] -> [[from nodes], [to nodes]]
+ *   cuGraphGetRootNodes         [graph] -> [nodes]
+ *   cuGraphNodeGetDependencies, cuGraphNodeGetDependentNodes   [node] -> [nodes]
+ *   cuGraphDestroyNode          [node]
+ *   cuGraphNodeFindInClone      [node, cloned graph] -> node
+ *   cuGraphKernelNodeGetParams_v2  [node] -> [opcode, arguments] + bulk: the request the
+ *                               node stands for, for every cuGraph*NodeGetParams
  *   cuGraphNodeSetParams        [executable graph (0: the node's graph), node, opcode,
  *                               arguments] + bulk: every SetParams of a node kind kept as a
  *                               request (kernel, memset, copy, host, event)
  *   cuGraphExecUpdate_v2        [executable graph, graph] -> CUgraphExecUpdateResult (also
  *                               with CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
- *   cuGraphDebugDotPrint        [graph] -> [[opcode, inner]...]: its nodes in order; the
- *                               client writes the DOT file
+ *   cuGraphDebugDotPrint        [graph] -> [[opcode, inner, removed, [dependencies]]...]:
+ *                               its nodes in order; the client writes the DOT file
  *   cuGraphInstantiateWithFlags [graph, flags] -> executable graph
  *   cuGraphLaunch, cuGraphUpload [executable graph, stream], not waited for
  *   cuGraphExecDestroy, cuGraphDestroy [handle]
@@ -33,12 +41,20 @@
  *   cuGraphExecGetFlags         [executable graph] -> its instantiation flags
  *
  * Threads: any application thread; each call waits for its reply but the launches. */
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "capture.h"
 #include "client.h"
+#include "context.h"
+#include "handles.h"
+#include "idmap.h"
 #include "launch.h"
 #include "memory.h"
+#include "module.h"
+#include "protocol.h"
 #include "request.h"
 #include "stream.h"
 
@@ -696,6 +712,441 @@ CUresult cr_hand_cuGraphAddDependencies_v2(CUgraph graph, const CUgraphNode *fro
     return cr_hand_cuGraphAddDependencies(graph, from, to, n);
 }
 
+/* --- edges --------------------------------------------------------------------------------- */
+
+/* Copies a reply's list of node handles into out (room for *count, or only counted when out
+ * is NULL), as the driver answers such queries: the rest of the room NULL, *count the number
+ * written (or the number there is, when only counting). */
+static CUresult give_nodes(const msgpack_object *ids, CUgraphNode *out, size_t *count)
+{
+    if (!ids || ids->type != MSGPACK_OBJECT_ARRAY)
+        return CUDA_ERROR_UNKNOWN;
+    const msgpack_object_array *a = &ids->via.array;
+    if (!out) {
+        *count = a->size;
+        return CUDA_SUCCESS;
+    }
+    size_t got = 0;
+    for (uint32_t i = 0; i < a->size && got < *count; i++) {
+        if (a->ptr[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+            return CUDA_ERROR_UNKNOWN;
+        out[got++] = (CUgraphNode)(uintptr_t)a->ptr[i].via.u64;
+    }
+    for (size_t i = got; i < *count; i++)
+        out[i] = NULL;
+    *count = got;
+    return CUDA_SUCCESS;
+}
+
+/* [handle] -> [[nodes]] or [[from nodes], [to nodes]] (two lists: b not NULL), into the
+ * caller's arrays; edge data, when asked, is the default edge's. */
+static CUresult query_nodes(uint16_t opcode, uint64_t handle, CUgraphNode *a, CUgraphNode *b,
+                            CUgraphEdgeData *edges, size_t *count, int two)
+{
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!count || (two && !a != !b) || (edges && !a))
+        return CUDA_ERROR_INVALID_VALUE;
+    cr_msg_t m;
+    int err = cr_msg_begin(cl->conn, &m, opcode);
+    if (err)
+        return cr_transport_error(err);
+    msgpack_pack_array(&m.pk, 1);
+    msgpack_pack_uint64(&m.pk, handle);
+    cr_pending_t p = {0};
+    msgpack_unpacked u;
+    CUresult r = cr_call(&m, &p, &u);
+    if (r == CUDA_SUCCESS) {
+        const msgpack_object_array *reply = &u.data.via.array;
+        size_t room = *count, second = *count;
+        r = reply->size == (two ? 3u : 2u) ? give_nodes(&reply->ptr[1], a, count)
+                                           : CUDA_ERROR_UNKNOWN;
+        if (r == CUDA_SUCCESS && two)
+            r = give_nodes(&reply->ptr[2], b, &second);
+        for (size_t i = 0; r == CUDA_SUCCESS && edges && i < room; i++)
+            memset(&edges[i], 0, sizeof edges[i]);
+    }
+    cr_reply_done(&p, &u);
+    return r;
+}
+
+CUresult cr_hand_cuGraphGetEdges(CUgraph graph, CUgraphNode *from, CUgraphNode *to, size_t *n)
+{
+    return query_nodes(CR_OP_cuGraphGetEdges, (uint64_t)(uintptr_t)graph, from, to, NULL, n, 1);
+}
+
+CUresult cr_hand_cuGraphGetEdges_v2(CUgraph graph, CUgraphNode *from, CUgraphNode *to,
+                                    CUgraphEdgeData *edges, size_t *n)
+{
+    return query_nodes(CR_OP_cuGraphGetEdges, (uint64_t)(uintptr_t)graph, from, to, edges, n, 1);
+}
+
+CUresult cr_hand_cuGraphGetRootNodes(CUgraph graph, CUgraphNode *roots, size_t *n)
+{
+    return query_nodes(CR_OP_cuGraphGetRootNodes, (uint64_t)(uintptr_t)graph, roots, NULL, NULL, n,
+                       0);
+}
+
+CUresult cr_hand_cuGraphNodeGetDependencies(CUgraphNode node, CUgraphNode *deps, size_t *n)
+{
+    return query_nodes(CR_OP_cuGraphNodeGetDependencies, (uint64_t)(uintptr_t)node, deps, NULL,
+                       NULL, n, 0);
+}
+
+CUresult cr_hand_cuGraphNodeGetDependencies_v2(CUgraphNode node, CUgraphNode *deps,
+                                               CUgraphEdgeData *edges, size_t *n)
+{
+    return query_nodes(CR_OP_cuGraphNodeGetDependencies, (uint64_t)(uintptr_t)node, deps, NULL,
+                       edges, n, 0);
+}
+
+CUresult cr_hand_cuGraphNodeGetDependentNodes(CUgraphNode node, CUgraphNode *dependents, size_t *n)
+{
+    return query_nodes(CR_OP_cuGraphNodeGetDependentNodes, (uint64_t)(uintptr_t)node, dependents,
+                       NULL, NULL, n, 0);
+}
+
+CUresult cr_hand_cuGraphNodeGetDependentNodes_v2(CUgraphNode node, CUgraphNode *dependents,
+                                                 CUgraphEdgeData *edges, size_t *n)
+{
+    return query_nodes(CR_OP_cuGraphNodeGetDependentNodes, (uint64_t)(uintptr_t)node, dependents,
+                       NULL, edges, n, 0);
+}
+
+CUresult cr_hand_cuGraphRemoveDependencies(CUgraph graph, const CUgraphNode *from,
+                                           const CUgraphNode *to, size_t n)
+{
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if ((n && (!from || !to)) || n > UINT32_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    cr_msg_t m;
+    int err = cr_msg_begin(cl->conn, &m, CR_OP_cuGraphRemoveDependencies);
+    if (err)
+        return cr_transport_error(err);
+    msgpack_pack_array(&m.pk, 3);
+    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)graph);
+    pack_handles(&m.pk, (const void *const *)from, n);
+    pack_handles(&m.pk, (const void *const *)to, n);
+    cr_pending_t p = {0};
+    msgpack_unpacked u;
+    CUresult r = cr_call(&m, &p, &u);
+    cr_reply_done(&p, &u);
+    return r;
+}
+
+CUresult cr_hand_cuGraphRemoveDependencies_v2(CUgraph graph, const CUgraphNode *from,
+                                              const CUgraphNode *to, const CUgraphEdgeData *edges,
+                                              size_t n)
+{
+    for (size_t i = 0; edges && i < n; i++) /* only the default edge is ever there */
+        if (edges[i].from_port || edges[i].to_port || edges[i].type)
+            return CUDA_ERROR_INVALID_VALUE;
+    return cr_hand_cuGraphRemoveDependencies(graph, from, to, n);
+}
+
+CUresult cr_hand_cuGraphDestroyNode(CUgraphNode node)
+{
+    return call2(CR_OP_cuGraphDestroyNode, (uint64_t)(uintptr_t)node, 0, 0, NULL);
+}
+
+CUresult cr_hand_cuGraphNodeFindInClone(CUgraphNode *node, CUgraphNode original, CUgraph clone)
+{
+    if (!node)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t id = 0;
+    CUresult r = call2(CR_OP_cuGraphNodeFindInClone, (uint64_t)(uintptr_t)original,
+                       (uint64_t)(uintptr_t)clone, 1, &id);
+    if (r == CUDA_SUCCESS)
+        *node = (CUgraphNode)(uintptr_t)id;
+    return r;
+}
+
+/* --- reading a node's arguments back --------------------------------------------------------- */
+
+/* A node's request as the server keeps it: the opcode and its arguments. */
+typedef struct {
+    uint16_t opcode;
+    msgpack_object args; /* in u, an array (nil for an empty node) */
+    uint8_t *bulk;       /* its bulk bytes (free it) */
+    size_t bulk_len;
+    cr_pending_t p;
+    msgpack_unpacked u;
+} node_read_t;
+
+static CUresult read_node(CUgraphNode node, node_read_t *q)
+{
+    memset(q, 0, sizeof *q);
+    msgpack_unpacked_init(&q->u); /* read_done may follow any return */
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    cr_msg_t m;
+    int err = cr_msg_begin(cl->conn, &m, CR_OP_cuGraphKernelNodeGetParams_v2);
+    if (err)
+        return cr_transport_error(err);
+    msgpack_pack_array(&m.pk, 1);
+    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)node);
+    q->p.sink.alloc_max = CR_MAX_LAUNCH_PARAM_BYTES;
+    CUresult r = cr_call(&m, &q->p, &q->u);
+    const msgpack_object_array *a = r == CUDA_SUCCESS ? &q->u.data.via.array : NULL;
+    if (a && (a->size != 3 || a->ptr[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+              a->ptr[1].via.u64 > UINT16_MAX))
+        r = CUDA_ERROR_UNKNOWN;
+    if (r == CUDA_SUCCESS) {
+        q->opcode = (uint16_t)a->ptr[1].via.u64;
+        q->args = a->ptr[2];
+        q->bulk = q->p.sink.dst;
+        q->bulk_len = q->p.sink.pos;
+        q->p.sink.dst = NULL;
+    }
+    return r;
+}
+
+static void read_done(node_read_t *q)
+{
+    free(q->p.sink.dst);
+    free(q->bulk);
+    cr_reply_done(&q->p, &q->u);
+}
+
+/* Argument i of the node's request as a number, 0 when there is none. */
+static uint64_t arg_u64(const node_read_t *q, uint32_t i)
+{
+    const msgpack_object *o = q->args.type == MSGPACK_OBJECT_ARRAY && i < q->args.via.array.size
+                                  ? &q->args.via.array.ptr[i]
+                                  : NULL;
+    return o && o->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? o->via.u64 : 0;
+}
+
+static void arg_dims(const node_read_t *q, uint32_t i, unsigned *d)
+{
+    const msgpack_object *o = q->args.type == MSGPACK_OBJECT_ARRAY && i < q->args.via.array.size
+                                  ? &q->args.via.array.ptr[i]
+                                  : NULL;
+    for (uint32_t k = 0; k < 3; k++)
+        d[k] = o && o->type == MSGPACK_OBJECT_ARRAY && k < o->via.array.size &&
+                       o->via.array.ptr[k].type == MSGPACK_OBJECT_POSITIVE_INTEGER
+                   ? (unsigned)o->via.array.ptr[k].via.u64
+                   : 1;
+}
+
+/* The parameters a kernel node's GetParams hands out stay valid until the next GetParams
+ * of that node: the driver keeps them with the node, the client keeps them here. */
+static pthread_mutex_t params_lock = PTHREAD_MUTEX_INITIALIZER;
+static cr_idmap_t params_given = CR_IDMAP_INIT; /* node id -> void ** block */
+
+static CUresult kernel_params(CUgraphNode node, node_read_t *q, void ***out)
+{
+    const msgpack_object *layout =
+        q->args.type == MSGPACK_OBJECT_ARRAY && q->args.via.array.size > 5
+            ? &q->args.via.array.ptr[5]
+            : NULL;
+    if (!layout || layout->type != MSGPACK_OBJECT_ARRAY)
+        return CUDA_ERROR_UNKNOWN;
+    uint32_t n = layout->via.array.size;
+    void **block = malloc(n * sizeof(void *) + q->bulk_len + 1);
+    if (!block)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    uint8_t *bytes = (uint8_t *)(block + n);
+    if (q->bulk_len)
+        memcpy(bytes, q->bulk, q->bulk_len);
+    for (uint32_t i = 0; i < n; i++) {
+        const msgpack_object *e = &layout->via.array.ptr[i];
+        uint64_t off = e->type == MSGPACK_OBJECT_ARRAY && e->via.array.size == 2 &&
+                               e->via.array.ptr[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER
+                           ? e->via.array.ptr[0].via.u64
+                           : UINT64_MAX;
+        if (off > q->bulk_len) {
+            free(block);
+            return CUDA_ERROR_UNKNOWN;
+        }
+        block[i] = bytes + off;
+    }
+    uint64_t old = 0;
+    pthread_mutex_lock(&params_lock);
+    int had = cr_idmap_get(&params_given, (uint64_t)(uintptr_t)node, &old);
+    int err = cr_idmap_put(&params_given, (uint64_t)(uintptr_t)node, (uint64_t)(uintptr_t)block);
+    pthread_mutex_unlock(&params_lock);
+    if (err) {
+        free(block);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (had)
+        free((void *)(uintptr_t)old);
+    *out = block;
+    return CUDA_SUCCESS;
+}
+
+static int is_launch(uint16_t opcode)
+{
+    return opcode == CR_OP_cuLaunchKernel || opcode == CR_OP_cuLaunchKernelEx ||
+           opcode == CR_OP_cuLaunchCooperativeKernel;
+}
+
+CUresult cr_hand_cuGraphKernelNodeGetParams_v2(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS *p)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    node_read_t q;
+    CUresult r = read_node(node, &q);
+    if (r == CUDA_SUCCESS && !is_launch(q.opcode))
+        r = CUDA_ERROR_INVALID_VALUE; /* not a kernel node */
+    void **params = NULL;
+    if (r == CUDA_SUCCESS)
+        r = kernel_params(node, &q, &params);
+    if (r == CUDA_SUCCESS) {
+        unsigned grid[3], block[3];
+        arg_dims(&q, 1, grid);
+        arg_dims(&q, 2, block);
+        memset(p, 0, sizeof *p);
+        uint64_t f = arg_u64(&q, 0);
+        /* as cudart gives them when it adds a node: the function, the library kernel
+         * behind it, the context */
+        int is_kernel = cr_handles_valid(f, CR_HT_CUkern);
+        p->func = is_kernel ? NULL : (CUfunction)(uintptr_t)f;
+        p->kern = (CUkernel)(uintptr_t)(is_kernel ? f : cr_kernel_behind(f));
+        p->gridDimX = grid[0], p->gridDimY = grid[1], p->gridDimZ = grid[2];
+        p->blockDimX = block[0], p->blockDimY = block[1], p->blockDimZ = block[2];
+        p->sharedMemBytes = (unsigned)arg_u64(&q, 3);
+        p->kernelParams = params;
+        p->ctx = cr_ctx_current();
+    }
+    read_done(&q);
+    return r;
+}
+
+CUresult cr_hand_cuGraphKernelNodeGetParams(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUDA_KERNEL_NODE_PARAMS v2;
+    CUresult r = cr_hand_cuGraphKernelNodeGetParams_v2(node, &v2);
+    if (r == CUDA_SUCCESS)
+        *p = (CUDA_KERNEL_NODE_PARAMS_v1){
+            v2.func,      v2.gridDimX,  v2.gridDimY,       v2.gridDimZ,     v2.blockDimX,
+            v2.blockDimY, v2.blockDimZ, v2.sharedMemBytes, v2.kernelParams, v2.extra};
+    return r;
+}
+
+CUresult cr_hand_cuGraphMemsetNodeGetParams(CUgraphNode node, CUDA_MEMSET_NODE_PARAMS *p)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    node_read_t q;
+    CUresult r = read_node(node, &q);
+    unsigned elem = 0;
+    int two_d = 0;
+    switch (r == CUDA_SUCCESS ? q.opcode : 0) {
+    case CR_OP_cuMemsetD2D32Async:
+        two_d = 1; /* fall through */
+    case CR_OP_cuMemsetD32Async:
+        elem = 4;
+        break;
+    case CR_OP_cuMemsetD2D16Async:
+        two_d = 1; /* fall through */
+    case CR_OP_cuMemsetD16Async:
+        elem = 2;
+        break;
+    case CR_OP_cuMemsetD2D8Async:
+        two_d = 1; /* fall through */
+    case CR_OP_cuMemsetD8Async:
+        elem = 1;
+        break;
+    default:
+        break;
+    }
+    if (r == CUDA_SUCCESS && !elem)
+        r = CUDA_ERROR_INVALID_VALUE; /* not a memset node */
+    if (r == CUDA_SUCCESS) {
+        memset(p, 0, sizeof *p);
+        p->dst = arg_u64(&q, 0);
+        p->elementSize = elem;
+        if (two_d) { /* [dst, pitch, value, width, height, stream] */
+            p->pitch = arg_u64(&q, 1);
+            p->value = (unsigned)arg_u64(&q, 2);
+            p->width = arg_u64(&q, 3);
+            p->height = arg_u64(&q, 4);
+        } else { /* [dst, value, count, stream] */
+            p->value = (unsigned)arg_u64(&q, 1);
+            p->width = arg_u64(&q, 2);
+            p->height = 1;
+        }
+    }
+    read_done(&q);
+    return r;
+}
+
+CUresult cr_hand_cuGraphMemcpyNodeGetParams(CUgraphNode node, CUDA_MEMCPY3D *p)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    node_read_t q;
+    CUresult r = read_node(node, &q);
+    if (r == CUDA_SUCCESS && q.opcode != CR_OP_cuMemcpyDtoDAsync_v2)
+        r = CUDA_ERROR_INVALID_VALUE; /* not a copy node */
+    if (r == CUDA_SUCCESS) { /* [dst, src, bytes, stream]: one row between device addresses */
+        memset(p, 0, sizeof *p);
+        p->dstMemoryType = CU_MEMORYTYPE_DEVICE;
+        p->dstDevice = arg_u64(&q, 0);
+        p->srcMemoryType = CU_MEMORYTYPE_DEVICE;
+        p->srcDevice = arg_u64(&q, 1);
+        p->WidthInBytes = arg_u64(&q, 2);
+        p->Height = 1;
+        p->Depth = 1;
+    }
+    read_done(&q);
+    return r;
+}
+
+CUresult cr_hand_cuGraphHostNodeGetParams(CUgraphNode node, CUDA_HOST_NODE_PARAMS *p)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    node_read_t q;
+    CUresult r = read_node(node, &q);
+    if (r == CUDA_SUCCESS && q.opcode != CR_OP_cuLaunchHostFunc)
+        r = CUDA_ERROR_INVALID_VALUE; /* not a host node */
+    void (*fn)(void *) = NULL;
+    void *data = NULL;
+    if (r == CUDA_SUCCESS && !cr_conn_kept_host_func(cr_client()->conn, arg_u64(&q, 1), &fn, &data))
+        r = CUDA_ERROR_UNKNOWN;
+    if (r == CUDA_SUCCESS)
+        *p = (CUDA_HOST_NODE_PARAMS){fn, data};
+    read_done(&q);
+    return r;
+}
+
+static CUresult node_event(CUgraphNode node, int record, CUevent *event)
+{
+    if (!event)
+        return CUDA_ERROR_INVALID_VALUE;
+    node_read_t q;
+    CUresult r = read_node(node, &q);
+    int kind = r != CUDA_SUCCESS                                                             ? -1
+               : q.opcode == CR_OP_cuEventRecord || q.opcode == CR_OP_cuEventRecordWithFlags ? 1
+               : q.opcode == CR_OP_cuStreamWaitEvent                                         ? 0
+                                                                                             : -1;
+    if (r == CUDA_SUCCESS && kind != record)
+        r = CUDA_ERROR_INVALID_VALUE; /* not a node of that kind */
+    if (r == CUDA_SUCCESS)            /* [event, stream(, flags)] / [stream, event, flags] */
+        *event = (CUevent)(uintptr_t)arg_u64(&q, record ? 0 : 1);
+    read_done(&q);
+    return r;
+}
+
+CUresult cr_hand_cuGraphEventRecordNodeGetEvent(CUgraphNode node, CUevent *event)
+{
+    return node_event(node, 1, event);
+}
+
+CUresult cr_hand_cuGraphEventWaitNodeGetEvent(CUgraphNode node, CUevent *event)
+{
+    return node_event(node, 0, event);
+}
+
 /* --- changing a node's arguments: in its graph (exec 0), or in an executable graph --- */
 
 CUresult cr_hand_cuGraphNodeSetParams(CUgraphNode node, CUgraphNodeParams *p)
@@ -826,36 +1277,53 @@ CUresult cr_hand_cuGraphExecUpdate(CUgraphExec exec, CUgraph graph, CUgraphNode 
 /* The DOT file of a graph as the server runs it: its nodes in their order, each named by
  * the call it stands for, a child graph's nodes in a cluster of their own; the edges are
  * that order (the server runs a graph's nodes one after the other). */
+static int small_uint(const msgpack_object *o, uint64_t *v)
+{
+    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+        return 0;
+    *v = o->via.u64;
+    return 1;
+}
+
+/* The graph as DOT: each node with its place in the order the server runs them, its edges;
+ * a child graph's nodes in a cluster, run one after the other. */
 static void write_dot(FILE *f, const msgpack_object_array *nodes)
 {
     fprintf(f, "digraph cuda_remote_graph {\n"
-               "  label=\"nodes in the order cuda-remoted runs them on the launch stream\";\n"
+               "  label=\"nodes numbered in the order cuda-remoted runs them\";\n"
                "  node [shape=box];\n");
     int in_child = 0, children = 0;
     for (uint32_t i = 0; i < nodes->size; i++) {
         const msgpack_object *n = &nodes->ptr[i];
-        uint64_t op = 0, inner = 0;
-        if (n->type == MSGPACK_OBJECT_ARRAY && n->via.array.size == 2 &&
-            n->via.array.ptr[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
-            n->via.array.ptr[1].type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-            op = n->via.array.ptr[0].via.u64;
-            inner = n->via.array.ptr[1].via.u64;
-        }
+        uint64_t op = 0, inner = 0, removed = 0;
+        if (n->type != MSGPACK_OBJECT_ARRAY || n->via.array.size != 4 ||
+            !small_uint(&n->via.array.ptr[0], &op) || !small_uint(&n->via.array.ptr[1], &inner) ||
+            !small_uint(&n->via.array.ptr[2], &removed))
+            continue;
         int ends_child = !inner && in_child; /* the node that stands for the child graph */
+        int was_inner = in_child;
         if (inner && !in_child)
             fprintf(f, "  subgraph cluster_child%d {\n    label=\"child graph\";\n", children++);
         else if (ends_child)
             fprintf(f, "  }\n");
         in_child = inner != 0;
+        if (removed)
+            continue;
         fprintf(f, "  %sn%u [label=\"%u: %s\"];\n", in_child ? "  " : "", i, i,
                 op           ? cr_opcode_name((unsigned)op)
                 : ends_child ? "child graph done"
                              : "empty");
+        if (was_inner) /* a child graph's nodes run in order, then the node standing for it */
+            fprintf(f, "  n%u -> n%u;\n", i - 1, i);
+        const msgpack_object *deps = &n->via.array.ptr[3];
+        for (uint32_t k = 0; deps->type == MSGPACK_OBJECT_ARRAY && k < deps->via.array.size; k++) {
+            uint64_t d;
+            if (small_uint(&deps->via.array.ptr[k], &d) && d < i)
+                fprintf(f, "  n%llu -> n%u;\n", (unsigned long long)d, i);
+        }
     }
     if (in_child)
         fprintf(f, "  }\n");
-    for (uint32_t i = 1; i < nodes->size; i++)
-        fprintf(f, "  n%u -> n%u;\n", i - 1, i);
     fprintf(f, "}\n");
 }
 

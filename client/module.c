@@ -346,6 +346,21 @@ CUresult cr_hand_cuKernelGetFunction(CUfunction *func, CUkernel kernel)
     return r;
 }
 
+uint64_t cr_kernel_behind(uint64_t func)
+{
+    uint64_t found = 0, v, key;
+    pthread_mutex_lock(&code_lock);
+    if (cr_idmap_get(&kernels, func, &v)) {
+        size_t pos = 0;
+        uint64_t k = v;
+        while (!found && cr_idmap_next(&kernels, &pos, &key, &v))
+            if (v == k && key != func && cr_handles_valid(key, CR_HT_CUkern))
+                found = key;
+    }
+    pthread_mutex_unlock(&code_lock);
+    return found;
+}
+
 static CUresult name_of(uint64_t handle, const char **name)
 {
     if (!cr_client())

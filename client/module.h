@@ -20,6 +20,8 @@ typedef struct {
 cr_kernel_t *cr_kernel(uint64_t handle);
 /* Its parameter layout, NULL if unknown. */
 const cr_kernel_info_t *cr_kernel_layout(uint64_t handle);
+/* The library kernel a function was taken from (cuKernelGetFunction), 0 for none. */
+uint64_t cr_kernel_behind(uint64_t func);
 
 /* The whole of a code file of this host (cuModuleLoad, cuLinkAddFile), with a NUL after
  * it; *len (when not NULL) its size. NULL with *r set when it cannot be read. Free it. */

@@ -16,12 +16,18 @@
  * backend; what it gives up is the driver's own graph, with its lower launch cost on the
  * device. Nodes run one after the other on the launch stream: the order they were captured
  * or added in respects every dependency given then; an edge added later that goes
- * backwards is refused. An executable graph is a copy of its graph's nodes, whose nodes
- * may be turned off (they then run as empty nodes) and given other arguments.
+ * backwards is refused. The edges themselves are kept too, for the program to read back
+ * (cuGraphGetEdges and the like, cuGraphExecUpdate's comparison): those the additions
+ * name, and a capture's, each captured node depending on its stream's last node and on
+ * what the streams it waited on had done when their events were recorded. A destroyed
+ * node leaves an empty place, so that every index stays. An executable graph is a copy
+ * of its graph's nodes, whose nodes may be turned off (they then run as empty nodes) and
+ * given other arguments.
  *
  * Streams join a capture by waiting on an event recorded in it (the client follows the same
  * rule, client/capture.c); such a wait, and a wait on an event of the same capture, are
- * dependencies the order already keeps, and are dropped. A graph launched into a capture,
+ * dependencies the order already keeps, and are dropped. Such event records are replayed
+ * but hidden: not nodes of the graph, as on a GPU. A graph launched into a capture,
  * like a child graph node, adds a copy of its nodes. The capture ends for every stream in
  * it when the stream that began it ends it. A session's kept bytes are bounded
  * (MAX_SESSION_BYTES, MAX_NODES per graph; past them the capture is invalidated or the
@@ -59,6 +65,12 @@ typedef struct {
     uint8_t *bytes;   /* body, then bulk */
     uint8_t type;     /* an empty node's CUgraphNodeType: EMPTY (0 too), GRAPH, MEM_ALLOC, FREE */
     uint8_t disabled; /* an executable graph's node turned off: it runs as an empty node */
+    uint8_t removed;  /* destroyed (cuGraphDestroyNode): an empty place that keeps the others'
+                         indices, which node handles and executable graphs go by */
+    uint8_t hidden;   /* an event record captured to join streams: replayed, but not a node
+                         of the graph, as on a GPU (edges go past it) */
+    uint32_t ndeps;   /* its edges: the nodes it depends on, by index (never inner ones) */
+    uint32_t *deps;
 } node_t;
 
 static int node_kind(uint16_t opcode);
@@ -78,6 +90,7 @@ typedef struct {
 typedef struct {
     unsigned refs;   /* its handle or its capture, and a launch replaying it */
     uint64_t serial; /* unique in the process: what an executable graph was made from */
+    uint64_t origin; /* the serial of the graph it is a clone of, 0 for none */
     node_t *nodes;
     size_t count, cap;
     uint64_t bytes;
@@ -105,11 +118,15 @@ static uint64_t next_serial = 1; /* atomic */
 typedef struct {
     uint64_t stream, origin;
     graph_t *graph;
+    uint32_t *tails; /* what the stream's next node depends on: the last it captured, and */
+    uint32_t ntails; /* what it joined since (event waits), by index */
 } capture_t;
 
 typedef struct {
     uint64_t event;
     graph_t *graph;
+    uint32_t *tails; /* what the recording stream's next node would have depended on: */
+    uint32_t ntails; /* what a stream that waits on the event depends on */
 } mark_t;
 
 typedef struct {
@@ -168,8 +185,10 @@ static void graph_unref(void *p)
         mem_unref(g->mems[i]);
     free(g->mems);
     free(g->node_ids);
-    for (size_t i = 0; i < g->count; i++)
+    for (size_t i = 0; i < g->count; i++) {
         free(g->nodes[i].bytes);
+        free(g->nodes[i].deps);
+    }
     *g->account -= g->bytes;
     free(g->nodes);
     free(g);
@@ -248,21 +267,148 @@ static int keep_bytes(graph_t *g, uint16_t opcode, int arg, const void *body, ui
     return 0;
 }
 
+/* Node `index` of g depends on the n nodes at idx, instead of what it had: 0, or -1 past
+ * the session's bound or out of memory (then unchanged). */
+static int set_deps(graph_t *g, size_t index, const uint32_t *idx, uint32_t n)
+{
+    node_t *node = &g->nodes[index];
+    uint64_t old = (uint64_t)node->ndeps * sizeof *node->deps, size = (uint64_t)n * sizeof *idx;
+    uint32_t *deps = NULL;
+    if (n) {
+        if (*g->account - old + size > MAX_SESSION_BYTES || !(deps = malloc(size)))
+            return -1;
+        memcpy(deps, idx, size);
+    }
+    free(node->deps);
+    node->deps = deps;
+    node->ndeps = n;
+    g->bytes = g->bytes - old + size;
+    *g->account = *g->account - old + size;
+    return 0;
+}
+
+static int depends_on(const node_t *n, uint32_t index)
+{
+    for (uint32_t i = 0; i < n->ndeps; i++)
+        if (n->deps[i] == index)
+            return 1;
+    return 0;
+}
+
+/* Adds the edge from -> node `to` of g (once). 0 or -1. */
+static int add_edge(graph_t *g, uint32_t from, size_t to)
+{
+    node_t *n = &g->nodes[to];
+    if (depends_on(n, from))
+        return 0;
+    uint32_t *idx = malloc(((size_t)n->ndeps + 1) * sizeof *idx);
+    if (!idx)
+        return -1;
+    if (n->ndeps)
+        memcpy(idx, n->deps, n->ndeps * sizeof *idx);
+    idx[n->ndeps] = from;
+    int err = set_deps(g, to, idx, n->ndeps + 1);
+    free(idx);
+    return err;
+}
+
+/* Removes the edge from -> node `to` of g; 1 when there was one. */
+static int remove_edge(graph_t *g, uint32_t from, size_t to)
+{
+    node_t *n = &g->nodes[to];
+    for (uint32_t i = 0; i < n->ndeps; i++)
+        if (n->deps[i] == from) {
+            n->deps[i] = n->deps[--n->ndeps];
+            g->bytes -= sizeof *n->deps;
+            *g->account -= sizeof *n->deps;
+            return 1;
+        }
+    return 0;
+}
+
+/* The node just kept for a capturing stream depends on what the stream's last work was,
+ * and is that from now on. 0, or -1 (the capture is then invalid). */
+static int follow(capture_t *cap)
+{
+    graph_t *g = cap->graph;
+    uint32_t last = (uint32_t)(g->count - 1);
+    uint32_t *one = NULL;
+    if (set_deps(g, last, cap->tails, cap->ntails) != 0 || !(one = malloc(sizeof *one)))
+        return -1;
+    free(cap->tails);
+    one[0] = last;
+    cap->tails = one;
+    cap->ntails = 1;
+    return 0;
+}
+
+/* A capturing stream waited on an event recorded in the capture: its next node depends on
+ * what the event's stream had done then, too. 0 or -1. */
+static int join_tails(capture_t *cap, const mark_t *m)
+{
+    for (uint32_t k = 0; k < m->ntails; k++) {
+        int seen = 0;
+        for (uint32_t i = 0; i < cap->ntails && !seen; i++)
+            seen = cap->tails[i] == m->tails[k];
+        if (seen)
+            continue;
+        uint32_t *t = realloc(cap->tails, ((size_t)cap->ntails + 1) * sizeof *t);
+        if (!t)
+            return -1;
+        t[cap->ntails++] = m->tails[k];
+        cap->tails = t;
+    }
+    return 0;
+}
+
+/* The event of m was recorded on a stream whose work so far is cap's tails. 0 or -1. */
+static int mark_tails(mark_t *m, const capture_t *cap)
+{
+    uint32_t *t = cap->ntails ? malloc(cap->ntails * sizeof *t) : NULL;
+    if (cap->ntails && !t)
+        return -1;
+    if (t)
+        memcpy(t, cap->tails, cap->ntails * sizeof *t);
+    free(m->tails);
+    m->tails = t;
+    m->ntails = cap->ntails;
+    return 0;
+}
+
+/* Takes back g's last node, which has no handle yet: CUDA_ERROR_OUT_OF_MEMORY, why it is
+ * taken back. */
+static CUresult drop_last(graph_t *g)
+{
+    node_t *n = &g->nodes[--g->count];
+    uint64_t size =
+        (uint64_t)n->body_len + n->bulk_len + NODE_COST + (uint64_t)n->ndeps * sizeof *n->deps;
+    g->bytes -= size;
+    *g->account -= size;
+    free(n->bytes);
+    free(n->deps);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
 static int keep(graph_t *g, const cr_request_t *req, int arg)
 {
     return keep_bytes(g, req->hdr.opcode, arg, req->body, req->hdr.body_len, req->bulk,
                       req->hdr.bulk_len);
 }
 
-static int keep_node(graph_t *g, const node_t *n)
+/* Appends a copy of n to g, with its edges when with_deps (their indices stay right when
+ * all of n's graph is copied in order). 0 or -1. */
+static int keep_node(graph_t *g, const node_t *n, int with_deps)
 {
     if (keep_bytes(g, n->opcode, n->stream_arg, n->bytes, n->body_len, n->bytes + n->body_len,
                    n->bulk_len) != 0)
         return -1;
-    g->nodes[g->count - 1].inner = n->inner;
-    g->nodes[g->count - 1].type = n->type;
-    g->nodes[g->count - 1].disabled = n->disabled;
-    return 0;
+    node_t *copy = &g->nodes[g->count - 1];
+    copy->inner = n->inner;
+    copy->type = n->type;
+    copy->disabled = n->disabled;
+    copy->removed = n->removed;
+    copy->hidden = n->hidden;
+    return with_deps ? set_deps(g, g->count - 1, n->deps, n->ndeps) : 0;
 }
 
 /* Appends the nodes of `child` as one node of g: its nodes, marked inner, and an empty node
@@ -270,7 +416,9 @@ static int keep_node(graph_t *g, const node_t *n)
 static int keep_child(graph_t *g, const graph_t *child)
 {
     for (size_t i = 0; i < child->count; i++) {
-        if (keep_node(g, &child->nodes[i]) != 0)
+        if (child->nodes[i].removed)
+            continue;
+        if (keep_node(g, &child->nodes[i], 0) != 0)
             return -1;
         g->nodes[g->count - 1].inner = 1;
     }
@@ -295,7 +443,7 @@ static graph_t *graph_copy(const graph_t *g)
 {
     graph_t *copy = graph_new(g->account);
     for (size_t i = 0; copy && i < g->count; i++) {
-        if (keep_node(copy, &g->nodes[i]) != 0) {
+        if (keep_node(copy, &g->nodes[i], 1) != 0) {
             graph_unref(copy);
             copy = NULL;
         }
@@ -368,6 +516,8 @@ static void capture_memory(cr_request_t *req, capture_t *cap)
         } else {
             m->freed_in_graph = 1;
             g->nodes[g->count - 1].type = CU_GRAPH_NODE_TYPE_MEM_FREE;
+            if (follow(cap) != 0)
+                g->invalid = 1;
         }
         cr_request_finish(req, m ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE);
         return;
@@ -376,6 +526,8 @@ static void capture_memory(cr_request_t *req, capture_t *cap)
     CUresult r = g->invalid                   ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
                  : cr_arg_u64(req, 1, &bytes) ? CUDA_ERROR_INVALID_VALUE
                                               : graph_alloc(req->session, g, bytes, &got);
+    if (r == CUDA_SUCCESS && follow(cap) != 0)
+        g->invalid = 1;
     reply_id(req, r, got);
 }
 
@@ -397,7 +549,7 @@ static int memory_stream_arg(uint16_t opcode)
 int cr_graph_capture(cr_request_t *req)
 {
     int arg = stream_arg(req->hdr.opcode), mem_arg = memory_stream_arg(req->hdr.opcode);
-    uint64_t sid, event;
+    uint64_t sid, event = 0;
     captures_t *c = captures(req->session, 0);
     if ((arg < 0 && mem_arg < 0) || !c ||
         cr_arg_u64(req, (uint32_t)(arg < 0 ? mem_arg : arg), &sid))
@@ -419,36 +571,56 @@ int cr_graph_capture(cr_request_t *req)
                     origin = &c->caps[i];
             if (!origin || !cr_session_stream(req->session, sid))
                 return 0; /* an unknown stream: the wait fails as usual */
-            capture_t joined = {sid, origin->origin, m->graph};
+            capture_t joined = {sid, origin->origin, m->graph, NULL, 0};
             if (c->count >= MAX_CAPTURING ||
-                cr_array_room((void **)&c->caps, &c->cap, c->count, sizeof *c->caps))
+                cr_array_room((void **)&c->caps, &c->cap, c->count, sizeof *c->caps) ||
+                join_tails(&joined, m) != 0) {
+                free(joined.tails);
                 m->graph->invalid = 1;
-            else
+            } else {
                 c->caps[c->count++] = joined;
+            }
             cr_request_free(req);
             return 1;
         }
-        if (cap && m && m->graph == cap->graph) { /* kept by the order of the nodes */
+        if (cap && m && m->graph == cap->graph) { /* an edge; the order keeps it already */
+            if (join_tails(cap, m) != 0)
+                cap->graph->invalid = 1;
             cr_request_free(req);
             return 1;
         }
     }
+    int joins = 0; /* an event record that only marks where a capture's streams join */
     if (op == CR_OP_cuEventRecord || op == CR_OP_cuEventRecordWithFlags) {
+        uint64_t flags = 0;
         mark_t *m = cr_arg_u64(req, 0, &event) ? NULL : mark_of(c, event);
-        if (cap && m) {
-            m->graph = cap->graph;
-        } else if (cap) {
+        if (cap && !m) {
             if (cr_array_room((void **)&c->marks, &c->mark_cap, c->mark_count, sizeof *c->marks))
                 cap->graph->invalid = 1;
             else
-                c->marks[c->mark_count++] = (mark_t){event, cap->graph};
+                m = &c->marks[c->mark_count++], *m = (mark_t){event, NULL, NULL, 0};
+        }
+        if (cap && m) {
+            m->graph = cap->graph;
+            if (mark_tails(m, cap) != 0)
+                cap->graph->invalid = 1;
+            joins = op == CR_OP_cuEventRecord ||
+                    (!cr_arg_u64(req, 2, &flags) && !(flags & CU_EVENT_RECORD_EXTERNAL));
         } else if (m) { /* recorded outside any capture now */
+            free(m->tails);
             *m = c->marks[--c->mark_count];
         }
     }
     if (!cap)
         return 0;
-    if (keep(cap->graph, req, arg) != 0 && !cap->graph->invalid) {
+    int kept = keep(cap->graph, req, arg) == 0;
+    if (kept && joins) /* depends on the stream's work, which stays the stream's last */
+        kept = set_deps(cap->graph, cap->graph->count - 1, cap->tails, cap->ntails) == 0;
+    else if (kept)
+        kept = follow(cap) == 0;
+    if (kept)
+        cap->graph->nodes[cap->graph->count - 1].hidden = (uint8_t)joins;
+    if (!kept && !cap->graph->invalid) {
         cap->graph->invalid = 1;
         CR_WARN("session %llu: a capture past %u nodes or %llu MiB kept by the session's "
                 "graphs, or out of memory: invalidated",
@@ -466,11 +638,15 @@ static void end_capture(captures_t *c, graph_t *g)
     for (size_t i = 0; i < c->count; i++)
         if (c->caps[i].graph != g)
             c->caps[k++] = c->caps[i];
+        else
+            free(c->caps[i].tails);
     c->count = k;
     k = 0;
     for (size_t i = 0; i < c->mark_count; i++)
         if (c->marks[i].graph != g)
             c->marks[k++] = c->marks[i];
+        else
+            free(c->marks[i].tails);
     c->mark_count = k;
 }
 
@@ -693,7 +869,7 @@ void cr_srv_cuGraphLaunch(cr_request_t *req)
     captures_t *c = captures(s, 0);
     capture_t *cap = capture_of(c, sid);
     if (cap) { /* launched into a capture: a child graph node of that capture's graph */
-        if (g->mem_count || keep_child(cap->graph, g) != 0)
+        if (g->mem_count || keep_child(cap->graph, g) != 0 || follow(cap) != 0)
             cap->graph->invalid = 1;
         cr_request_free(req);
         return;
@@ -781,7 +957,10 @@ void cr_srv_cuGraphClone(cr_request_t *req)
         reply_id(req, CUDA_ERROR_INVALID_VALUE, 0);
         return;
     }
-    reply_graph(req, graph_copy(g));
+    graph_t *copy = graph_copy(g);
+    if (copy)
+        copy->origin = g->serial;
+    reply_graph(req, copy);
 }
 
 /* The node a node id names in graph g, or NULL. */
@@ -792,15 +971,44 @@ static node_ref_t *node_of(cr_session_t *s, const graph_t *g, const msgpack_obje
     return n && n->graph == g ? n : NULL;
 }
 
-/* Dependencies must be nodes of g; added before the new node, they already run before it. */
-static int deps_ok(cr_session_t *s, const graph_t *g, const msgpack_object *o)
+/* The dependencies of a node to add: nodes of g (each once), into deps->idx. Added before
+ * the new node, they already run before it. */
+typedef struct {
+    uint32_t *idx;
+    uint32_t n;
+} deps_t;
+
+static int deps_read(cr_session_t *s, const graph_t *g, const msgpack_object *o, deps_t *d)
 {
+    d->idx = NULL;
+    d->n = 0;
     if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size > g->count)
         return 0;
-    for (uint32_t i = 0; i < o->via.array.size; i++)
-        if (!node_of(s, g, &o->via.array.ptr[i]))
+    if (o->via.array.size && !(d->idx = malloc(o->via.array.size * sizeof *d->idx)))
+        return 0;
+    for (uint32_t i = 0; i < o->via.array.size; i++) {
+        node_ref_t *n = node_of(s, g, &o->via.array.ptr[i]);
+        if (!n) {
+            free(d->idx);
+            d->idx = NULL;
             return 0;
+        }
+        int seen = 0;
+        for (uint32_t k = 0; k < d->n; k++)
+            seen |= d->idx[k] == n->index;
+        if (!seen)
+            d->idx[d->n++] = (uint32_t)n->index;
+    }
     return 1;
+}
+
+/* Gives g's last node the dependencies d (and frees them). 0 or -1. */
+static int deps_give(graph_t *g, deps_t *d)
+{
+    int err = set_deps(g, g->count - 1, d->idx, d->n);
+    free(d->idx);
+    d->idx = NULL;
+    return err;
 }
 
 /* Memory a memset or copy node names must be the session's when it is added (and again at
@@ -931,7 +1139,11 @@ static int replace_args(graph_t *g, size_t index, uint16_t opcode, int arg,
         if (bulk_len)
             memcpy(bytes + body.size, bulk, bulk_len);
         free(node->bytes);
-        *node = (node_t){opcode, (uint8_t)arg, node->inner, (uint32_t)body.size, bulk_len, bytes};
+        node->opcode = opcode;
+        node->stream_arg = (uint8_t)arg;
+        node->body_len = (uint32_t)body.size;
+        node->bulk_len = bulk_len;
+        node->bytes = bytes; /* its edges, its place and whether it is on stay */
         g->bytes = g->bytes - old + size;
         *g->account = *g->account - old + size;
     }
@@ -996,6 +1208,12 @@ static void reply_node(cr_request_t *req, graph_t *g, size_t index)
     reply_node_and(req, g, index, 0, 0);
 }
 
+/* 1 for a node the program sees: neither inside a child graph nor destroyed. */
+static int visible(const node_t *n)
+{
+    return !n->inner && !n->removed && !n->hidden;
+}
+
 /* [graph] -> the number of its nodes; [graph, true] -> [that number, [their handles]] */
 void cr_srv_cuGraphGetNodes(cr_request_t *req)
 {
@@ -1007,7 +1225,7 @@ void cr_srv_cuGraphGetNodes(cr_request_t *req)
                      : NULL;
     size_t count = 0; /* a child graph counts as one node: the empty node that stands for it */
     for (size_t i = 0; g && i < g->count; i++)
-        count += !g->nodes[i].inner;
+        count += visible(&g->nodes[i]);
     if (!g || !with_handles) {
         reply_id(req, g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE, count);
         return;
@@ -1015,7 +1233,7 @@ void cr_srv_cuGraphGetNodes(cr_request_t *req)
     uint64_t *ids = count ? malloc(count * sizeof *ids) : NULL;
     CUresult r = count && !ids ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
     for (size_t i = 0, k = 0; r == CUDA_SUCCESS && i < g->count; i++)
-        if (!g->nodes[i].inner)
+        if (visible(&g->nodes[i]))
             r = node_handle(s, g, i, &ids[k++]);
     cr_reply_t reply;
     if (cr_reply_begin(req, &reply, r, 2) == 0) {
@@ -1081,14 +1299,18 @@ void cr_srv_cuGraphAddNode(cr_request_t *req)
                      ? cr_session_handle(s, CR_HT_CUgraph, gid)
                      : NULL;
     int arg = 0;
-    CUresult r = !g || !deps_ok(s, g, &req->args[1]) ? CUDA_ERROR_INVALID_VALUE
-                                                     : check_node(s, opcode, &req->args[3], &arg);
+    deps_t d = {NULL, 0};
+    CUresult r = !g || !deps_read(s, g, &req->args[1], &d)
+                     ? CUDA_ERROR_INVALID_VALUE
+                     : check_node(s, opcode, &req->args[3], &arg);
+    if (r == CUDA_SUCCESS &&
+        keep_args(g, (uint16_t)opcode, arg, &req->args[3], req->bulk, req->hdr.bulk_len) != 0)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (r == CUDA_SUCCESS && deps_give(g, &d) != 0)
+        r = drop_last(g);
+    free(d.idx);
     if (r != CUDA_SUCCESS) {
         reply_id(req, r, 0);
-        return;
-    }
-    if (keep_args(g, (uint16_t)opcode, arg, &req->args[3], req->bulk, req->hdr.bulk_len) != 0) {
-        reply_id(req, CUDA_ERROR_OUT_OF_MEMORY, 0);
         return;
     }
     reply_node(req, g, g->count - 1);
@@ -1104,22 +1326,21 @@ void cr_srv_cuGraphAddChildGraphNode(cr_request_t *req)
                      : NULL;
     graph_t *child =
         g && !cr_arg_u64(req, 2, &cid) ? cr_session_handle(s, CR_HT_CUgraph, cid) : NULL;
-    if (!g || !child || child == g || !deps_ok(s, g, &req->args[1])) {
+    deps_t d = {NULL, 0};
+    if (!g || !child || child == g || !deps_read(s, g, &req->args[1], &d)) {
         reply_id(req, CUDA_ERROR_INVALID_VALUE, 0);
         return;
     }
     if (child->mem_count) { /* a graph with memory nodes cannot be a child, as on a GPU */
+        free(d.idx);
         reply_id(req, CUDA_ERROR_NOT_SUPPORTED, 0);
         return;
     }
     size_t before = g->count;
-    if (keep_child(g, child) != 0) { /* nothing of it stays */
-        while (g->count > before) {
-            node_t *n = &g->nodes[--g->count];
-            g->bytes -= (uint64_t)n->body_len + n->bulk_len + NODE_COST;
-            *g->account -= (uint64_t)n->body_len + n->bulk_len + NODE_COST;
-            free(n->bytes);
-        }
+    if (keep_child(g, child) != 0 || deps_give(g, &d) != 0) { /* nothing of it stays */
+        while (g->count > before)
+            drop_last(g);
+        free(d.idx);
         reply_id(req, CUDA_ERROR_OUT_OF_MEMORY, 0);
         return;
     }
@@ -1149,6 +1370,17 @@ void cr_srv_cuGraphAddDependencies(cr_request_t *req)
             r = CUDA_ERROR_INVALID_VALUE;
         else if (a->index > b->index)
             r = CUDA_ERROR_NOT_SUPPORTED;
+    }
+    /* all checked first: either every edge is added or none */
+    for (uint32_t i = 0; i < from->via.array.size && r == CUDA_SUCCESS; i++) {
+        node_ref_t *a = node_of(s, g, &from->via.array.ptr[i]);
+        node_ref_t *b = node_of(s, g, &to->via.array.ptr[i]);
+        if (add_edge(g, (uint32_t)a->index, b->index) != 0) {
+            for (uint32_t k = 0; k < i; k++) /* back to the edges there were */
+                remove_edge(g, (uint32_t)node_of(s, g, &from->via.array.ptr[k])->index,
+                            node_of(s, g, &to->via.array.ptr[k])->index);
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        }
     }
     cr_request_finish(req, r);
 }
@@ -1202,7 +1434,10 @@ void cr_srv_cuGraphExecUpdate_v2(cr_request_t *req)
     }
     for (size_t i = 0; i < g->count; i++) {
         const node_t *now = &e->graph->nodes[i], *next = &g->nodes[i];
-        if (now->inner != next->inner) {
+        int same_edges = now->ndeps == next->ndeps;
+        for (uint32_t k = 0; same_edges && k < now->ndeps; k++)
+            same_edges = depends_on(next, now->deps[k]);
+        if (now->inner != next->inner || now->removed != next->removed || !same_edges) {
             reply_id(req, CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE,
                      CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
             return;
@@ -1225,9 +1460,10 @@ void cr_srv_cuGraphExecUpdate_v2(cr_request_t *req)
     reply_id(req, CUDA_SUCCESS, CU_GRAPH_EXEC_UPDATE_SUCCESS);
 }
 
-/* [graph] -> [[opcode, inner]...]: its nodes in the order they run (opcode 0: an empty
- * node; inner: a node of a child graph, which ends at the next empty node that is not),
- * for cuGraphDebugDotPrint. */
+/* [graph] -> [[opcode, inner, removed, [dependencies by index]]...]: its nodes in the order
+ * they run (opcode 0: an empty node; inner: a node of a child graph, which ends at the next
+ * empty node that is not; removed: a destroyed node's place, or a hidden one), for
+ * cuGraphDebugDotPrint. */
 void cr_srv_cuGraphDebugDotPrint(cr_request_t *req)
 {
     uint64_t id;
@@ -1242,9 +1478,14 @@ void cr_srv_cuGraphDebugDotPrint(cr_request_t *req)
     if (cr_reply_begin(req, &reply, CUDA_SUCCESS, 1) == 0) {
         msgpack_pack_array(&reply.pk, (uint32_t)g->count);
         for (size_t i = 0; i < g->count; i++) {
-            msgpack_pack_array(&reply.pk, 2);
-            msgpack_pack_uint16(&reply.pk, g->nodes[i].opcode);
-            msgpack_pack_uint8(&reply.pk, g->nodes[i].inner);
+            const node_t *n = &g->nodes[i];
+            msgpack_pack_array(&reply.pk, 4);
+            msgpack_pack_uint16(&reply.pk, n->opcode);
+            msgpack_pack_uint8(&reply.pk, n->inner);
+            msgpack_pack_uint8(&reply.pk, n->removed || n->hidden);
+            msgpack_pack_array(&reply.pk, n->ndeps);
+            for (uint32_t k = 0; k < n->ndeps; k++)
+                msgpack_pack_uint32(&reply.pk, n->deps[k]);
         }
         cr_reply_send(req, &reply, 0);
     }
@@ -1261,12 +1502,16 @@ void cr_srv_cuGraphAddMemAllocNode(cr_request_t *req)
     graph_t *g = req->argc == 3 && !cr_arg_u64(req, 0, &gid) && !cr_arg_u64(req, 2, &bytes)
                      ? cr_session_handle(s, CR_HT_CUgraph, gid)
                      : NULL;
-    if (!g || !deps_ok(s, g, &req->args[1])) {
+    deps_t d = {NULL, 0};
+    if (!g || !deps_read(s, g, &req->args[1], &d)) {
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;
     }
     CUdeviceptr ptr = 0;
     CUresult r = graph_alloc(s, g, bytes, &ptr);
+    if (r == CUDA_SUCCESS && deps_give(g, &d) != 0)
+        r = CUDA_ERROR_OUT_OF_MEMORY; /* the node stays, a root: its memory is the graph's */
+    free(d.idx);
     if (r != CUDA_SUCCESS)
         cr_request_finish(req, r);
     else
@@ -1283,12 +1528,18 @@ void cr_srv_cuGraphAddMemFreeNode(cr_request_t *req)
                      ? cr_session_handle(s, CR_HT_CUgraph, gid)
                      : NULL;
     graph_mem_t *m = g ? graph_mem_of(g, ptr) : NULL;
-    if (!m || !deps_ok(s, g, &req->args[1])) {
+    deps_t d = {NULL, 0};
+    if (!m || !deps_read(s, g, &req->args[1], &d)) {
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;
     }
     if (keep_bytes(g, 0, 0, NULL, 0, NULL, 0) != 0) {
+        free(d.idx);
         cr_request_finish(req, CUDA_ERROR_OUT_OF_MEMORY);
+        return;
+    }
+    if (deps_give(g, &d) != 0) {
+        cr_request_finish(req, drop_last(g));
         return;
     }
     m->freed_in_graph = 1;
@@ -1345,4 +1596,263 @@ void cr_srv_cuGraphExecGetFlags(cr_request_t *req)
                     ? cr_session_handle(req->session, CR_HT_CUgraphExec, id)
                     : NULL;
     reply_id(req, e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE, e ? e->flags : 0);
+}
+
+/* --- edges ----------------------------------------------------------------------------------- */
+
+/* The handles of these nodes of g, into *ids (free it). */
+static CUresult handles_of(cr_session_t *s, graph_t *g, const uint32_t *idx, size_t n,
+                           uint64_t **ids)
+{
+    *ids = n ? malloc(n * sizeof **ids) : NULL;
+    CUresult r = n && !*ids ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+    for (size_t i = 0; r == CUDA_SUCCESS && i < n; i++)
+        r = node_handle(s, g, idx[i], &(*ids)[i]);
+    return r;
+}
+
+static void pack_ids(msgpack_packer *pk, const uint64_t *ids, size_t n)
+{
+    msgpack_pack_array(pk, (uint32_t)n);
+    for (size_t i = 0; i < n; i++)
+        msgpack_pack_uint64(pk, ids[i]);
+}
+
+/* Replies [CUresult, [handles of these n nodes of g]] and, with `also`, [the handles of
+ * those] after it. Owns idx and also. */
+static void reply_nodes(cr_request_t *req, graph_t *g, uint32_t *idx, uint32_t *also, size_t n)
+{
+    uint64_t *a = NULL, *b = NULL;
+    CUresult r = handles_of(req->session, g, idx, n, &a);
+    if (r == CUDA_SUCCESS && also)
+        r = handles_of(req->session, g, also, n, &b);
+    cr_reply_t reply;
+    if (r != CUDA_SUCCESS) {
+        cr_request_finish(req, r);
+    } else {
+        if (cr_reply_begin(req, &reply, r, also ? 2 : 1) == 0) {
+            pack_ids(&reply.pk, a, n);
+            if (also)
+                pack_ids(&reply.pk, b, n);
+            cr_reply_send(req, &reply, 0);
+        }
+        cr_request_free(req);
+    }
+    free(a);
+    free(b);
+    free(idx);
+    free(also);
+}
+
+static graph_t *graph_arg(cr_request_t *req)
+{
+    uint64_t id;
+    return req->argc == 1 && !cr_arg_u64(req, 0, &id)
+               ? cr_session_handle(req->session, CR_HT_CUgraph, id)
+               : NULL;
+}
+
+static node_ref_t *node_arg(cr_request_t *req, uint32_t argc)
+{
+    uint64_t id;
+    node_ref_t *n = req->argc == argc && !cr_arg_u64(req, 0, &id)
+                        ? cr_session_handle(req->session, CR_HT_CUgraphNode, id)
+                        : NULL;
+    return n && n->index < n->graph->count && !n->graph->nodes[n->index].removed ? n : NULL;
+}
+
+/* [graph] -> [[from nodes], [to nodes]]: every edge */
+void cr_srv_cuGraphGetEdges(cr_request_t *req)
+{
+    graph_t *g = graph_arg(req);
+    if (!g) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    size_t n = 0; /* a hidden node's edges are not the graph's (nothing depends on it) */
+    for (size_t i = 0; i < g->count; i++)
+        n += visible(&g->nodes[i]) ? g->nodes[i].ndeps : 0;
+    uint32_t *from = n ? malloc(n * sizeof *from) : NULL, *to = n ? malloc(n * sizeof *to) : NULL;
+    if (n && (!from || !to)) {
+        free(from);
+        free(to);
+        cr_request_finish(req, CUDA_ERROR_OUT_OF_MEMORY);
+        return;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < g->count; i++)
+        for (uint32_t d = 0; visible(&g->nodes[i]) && d < g->nodes[i].ndeps; d++, k++) {
+            from[k] = g->nodes[i].deps[d];
+            to[k] = (uint32_t)i;
+        }
+    reply_nodes(req, g, from, to, n);
+}
+
+/* [graph] -> [nodes without dependencies] */
+void cr_srv_cuGraphGetRootNodes(cr_request_t *req)
+{
+    graph_t *g = graph_arg(req);
+    uint32_t *idx = g && g->count ? malloc(g->count * sizeof *idx) : NULL;
+    if (!g || (g->count && !idx)) {
+        cr_request_finish(req, g ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < g->count; i++)
+        if (visible(&g->nodes[i]) && g->nodes[i].ndeps == 0)
+            idx[n++] = (uint32_t)i;
+    reply_nodes(req, g, idx, NULL, n);
+}
+
+/* [node] -> [the nodes it depends on] */
+void cr_srv_cuGraphNodeGetDependencies(cr_request_t *req)
+{
+    node_ref_t *r = node_arg(req, 1);
+    const node_t *n = r ? &r->graph->nodes[r->index] : NULL;
+    uint32_t *idx = n && n->ndeps ? malloc(n->ndeps * sizeof *idx) : NULL;
+    if (!n || (n->ndeps && !idx)) {
+        cr_request_finish(req, n ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    if (n->ndeps)
+        memcpy(idx, n->deps, n->ndeps * sizeof *idx);
+    reply_nodes(req, r->graph, idx, NULL, n->ndeps);
+}
+
+/* [node] -> [the nodes that depend on it] */
+void cr_srv_cuGraphNodeGetDependentNodes(cr_request_t *req)
+{
+    node_ref_t *r = node_arg(req, 1);
+    graph_t *g = r ? r->graph : NULL;
+    uint32_t *idx = g ? malloc(g->count * sizeof *idx) : NULL;
+    if (!g || !idx) {
+        cr_request_finish(req, g ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    size_t n = 0;
+    for (size_t i = r->index + 1; i < g->count; i++)
+        if (visible(&g->nodes[i]) && depends_on(&g->nodes[i], (uint32_t)r->index))
+            idx[n++] = (uint32_t)i;
+    reply_nodes(req, g, idx, NULL, n);
+}
+
+/* [graph, from nodes, to nodes]: edges removed; each must be there. The nodes keep their
+ * order, which no longer needs to hold but does no harm. */
+void cr_srv_cuGraphRemoveDependencies(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    uint64_t gid;
+    graph_t *g = req->argc == 3 && !cr_arg_u64(req, 0, &gid)
+                     ? cr_session_handle(s, CR_HT_CUgraph, gid)
+                     : NULL;
+    const msgpack_object *from = g ? &req->args[1] : NULL, *to = g ? &req->args[2] : NULL;
+    if (!g || from->type != MSGPACK_OBJECT_ARRAY || to->type != MSGPACK_OBJECT_ARRAY ||
+        from->via.array.size != to->via.array.size) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    CUresult r = CUDA_SUCCESS;
+    for (uint32_t i = 0; i < from->via.array.size && r == CUDA_SUCCESS; i++) {
+        node_ref_t *a = node_of(s, g, &from->via.array.ptr[i]);
+        node_ref_t *b = node_of(s, g, &to->via.array.ptr[i]);
+        if (!a || !b || !depends_on(&g->nodes[b->index], (uint32_t)a->index))
+            r = CUDA_ERROR_INVALID_VALUE;
+    }
+    for (uint32_t i = 0; i < from->via.array.size && r == CUDA_SUCCESS; i++)
+        remove_edge(g, (uint32_t)node_of(s, g, &from->via.array.ptr[i])->index,
+                    node_of(s, g, &to->via.array.ptr[i])->index);
+    cr_request_finish(req, r);
+}
+
+/* [node]: the node and its edges go; its place stays, empty, so that the other nodes keep
+ * their indices (their handles and executable graphs go by them). A child graph's node
+ * takes the child's nodes with it. Memory nodes stay: their memory is the graph's. */
+void cr_srv_cuGraphDestroyNode(cr_request_t *req)
+{
+    node_ref_t *r = node_arg(req, 1);
+    if (!r) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    graph_t *g = r->graph;
+    size_t index = r->index;
+    node_t *n = &g->nodes[index];
+    if (n->opcode == 0 &&
+        (n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || n->type == CU_GRAPH_NODE_TYPE_MEM_FREE)) {
+        cr_request_finish(req, CUDA_ERROR_NOT_SUPPORTED);
+        return;
+    }
+    size_t first = index; /* a child graph's nodes come just before the node standing for it */
+    if (n->opcode == 0 && n->type == CU_GRAPH_NODE_TYPE_GRAPH)
+        while (first > 0 && g->nodes[first - 1].inner)
+            first--;
+    for (size_t i = first; i <= index; i++) {
+        node_t *gone = &g->nodes[i];
+        uint64_t size = (uint64_t)gone->body_len + gone->bulk_len;
+        set_deps(g, i, NULL, 0); /* never fails: it only frees */
+        free(gone->bytes);
+        gone->bytes = NULL;
+        gone->body_len = 0;
+        gone->bulk_len = 0;
+        gone->opcode = 0;
+        gone->removed = 1;
+        g->bytes -= size;
+        *g->account -= size;
+    }
+    for (size_t i = index + 1; i < g->count; i++)
+        remove_edge(g, (uint32_t)index, i);
+    uint64_t id = g->node_ids[index];
+    g->node_ids[index] = 0;
+    cr_session_remove_handle(req->session, id);
+    cr_request_finish(req, CUDA_SUCCESS);
+}
+
+/* [node, cloned graph] -> the cloned graph's node made from it */
+void cr_srv_cuGraphNodeFindInClone(cr_request_t *req)
+{
+    uint64_t cid;
+    node_ref_t *r = node_arg(req, 2);
+    graph_t *clone =
+        r && !cr_arg_u64(req, 1, &cid) ? cr_session_handle(req->session, CR_HT_CUgraph, cid) : NULL;
+    if (!clone || clone->origin != r->graph->serial || r->index >= clone->count ||
+        clone->nodes[r->index].removed) {
+        reply_id(req, CUDA_ERROR_INVALID_VALUE, 0);
+        return;
+    }
+    reply_node(req, clone, r->index);
+}
+
+/* --- reading a node back ---------------------------------------------------------------------- */
+
+/* [node] -> [opcode, arguments] + bulk: the request the node stands for, as it keeps it
+ * (opcode 0 and nil for an empty node), for every cuGraph*NodeGetParams. */
+void cr_srv_cuGraphKernelNodeGetParams_v2(cr_request_t *req)
+{
+    node_ref_t *r = node_arg(req, 1);
+    if (!r) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    const node_t *n = &r->graph->nodes[r->index];
+    void *bulk = n->bulk_len ? malloc(n->bulk_len) : NULL; /* the node may change meanwhile */
+    if (n->bulk_len && !bulk) {
+        cr_request_finish(req, CUDA_ERROR_OUT_OF_MEMORY);
+        return;
+    }
+    cr_reply_t reply;
+    if (cr_reply_begin(req, &reply, CUDA_SUCCESS, 2) == 0) {
+        msgpack_pack_uint16(&reply.pk, n->opcode);
+        if (n->body_len) /* a msgpack value already */
+            reply.pk.callback(reply.pk.data, (const char *)n->bytes, n->body_len);
+        else
+            msgpack_pack_nil(&reply.pk);
+        if (bulk) {
+            memcpy(bulk, n->bytes + n->body_len, n->bulk_len);
+            cr_reply_bulk(&reply, bulk, n->bulk_len, free, bulk);
+            bulk = NULL;
+        }
+        cr_reply_send(req, &reply, 0);
+    }
+    free(bulk);
+    cr_request_free(req);
 }

@@ -22,6 +22,8 @@
 
 #include <unistd.h>
 
+#include <cuda.h>
+
 #include "cr_test.h"
 
 __global__ void axpb(const float *x, float *y, float a, float b, int n)
@@ -196,6 +198,20 @@ int main()
     add<<<grid, block, 0, s1>>>(y, z, N);
     CHECK_CUDA(cudaStreamEndCapture(s1, &forked));
     CHECK(status_of(s2) == cudaStreamCaptureStatusNone, "s2 still captures after the end");
+    // as on a GPU: the copy and the kernel side by side, the add after both; the events that
+    // forked and joined the streams are not nodes
+    size_t forked_nodes = 0, forked_edges = 4, forked_roots = 4;
+    cudaGraphNode_t f_from[4], f_to[4], f_roots[4];
+    CHECK_CUDA(cudaGraphGetNodes(forked, nullptr, &forked_nodes));
+    CHECK_CUDA(cudaGraphGetEdges(forked, f_from, f_to, nullptr, &forked_edges));
+    CHECK_CUDA(cudaGraphGetRootNodes(forked, f_roots, &forked_roots));
+    CHECK(forked_nodes == 3 && forked_edges == 2 && forked_roots == 2 && f_to[0] == f_to[1] &&
+              f_from[0] != f_from[1],
+          "the forked graph: %zu nodes, %zu edges, %zu roots", forked_nodes, forked_edges,
+          forked_roots);
+    cudaGraphNodeType f_type;
+    CHECK_CUDA(cudaGraphNodeGetType(f_to[0], &f_type));
+    CHECK(f_type == cudaGraphNodeTypeKernel, "the joining node is of type %d", (int)f_type);
     cudaGraphExec_t forked_exec;
     CHECK_CUDA(cudaGraphInstantiate(&forked_exec, forked, 0));
     CHECK_CUDA(cudaGraphLaunch(forked_exec, s3));
@@ -315,6 +331,116 @@ int main()
                     1 << cudaGraphNodeTypeEmpty | 1 << cudaGraphNodeTypeGraph),
           "the built graph's node kinds: %#x", kinds);
     CHECK(added == 6, "%d of the nodes listed are the ones added", added);
+    // each node's arguments read back, as they were given; the kernel node's from the
+    // driver, as cudart gave them (the function and the library kernel behind it)
+    void *get_kernel_params = nullptr;
+    cudaDriverEntryPointQueryResult found;
+    CHECK_CUDA(cudaGetDriverEntryPointByVersion("cuGraphKernelNodeGetParams", &get_kernel_params,
+                                                12000, cudaEnableDefault, &found));
+    CUDA_KERNEL_NODE_PARAMS kp_out = {};
+    CUresult got = ((CUresult(*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *))get_kernel_params)(
+        (CUgraphNode)n_kernel, &kp_out);
+    cudaFunction_t axpb_function;
+    cudaKernel_t axpb_kernel;
+    CHECK_CUDA(cudaGetFuncBySymbol(&axpb_function, (void *)axpb));
+    CHECK_CUDA(cudaGetKernel(&axpb_kernel, (void *)axpb));
+    CHECK(got == CUDA_SUCCESS && (void *)kp_out.func == (void *)axpb_function &&
+              (void *)kp_out.kern == (void *)axpb_kernel && kp_out.gridDimX == grid.x &&
+              kp_out.blockDimX == 256 && kp_out.sharedMemBytes == 0 && kp_out.kernelParams,
+          "the kernel node reads back as %d: %p/%p <<<%u, %u, %u>>>", (int)got,
+          (void *)kp_out.func, (void *)kp_out.kern, kp_out.gridDimX, kp_out.blockDimX,
+          kp_out.sharedMemBytes);
+    CHECK(*(float **)kp_out.kernelParams[0] == x && *(float **)kp_out.kernelParams[1] == y &&
+              *(float *)kp_out.kernelParams[2] == 2.0f && *(float *)kp_out.kernelParams[3] == 1.0f &&
+              *(int *)kp_out.kernelParams[4] == N,
+          "the kernel node's arguments read back wrong");
+    got = ((CUresult(*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *))get_kernel_params)(
+        (CUgraphNode)n_memset, &kp_out);
+    CHECK(got == CUDA_ERROR_INVALID_VALUE, "a memset node read as a kernel node: %d", (int)got);
+    cudaMemsetParams mp_out;
+    CHECK_CUDA(cudaGraphMemsetNodeGetParams(n_memset, &mp_out));
+    CHECK(mp_out.dst == y && mp_out.elementSize == 4 && mp_out.width == (size_t)N &&
+              mp_out.height == 1 && mp_out.value == 0,
+          "the memset node reads back as %p, %u bytes x %zu", mp_out.dst, mp_out.elementSize,
+          mp_out.width);
+    cudaMemcpy3DParms cp_out = {};
+    CHECK_CUDA(cudaGraphMemcpyNodeGetParams(n_copy, &cp_out));
+    CHECK(cp_out.srcPtr.ptr == y && cp_out.dstPtr.ptr == z && cp_out.extent.width == BYTES,
+          "the copy node reads back as %p -> %p, %zu bytes", cp_out.srcPtr.ptr, cp_out.dstPtr.ptr,
+          cp_out.extent.width);
+    cudaEvent_t ev_out = nullptr;
+    CHECK_CUDA(cudaGraphEventRecordNodeGetEvent(n_record, &ev_out));
+    CHECK(ev_out == join, "the event record node reads back as %p", (void *)ev_out);
+    EXPECT_CUDA_ERROR(cudaGraphEventWaitNodeGetEvent(n_record, &ev_out), cudaErrorInvalidValue);
+    cudaGetLastError();
+    // its edges: the chain the additions named, and the one added after
+    cudaGraphNode_t from[8], to[8];
+    cudaGraphEdgeData edge_data[8];
+    size_t edges = 0;
+    CHECK_CUDA(cudaGraphGetEdges(built, nullptr, nullptr, nullptr, &edges));
+    CHECK(edges == 6, "the built graph has %zu edges, expected 6", edges);
+    edges = 8;
+    memset(edge_data, 0xff, sizeof edge_data);
+    CHECK_CUDA(cudaGraphGetEdges(built, from, to, edge_data, &edges));
+    CHECK(edges == 6 && from[6] == nullptr && to[7] == nullptr, "%zu edges given", edges);
+    const cudaGraphNode_t want_from[] = {n_memset, n_kernel, n_copy, n_record, n_empty, n_memset};
+    const cudaGraphNode_t want_to[] = {n_kernel, n_copy, n_record, n_empty, n_child, n_child};
+    for (int e = 0; e < 6; e++) {
+        int found = 0;
+        for (size_t i = 0; i < edges; i++)
+            found += from[i] == want_from[e] && to[i] == want_to[e];
+        CHECK(found == 1, "edge %d is there %d times", e, found);
+        CHECK(edge_data[e].type == cudaGraphDependencyTypeDefault && edge_data[e].from_port == 0,
+              "edge %d is not a default edge", e);
+    }
+    cudaGraphNode_t roots[2];
+    size_t nroots = 2;
+    CHECK_CUDA(cudaGraphGetRootNodes(built, roots, &nroots));
+    CHECK(nroots == 1 && roots[0] == n_memset && roots[1] == nullptr, "%zu roots", nroots);
+    cudaGraphNode_t deps[4];
+    size_t ndeps = 4;
+    CHECK_CUDA(cudaGraphNodeGetDependencies(n_child, deps, nullptr, &ndeps));
+    CHECK(ndeps == 2 && ((deps[0] == n_empty && deps[1] == n_memset) ||
+                         (deps[0] == n_memset && deps[1] == n_empty)),
+          "the child graph node has %zu dependencies", ndeps);
+    ndeps = 0;
+    CHECK_CUDA(cudaGraphNodeGetDependentNodes(n_memset, nullptr, nullptr, &ndeps));
+    CHECK(ndeps == 2, "the memset node has %zu dependents, expected 2", ndeps);
+    // an edge removed, then put back; one that is not there cannot be removed
+    CHECK_CUDA(cudaGraphRemoveDependencies(built, &n_memset, &n_child, nullptr, 1));
+    ndeps = 4;
+    CHECK_CUDA(cudaGraphNodeGetDependencies(n_child, deps, nullptr, &ndeps));
+    CHECK(ndeps == 1 && deps[0] == n_empty, "after removing an edge: %zu dependencies", ndeps);
+    EXPECT_CUDA_ERROR(cudaGraphRemoveDependencies(built, &n_memset, &n_child, nullptr, 1),
+                      cudaErrorInvalidValue);
+    cudaGetLastError();
+    CHECK_CUDA(cudaGraphAddDependencies(built, &n_memset, &n_child, nullptr, 1));
+    // a clone has the same nodes, found from the original's
+    cudaGraph_t built_clone;
+    CHECK_CUDA(cudaGraphClone(&built_clone, built));
+    cudaGraphNode_t cloned_copy;
+    CHECK_CUDA(cudaGraphNodeFindInClone(&cloned_copy, n_copy, built_clone));
+    cudaGraphNodeType cloned_type;
+    CHECK_CUDA(cudaGraphNodeGetType(cloned_copy, &cloned_type));
+    CHECK(cloned_copy != n_copy && cloned_type == cudaGraphNodeTypeMemcpy,
+          "the clone's copy node is %p of type %d", (void *)cloned_copy, (int)cloned_type);
+    ndeps = 4;
+    CHECK_CUDA(cudaGraphNodeGetDependencies(cloned_copy, deps, nullptr, &ndeps));
+    CHECK(ndeps == 1 && deps[0] != n_kernel, "the clone's copy node has %zu dependencies",
+          ndeps);
+    EXPECT_CUDA_ERROR(cudaGraphNodeFindInClone(&cloned_copy, n_copy, built), cudaErrorInvalidValue);
+    cudaGetLastError();
+    // a node destroyed in the clone: its edges go with it, the others stay
+    CHECK_CUDA(cudaGraphNodeFindInClone(&cloned_copy, n_empty, built_clone));
+    CHECK_CUDA(cudaGraphDestroyNode(cloned_copy));
+    size_t clone_nodes = 0, clone_edges = 0;
+    CHECK_CUDA(cudaGraphGetNodes(built_clone, nullptr, &clone_nodes));
+    CHECK_CUDA(cudaGraphGetEdges(built_clone, nullptr, nullptr, nullptr, &clone_edges));
+    CHECK(clone_nodes == 5 && clone_edges == 4, "after destroying a node: %zu nodes, %zu edges",
+          clone_nodes, clone_edges);
+    EXPECT_CUDA_ERROR(cudaGraphNodeGetType(cloned_copy, &cloned_type), cudaErrorInvalidValue);
+    cudaGetLastError();
+    CHECK_CUDA(cudaGraphDestroy(built_clone));
     // its picture: a DOT file with the child graph as a cluster of its own
     char dot_path[64];
     snprintf(dot_path, sizeof dot_path, "/tmp/cr-graphs-%d.dot", (int)getpid());
@@ -450,6 +576,17 @@ int main()
     CHECK_CUDA(cudaStreamSynchronize(s1));
     expect_all(z, 3.0f, "z from the executable graph made after");
     CHECK(trail == "cca", "host nodes ran as \"%s\", expected \"cca\"", trail.c_str());
+    // the graph's nodes read back: the memset's value set last, the host node's function
+    cudaMemsetParams sp_out;
+    CHECK_CUDA(cudaGraphMemsetNodeGetParams(s_memset, &sp_out));
+    CHECK(sp_out.dst == z && sp_out.elementSize == 4 && sp_out.width == (size_t)N &&
+              sp_out.height == 1 && memcmp(&sp_out.value, &three, 4) == 0,
+          "the memset node reads back as %p, %u bytes x %zu, value %#x", sp_out.dst,
+          sp_out.elementSize, sp_out.width, sp_out.value);
+    cudaHostNodeParams shp_out;
+    CHECK_CUDA(cudaGraphHostNodeGetParams(s_host, &shp_out));
+    CHECK(shp_out.fn == note && shp_out.userData == (void *)&tags[0],
+          "the host node reads back as %p(%p)", (void *)shp_out.fn, shp_out.userData);
     // a node turned off in the executable graph, and on again
     unsigned on = 9;
     CHECK_CUDA(cudaGraphNodeGetEnabled(sets_exec, s_memset, &on));
