@@ -13,6 +13,7 @@
 #include "context.h"
 #include "handles.h"
 #include "hello.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "memory.h"
 #include "request.h"
@@ -83,14 +84,25 @@ CUresult cr_hand_cuDevicePrimaryCtxReset_v2(CUdevice dev)
     return r;
 }
 
+static int forked_after_init; /* the parent had connected */
+
+int cr_lifecycle_forked_after_init(void)
+{
+    return forked_after_init;
+}
+
 /* A forked child shares the parent's socket: it must never write to it (a flush at its
  * exit would inject the parent's buffered requests twice). CUDA is unusable in a child
- * forked after initialisation, with or without cuda-remote. */
+ * forked after initialisation, with or without cuda-remote; a child of a parent that never
+ * connected initialises on its own, as natively (multiprocessing's workers). */
 static void forget_connection_in_child(void)
 {
+    if (!cr_client() && !forked_after_init)
+        return;
     cr_client_forget();
     init_tried = 1;
     init_result = CUDA_ERROR_NOT_INITIALIZED;
+    forked_after_init = 1;
 }
 
 __attribute__((constructor)) static void watch_forks(void)

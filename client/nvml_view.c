@@ -1,12 +1,18 @@
 /* The tenant's view of its device for cuda-remote's libnvidia-ml.so.1 (common/nvml_view.h):
  * the one entry point the stub exports beside the driver API. The NVML library links to
  * the stub, so a process that uses both NVML and CUDA (PyTorch) has one connection, made
- * by cuInit's code with cuInit's settings (address, token, TLS).
+ * by cuInit's code with cuInit's settings (address, token, TLS). In a child forked after its
+ * parent connected, where CUDA is unusable, NVML connects on its own (it holds none of the
+ * server's handles), as NVIDIA's library works in such a child.
  *
  * Threads: any; each call waits for its reply. */
+#include <pthread.h>
 #include <string.h>
 
 #include "client.h"
+#include "connect.h"
+#include "hello.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "mpfield.h"
 #include "nvml_view.h"
@@ -88,18 +94,54 @@ static void read_sensors(const msgpack_object *m, cr_nvml_sensors_t *v)
     }
 }
 
+static pthread_mutex_t own_lock = PTHREAD_MUTEX_INITIALIZER;
+static cr_client_t own; /* NVML's own connection, in a child forked after init */
+static int own_tried;
+static CUresult own_result;
+
+/* A child forked from a process that had NVML's own connection makes one of its own too
+ * (the parent's is left alone: its threads are not in the child). */
+static void forget_own_in_child(void)
+{
+    own_tried = 0;
+    memset(&own, 0, sizeof own);
+}
+
+__attribute__((constructor)) static void watch_forks(void)
+{
+    pthread_atfork(NULL, NULL, forget_own_in_child);
+}
+
+/* The connection to ask through, or NULL with the reason in *r. */
+static cr_conn_t *view_connection(CUresult *r)
+{
+    if (!cr_lifecycle_forked_after_init()) {
+        *r = cr_hand_cuInit(0);
+        return *r == CUDA_SUCCESS ? cr_client()->conn : NULL;
+    }
+    pthread_mutex_lock(&own_lock);
+    if (!own_tried) {
+        own_tried = 1;
+        own_result = cr_connect(&own, cr_hello_address());
+    }
+    *r = own_result;
+    pthread_mutex_unlock(&own_lock);
+    return *r == CUDA_SUCCESS ? own.conn : NULL;
+}
+
 __attribute__((visibility("default"))) int cr_remote_nvml_view(unsigned parts, cr_nvml_view_t *view,
                                                                size_t view_size)
 {
     if (!view || view_size != sizeof *view) /* a library built against another record */
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = cr_hand_cuInit(0);
-    if (r != CUDA_SUCCESS)
+    CUresult r;
+    cr_conn_t *conn = view_connection(&r);
+    if (!conn)
         return r;
     cr_msg_t m;
     cr_pending_t p = {0};
     msgpack_unpacked u;
-    int err = cr_msg_begin(cr_client()->conn, &m, CR_OP_NVML);
+    int err = cr_msg_begin(conn, &m, CR_OP_NVML);
     if (err)
         return cr_transport_error(err);
     msgpack_pack_array(&m.pk, 1);

@@ -48,6 +48,8 @@ cr_cuda_program(vmm)
 cr_cuda_test(vmm)
 cr_cuda_program(graphs)
 cr_cuda_test(graphs)
+cr_cuda_program(forks)
+cr_cuda_test(forks)
 # the JIT linker: two halves of device code compiled separately to PTX (-rdc), linked by
 # the program at run time
 set(cr_link_ptx "")

@@ -189,6 +189,8 @@ def check_pynvml(c, tenant, pids, uuid):
     expect('%s: pynvml memory (total, used, free)' % tenant, v['memory'],
            [QUOTA[tenant], HELD[tenant], free(tenant)])
     expect('%s: pynvml memory v2 agrees' % tenant, v['memory_v2'], v['memory'])
+    expect('%s: pynvml in a child forked after nvmlInit' % tenant, v['forked'],
+           [1, v['memory'][0]])
     expect('%s: pynvml compute processes' % tenant, v['processes'],
            [[pids[tenant], HELD[tenant]]])
     expect('%s: pynvml graphics processes' % tenant, v['graphics'], [])

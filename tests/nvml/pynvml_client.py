@@ -8,6 +8,7 @@ libnvidia-ml.so.1) and prints what it saw as JSON, for nvml_test.py.
                                 or the error)
 """
 import json
+import os
 import sys
 
 import pynvml as nv
@@ -23,6 +24,26 @@ def value(fn, *args):
         return fn(*args)
     except nv.NVMLError as e:
         return str(e)
+
+
+def in_forked_child(h):
+    """[count, total memory] as a child forked after nvmlInit reads them (the parent's
+    handle stays valid there, as with NVIDIA's library), or the error it met."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            got = [nv.nvmlDeviceGetCount(), nv.nvmlDeviceGetMemoryInfo(h).total]
+        except nv.NVMLError as e:
+            got = str(e)
+        os.write(w, json.dumps(got).encode())
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        got = json.loads(f.read() or '"no answer"')
+    os.waitpid(pid, 0)
+    return got
 
 
 def main():
@@ -57,6 +78,7 @@ def main():
         'uuid': uuid,
         'by_uuid': nv.nvmlDeviceGetHandleByUUID(uuid) is not None,
         'process_name': name.decode() if isinstance(name, bytes) else name,
+        'forked': in_forked_child(h),
         'errors': {
             'index_1': error(nv.nvmlDeviceGetHandleByIndex, 1),
             'temperature': error(nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU),
