@@ -118,7 +118,8 @@ static void give_log(link_t *l, int which, const msgpack_object *o)
     if (!l->log[which] || !l->cap[which] || o->type != MSGPACK_OBJECT_STR)
         return;
     size_t n = o->via.str.size < l->cap[which] - 1 ? o->via.str.size : l->cap[which] - 1;
-    memcpy(l->log[which], o->via.str.ptr, n);
+    if (n) /* an empty string may come without bytes */
+        memcpy(l->log[which], o->via.str.ptr, n);
     l->log[which][n] = 0;
     cr_jit_kind_t size_kind = which ? CR_JIT_ERROR_SIZE : CR_JIT_INFO_SIZE;
     for (unsigned i = 0; i < l->count; i++)

@@ -199,7 +199,8 @@ void cr_srv_cuLinkAddData_v2(cr_request_t *req)
     if (r == CUDA_SUCCESS) {
         memcpy(data, req->bulk, req->hdr.bulk_len);
         data[req->hdr.bulk_len] = 0;
-        memcpy(input_name, name->via.str.ptr, name->via.str.size);
+        if (name->via.str.size) /* an empty name may come without bytes */
+            memcpy(input_name, name->via.str.ptr, name->via.str.size);
         input_name[name->via.str.size] = 0;
         r = l->d->cuLinkAddData_v2(l->state, (CUjitInputType)type, data,
                                    req->hdr.bulk_len + (type == CU_JIT_INPUT_PTX), input_name,
