@@ -83,7 +83,9 @@ int main()
         int nn = n;
         float scale = 0.5f;
         void *args[] = {&out, &nn, &scale};
-        CHECK_CUDA(cudaMemset(d_out, 0, n * sizeof(float)));
+        // on the launch's stream: a memset on the default stream is not ordered before it
+        // when the default stream is the per-thread one (the ptds build)
+        CHECK_CUDA(cudaMemsetAsync(d_out, 0, n * sizeof(float), s));
         CHECK_CUDA(cudaLaunchKernelExC(&cfg, (const void *)ex_kernel, args));
         announce(out, nn, scale, grid, block, shared);
         check_results(run, d_out, n, scale, grid, block);
