@@ -23,9 +23,11 @@
 #include "client.h"
 #include "context.h"
 #include "export_tables.h"
+#include "handles.h"
 #include "idmap.h"
 #include "integrity.h"
 #include "log.h"
+#include "module.h"
 
 #define SLOT(fn) ((void *)(fn))
 #define TABLE_SIZE(n) ((void *)(uintptr_t)((n) * sizeof(void *)))
@@ -341,8 +343,77 @@ static CUresult tools_stream_id(CUcontext ctx, void *tools_stream, unsigned long
     return cr_hand_cuStreamGetId((CUstream)tools_stream, id);
 }
 
+/* --- 6e163fbe: tools module --------------------------------------------------------------- */
+
+/* Slot 7 walks a module's functions: cb(user, function object, owner) for each, returning
+ * how many there were (cuFFT plans call it for each module they load and then use what
+ * they were given as CUfunctions). cuFFT reads the object's memory, so it is a block of
+ * the layout the driver's function objects were found to have where cuFFT looks (public
+ * findings of another remoting project; what the other fields mean is not known), one per
+ * function for the life of the process, and an alias of the function's id in every later
+ * call (handles.c). `owner` is taken to be the function's name, as an older published
+ * layout of the object has it at +0x8. */
+#define FUNCTION_OBJECT_SIZE 0x500
+
+typedef void (*module_function_cb)(void *user, void *function, uint64_t owner);
+
+static pthread_mutex_t function_objects_lock = PTHREAD_MUTEX_INITIALIZER;
+static cr_idmap_t function_objects; /* function id -> its object */
+
+static void *function_object(uint64_t id, const char *name)
+{
+    uint64_t found = 0;
+    pthread_mutex_lock(&function_objects_lock);
+    if (!cr_idmap_get(&function_objects, id, &found)) {
+        uint8_t *o = calloc(1, FUNCTION_OBJECT_SIZE);
+        if (o) {
+            uint64_t one_one = 0x0000000100000001ull, owner = (uint64_t)(uintptr_t)name;
+            uint64_t twelve = 0xc, one = 1, x80 = 0x80;
+            uint32_t two = 2;
+            memcpy(o + 0x00, &one_one, 8);
+            memcpy(o + 0x08, &owner, 8);
+            memcpy(o + 0x10, &twelve, 8);
+            memcpy(o + 0x18, &one, 8);
+            memcpy(o + 0x28, &x80, 8);
+            memcpy(o + 0x370, &two, 4);
+            found = (uint64_t)(uintptr_t)o;
+            if (cr_idmap_put(&function_objects, id, found) != 0 ||
+                cr_handles_alias(found, id) != 0) {
+                cr_idmap_remove(&function_objects, id, NULL);
+                free(o);
+                found = 0;
+            }
+        }
+    }
+    pthread_mutex_unlock(&function_objects_lock);
+    return (void *)(uintptr_t)found;
+}
+
+static uint64_t tools_module_functions(CUcontext ctx, CUmodule module, module_function_cb cb,
+                                       void *user)
+{
+    (void)ctx;
+    const char *names[256];
+    size_t n = cr_code_kernel_names((uint64_t)(uintptr_t)module, names, 256);
+    if (!cb || n > 256)
+        return 0;
+    uint64_t done = 0;
+    for (size_t i = 0; i < n; i++) {
+        CUfunction f;
+        if (cr_hand_cuModuleGetFunction(&f, module, names[i]) != CUDA_SUCCESS)
+            continue;
+        void *o = function_object((uint64_t)(uintptr_t)f, names[i]);
+        if (!o)
+            continue;
+        cb(user, o, (uint64_t)(uintptr_t)names[i]);
+        done++;
+    }
+    return done;
+}
+
 #define IMPLEMENTED_SLOTS                                                                          \
-    {CR_EXPORT_TOOLS_CONTEXT, 3, SLOT(tools_context_device)},                                      \
+    {CR_EXPORT_TOOLS_MODULE, 7, SLOT(tools_module_functions)},                                     \
+        {CR_EXPORT_TOOLS_CONTEXT, 3, SLOT(tools_context_device)},                                  \
         {CR_EXPORT_TOOLS_CONTEXT, 4, SLOT(tools_context_id)},                                      \
         {CR_EXPORT_TOOLS_CONTEXT, 39, SLOT(tools_stream_id)},                                      \
         {CR_EXPORT_TOOLS_CONTEXT, 51, SLOT(tools_stream_handle)},

@@ -12,7 +12,30 @@
 #include "protocol.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static cr_idmap_t live = CR_IDMAP_INIT; /* id -> type */
+static cr_idmap_t live = CR_IDMAP_INIT;    /* id -> type */
+static cr_idmap_t aliases = CR_IDMAP_INIT; /* alias -> id */
+static int any_alias;                      /* atomic: the common case skips the lock */
+
+int cr_handles_alias(uint64_t alias, uint64_t id)
+{
+    pthread_mutex_lock(&lock);
+    int err = cr_idmap_put(&aliases, alias, id);
+    pthread_mutex_unlock(&lock);
+    if (!err)
+        __atomic_store_n(&any_alias, 1, __ATOMIC_RELEASE);
+    return err;
+}
+
+uint64_t cr_handles_resolve(uint64_t handle)
+{
+    if (!__atomic_load_n(&any_alias, __ATOMIC_ACQUIRE))
+        return handle;
+    uint64_t id = handle;
+    pthread_mutex_lock(&lock);
+    cr_idmap_get(&aliases, handle, &id);
+    pthread_mutex_unlock(&lock);
+    return id;
+}
 static uint64_t next_client_id = CR_CLIENT_ID_BASE;
 
 uint64_t cr_handles_new_id(void)
@@ -40,6 +63,7 @@ void cr_handles_remove(uint64_t id)
 int cr_handles_valid(uint64_t id, unsigned type)
 {
     uint64_t t = 0;
+    id = cr_handles_resolve(id);
     pthread_mutex_lock(&lock);
     int found = cr_idmap_get(&live, id, &t);
     pthread_mutex_unlock(&lock);

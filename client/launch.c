@@ -141,6 +141,7 @@ CUresult cr_launch_prepare(cr_launch_t *l, CUfunction f, const dims_t *d, void *
     CUresult r = cr_ctx_require();
     if (r != CUDA_SUCCESS)
         return r;
+    f = (CUfunction)(uintptr_t)cr_handles_resolve((uint64_t)(uintptr_t)f); /* an object's */
     if (!f || !cr_handles_valid((uint64_t)(uintptr_t)f, CR_HT_CUfunc))
         return CUDA_ERROR_INVALID_HANDLE;
     if ((r = check_dims(d)) != CUDA_SUCCESS)
@@ -339,7 +340,7 @@ CUresult cr_hand_cuOccupancyMaxPotentialBlockSizeWithFlags(int *min_grid, int *b
     if (err)
         return cr_transport_error(err);
     msgpack_pack_array(&m.pk, 4);
-    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)f);
+    msgpack_pack_uint64(&m.pk, cr_handles_resolve((uint64_t)(uintptr_t)f));
     msgpack_pack_array(&m.pk, 32);
     for (int bs = 32; bs <= 1024; bs += 32)
         msgpack_pack_uint64(&m.pk, dynamic_smem ? dynamic_smem(bs) : smem);
@@ -376,7 +377,7 @@ static CUresult cluster_query(uint16_t opcode, int *out, CUfunction f, const CUl
     if (err)
         return cr_transport_error(err);
     msgpack_pack_array(&m.pk, 5);
-    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)f);
+    msgpack_pack_uint64(&m.pk, cr_handles_resolve((uint64_t)(uintptr_t)f));
     pack_dim3(&m.pk, (unsigned[3]){config->gridDimX, config->gridDimY, config->gridDimZ});
     pack_dim3(&m.pk, (unsigned[3]){config->blockDimX, config->blockDimY, config->blockDimZ});
     msgpack_pack_uint32(&m.pk, config->sharedMemBytes);

@@ -48,8 +48,10 @@ static CUresult pack_param(msgpack_packer *pk, const cr_fn_desc_t *d, cr_arg_t *
             msgpack_pack_uint64(pk, scalar_value(pd, arg));
         return CUDA_SUCCESS;
     case CR_P_DPTR:
-    case CR_P_HANDLE:
         msgpack_pack_uint64(pk, arg->u);
+        return CUDA_SUCCESS;
+    case CR_P_HANDLE:
+        msgpack_pack_uint64(pk, cr_handles_resolve(arg->u));
         return CUDA_SUCCESS;
     case CR_P_FLOAT:
         if (pd->size == 8)

@@ -39,6 +39,7 @@ static cr_idmap_t kernels = CR_IDMAP_INIT;        /* kernel/function id -> cr_ke
 cr_kernel_t *cr_kernel(uint64_t handle)
 {
     uint64_t v = 0;
+    handle = cr_handles_resolve(handle); /* a function object stands for its function */
     pthread_mutex_lock(&code_lock);
     int found = cr_idmap_get(&kernels, handle, &v);
     pthread_mutex_unlock(&code_lock);
@@ -346,6 +347,19 @@ CUresult cr_hand_cuKernelGetFunction(CUfunction *func, CUkernel kernel)
     return r;
 }
 
+size_t cr_code_kernel_names(uint64_t module, const char **names, size_t room)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&code_lock);
+    code_t *c = code_of(module);
+    if (c && c->image)
+        for (uint32_t i = 0; i < c->image->kernel_count; i++, n++)
+            if (n < room)
+                names[n] = c->image->kernels[i].name;
+    pthread_mutex_unlock(&code_lock);
+    return n;
+}
+
 uint64_t cr_kernel_behind(uint64_t func)
 {
     uint64_t found = 0, v, key;
@@ -381,7 +395,7 @@ CUresult cr_hand_cuKernelGetName(const char **name, CUkernel kernel)
 
 CUresult cr_hand_cuFuncGetName(const char **name, CUfunction func)
 {
-    return name_of((uint64_t)(uintptr_t)func, name);
+    return name_of(cr_handles_resolve((uint64_t)(uintptr_t)func), name);
 }
 
 /* --- modules -------------------------------------------------------------------------------- */
@@ -446,7 +460,7 @@ CUresult cr_hand_cuFuncSetAttribute(CUfunction func, CUfunction_attribute attrib
 {
     CUresult r = cr_remote_cuFuncSetAttribute(func, attrib, value);
     if (r == CUDA_SUCCESS)
-        note_attribute((uint64_t)(uintptr_t)func, attrib, value);
+        note_attribute(cr_handles_resolve((uint64_t)(uintptr_t)func), attrib, value);
     return r;
 }
 

@@ -20,6 +20,9 @@ typedef struct {
 cr_kernel_t *cr_kernel(uint64_t handle);
 /* Its parameter layout, NULL if unknown. */
 const cr_kernel_info_t *cr_kernel_layout(uint64_t handle);
+/* The names of the kernels of a module or library, as many as fit in names (room); the
+ * number there are. The names live as long as the code. */
+size_t cr_code_kernel_names(uint64_t module, const char **names, size_t room);
 /* The library kernel a function was taken from (cuKernelGetFunction), 0 for none. */
 uint64_t cr_kernel_behind(uint64_t func);
 

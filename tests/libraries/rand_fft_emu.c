@@ -7,10 +7,12 @@
  * CURAND_STATUS_LAUNCH_FAILURE). Each generator's output is compared with cuRAND's host
  * generator of the same kind and seed, which produces the same sequence.
  *
- * cuFFT's plans stop before any kernel: planning calls slot 7 of the driver's tools-module
- * table (6e163fbe), which walks a module's functions through a callback and which the stub
- * does not serve; the plan fails with CUFFT_INTERNAL_ERROR, as on a GPU through the stub.
- * That outcome is asserted, so that serving the slot shows here as progress to record.
+ * cuFFT's plans are made (planning walks each module's functions through slot 7 of the
+ * driver's tools-module table, which the stub serves with function objects) but its
+ * transforms stop: their kernels come as cubins without PTX, which the emulated device
+ * cannot run; the launch is refused with cudaErrorNotSupported at the next synchronize, and
+ * the server's log names the kernel (CR_EXPECT_LOG, checked by run.py). Both outcomes are
+ * asserted, so that any change shows here.
  *
  *   rand_fft_emu      exit 0 when every outcome is as recorded */
 #include <math.h>
@@ -89,15 +91,28 @@ int main(void)
     generator("Philox4_32_10", CURAND_RNG_PSEUDO_PHILOX4_32_10, 42);
     generator("MRG32k3a", CURAND_RNG_PSEUDO_MRG32K3A, 7);
 
-    cufftHandle plan;
+    /* cuFFT: plans of each shape are made; a transform stops at its first kernel */
+    cufftHandle plan, plan2d;
     cufftResult r = cufftPlan1d(&plan, 256, CUFFT_C2C, 1);
-    EXPECT(r == CUFFT_INTERNAL_ERROR,
-           "cufftPlan1d returned %d, recorded CUFFT_INTERNAL_ERROR (%d): record the progress",
-           (int)r, (int)CUFFT_INTERNAL_ERROR);
+    cufftResult r2 = cufftPlan2d(&plan2d, 64, 64, CUFFT_R2C);
+    EXPECT(r == CUFFT_SUCCESS && r2 == CUFFT_SUCCESS, "cufftPlan1d returned %d, cufftPlan2d %d",
+           (int)r, (int)r2);
+    cufftComplex *data = NULL;
+    if (r == CUFFT_SUCCESS && cudaMalloc((void **)&data, 256 * sizeof *data) == cudaSuccess) {
+        cufftResult exec = cufftExecC2C(plan, data, data, CUFFT_FORWARD);
+        cudaError_t sync = cudaDeviceSynchronize();
+        EXPECT(exec == CUFFT_SUCCESS && sync == cudaErrorNotSupported,
+               "cufftExecC2C returned %d, then synchronize %d; recorded 0 and %d (no PTX): "
+               "record the progress",
+               (int)exec, (int)sync, (int)cudaErrorNotSupported);
+        printf("cuFFT plans made; the transform stops as recorded (%d)\n", (int)sync);
+        printf("CR_EXPECT_LOG no PTX for kernel .*vector_fft\n");
+        cudaFree(data);
+    }
     if (r == CUFFT_SUCCESS)
         cufftDestroy(plan);
-    else
-        printf("cufftPlan1d stops as recorded (%d)\n", (int)r);
+    if (r2 == CUFFT_SUCCESS)
+        cufftDestroy(plan2d);
     if (failures)
         fprintf(stderr, "rand_fft_emu: %d outcomes differ from the record\n", failures);
     return failures ? 1 : 0;

@@ -66,6 +66,68 @@ def scan_libraries(cuda_root, tables):
 
 # --- the client side, in a child process (the stub reads its environment at cuInit) -----------
 
+MODULE_PTX = b"""
+.version 8.0
+.target sm_52
+.address_size 64
+.visible .entry set_value(.param .u64 p, .param .u32 v)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [p];
+    ld.param.u32 %r1, [v];
+    cvta.to.global.u64 %rd2, %rd1;
+    st.global.u32 [%rd2], %r1;
+    ret;
+}
+.visible .entry other()
+{
+    ret;
+}
+\0"""
+
+
+def check_module_functions(lib, tm, check):
+    """Tools-module slot 7 (cuFFT's planning): each function of a module handed to a callback
+    as an object whose memory may be read, which then works as that CUfunction."""
+    mod = ctypes.c_void_p()
+    check(lib.cuModuleLoadData(ctypes.byref(mod), MODULE_PTX) == SUCCESS, 'a module of two kernels')
+    callback = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64)
+    walk = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p, callback,
+                            ctypes.c_void_p)(tm[7])
+    seen = []
+    cb = callback(lambda user, obj, owner: seen.append((obj, owner)))
+    count = walk(None, mod, cb, None)
+    names = sorted(ctypes.string_at(owner).decode() for _, owner in seen)
+    check(count == 2 and len(seen) == 2 and names == ['other', 'set_value'],
+          'slot 7: each function once, with its name (%d: %s)' % (count, names))
+    again = []
+    walk(None, mod, callback(lambda user, obj, owner: again.append((obj, owner))), None)
+    check(sorted(o for o, _ in again) == sorted(o for o, _ in seen) and all(o for o, _ in seen),
+          'the same objects each time')
+    obj = [o for o, owner in seen if ctypes.string_at(owner) == b'set_value'][0]
+    check(ctypes.c_uint32.from_address(obj + 0x370).value == 2 and
+          ctypes.c_uint64.from_address(obj).value == 0x100000001,
+          'an object of the layout cuFFT reads')
+    fn = ctypes.c_void_p()
+    attr, attr_obj = ctypes.c_int(), ctypes.c_int()
+    check(lib.cuModuleGetFunction(ctypes.byref(fn), mod, b'set_value') == SUCCESS and
+          lib.cuFuncGetAttribute(ctypes.byref(attr), 0, fn) == SUCCESS and
+          lib.cuFuncGetAttribute(ctypes.byref(attr_obj), 0, ctypes.c_void_p(obj)) == SUCCESS and
+          attr.value == attr_obj.value > 0, 'the object is the function for cuFuncGetAttribute')
+    dptr = ctypes.c_uint64()
+    value = ctypes.c_uint32(0x5eed)
+    out = ctypes.c_uint32()
+    args = (ctypes.c_void_p * 2)(ctypes.cast(ctypes.byref(dptr), ctypes.c_void_p),
+                                 ctypes.cast(ctypes.byref(value), ctypes.c_void_p))
+    check(lib.cuMemAlloc_v2(ctypes.byref(dptr), 4) == SUCCESS and
+          lib.cuLaunchKernel(ctypes.c_void_p(obj), 1, 1, 1, 1, 1, 1, 0, None, args, None) ==
+          SUCCESS and lib.cuMemcpyDtoH_v2(ctypes.byref(out), dptr, 4) == SUCCESS and
+          out.value == 0x5eed, 'and for cuLaunchKernel (%#x)' % out.value)
+    lib.cuMemFree_v2(dptr)
+    lib.cuModuleUnload(mod)
+
+
 def child(stub, tables, expect_served):
     lib = ctypes.CDLL(stub)
     failures = []
@@ -158,6 +220,8 @@ def child(stub, tables, expect_served):
               'an unknown slot answers CUDA_ERROR_NOT_SUPPORTED')
         last = ctypes.CFUNCTYPE(ctypes.c_int)(tc[tc[0] // 8 - 1])
         check(last() == NOT_SUPPORTED, 'so does the last slot')
+    if 'TOOLS_MODULE' in served:
+        check_module_functions(lib, served['TOOLS_MODULE'], check)
     hooks = served['TOOLS_HOOKS']
     hook_ctx = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p,
                                 ctypes.POINTER(ctypes.c_ulonglong))(hooks[4])
