@@ -100,14 +100,18 @@ static CUresult read_options(const msgpack_object *o, CUjit_option *options, voi
             break; /* the buffer is set below, once its size is known */
         }
     }
+    /* every log option names the one buffer of its kind and its one size, the last given:
+     * a size option repeated must not promise the driver more room than was allocated */
     for (unsigned i = 0; logs && i < n; i++) {
         cr_jit_kind_t kind = cr_jit_option_kind((uint32_t)options[i]);
-        if (kind != CR_JIT_INFO_LOG && kind != CR_JIT_ERROR_LOG)
-            continue;
-        int which = kind == CR_JIT_ERROR_LOG;
-        if (size[which] && !logs[which] && !(logs[which] = calloc(1, size[which])))
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        values[i] = logs[which];
+        int which = kind == CR_JIT_ERROR_LOG || kind == CR_JIT_ERROR_SIZE;
+        if (kind == CR_JIT_INFO_SIZE || kind == CR_JIT_ERROR_SIZE) {
+            values[i] = (void *)(uintptr_t)size[which];
+        } else if (kind == CR_JIT_INFO_LOG || kind == CR_JIT_ERROR_LOG) {
+            if (size[which] && !logs[which] && !(logs[which] = calloc(1, size[which])))
+                return CUDA_ERROR_OUT_OF_MEMORY;
+            values[i] = logs[which];
+        }
     }
     *count = n;
     return CUDA_SUCCESS;

@@ -456,6 +456,8 @@ def request_seeds():
         frame('cuLinkComplete', [FIRST_ID]),
         frame('cuLinkComplete', [FIRST_ID + 0x10]),
         frame('cuLinkCreate_v2', [[[18, 1], [19, 5]]]),
+        frame('cuLinkCreate_v2', [[[4, 1 << 20], [3, 0], [4, 64], [5, 0]]]),
+        frame('cuLinkAddData_v2', [FIRST_ID + 0x20, 1, 'bad.ptx', []], b'not ptx at all'),
         frame('cuLinkCreate_v2', [[[999, 0]]]),
         frame('cuLinkCreate_v2', [[[0, 1 << 40]]]),
         frame('cuLinkCreate_v2', ['options']),
