@@ -869,7 +869,8 @@ CUresult cr_hand_cuGraphNodeFindInClone(CUgraphNode *node, CUgraphNode original,
 /* A node's request as the server keeps it: the opcode and its arguments. */
 typedef struct {
     uint16_t opcode;
-    msgpack_object args; /* in u, an array (nil for an empty node) */
+    uint8_t type;        /* an empty node's CUgraphNodeType (memory nodes are empty ones) */
+    msgpack_object args; /* in u, an array (nil for an empty node, but a memory node) */
     uint8_t *bulk;       /* its bulk bytes (free it) */
     size_t bulk_len;
     cr_pending_t p;
@@ -892,11 +893,12 @@ static CUresult read_node(CUgraphNode node, node_read_t *q)
     q->p.sink.alloc_max = CR_MAX_LAUNCH_PARAM_BYTES;
     CUresult r = cr_call(&m, &q->p, &q->u);
     const msgpack_object_array *a = r == CUDA_SUCCESS ? &q->u.data.via.array : NULL;
-    if (a && (a->size != 3 || a->ptr[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
-              a->ptr[1].via.u64 > UINT16_MAX))
+    if (a && (a->size != 4 || a->ptr[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+              a->ptr[1].via.u64 > UINT16_MAX || a->ptr[3].type != MSGPACK_OBJECT_POSITIVE_INTEGER))
         r = CUDA_ERROR_UNKNOWN;
     if (r == CUDA_SUCCESS) {
         q->opcode = (uint16_t)a->ptr[1].via.u64;
+        q->type = (uint8_t)a->ptr[3].via.u64;
         q->args = a->ptr[2];
         q->bulk = q->p.sink.dst;
         q->bulk_len = q->p.sink.pos;
@@ -1133,6 +1135,41 @@ static CUresult node_event(CUgraphNode node, int record, CUevent *event)
         r = CUDA_ERROR_INVALID_VALUE; /* not a node of that kind */
     if (r == CUDA_SUCCESS)            /* [event, stream(, flags)] / [stream, event, flags] */
         *event = (CUevent)(uintptr_t)arg_u64(&q, record ? 0 : 1);
+    read_done(&q);
+    return r;
+}
+
+CUresult cr_hand_cuGraphMemAllocNodeGetParams(CUgraphNode node, CUDA_MEM_ALLOC_NODE_PARAMS *p)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    node_read_t q;
+    CUresult r = read_node(node, &q);
+    if (r == CUDA_SUCCESS && (q.opcode || q.type != CU_GRAPH_NODE_TYPE_MEM_ALLOC))
+        r = CUDA_ERROR_INVALID_VALUE; /* not an allocation node */
+    if (r == CUDA_SUCCESS) { /* device memory of the context's device, as the graph has it */
+        CUcontext ctx = cr_ctx_current();
+        memset(p, 0, sizeof *p);
+        p->poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+        p->poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        p->poolProps.location.id = ctx ? cr_ctx_device(ctx) : 0;
+        p->dptr = arg_u64(&q, 0);
+        p->bytesize = arg_u64(&q, 1);
+    }
+    read_done(&q);
+    return r;
+}
+
+CUresult cr_hand_cuGraphMemFreeNodeGetParams(CUgraphNode node, CUdeviceptr *dptr)
+{
+    if (!dptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    node_read_t q;
+    CUresult r = read_node(node, &q);
+    if (r == CUDA_SUCCESS && (q.opcode || q.type != CU_GRAPH_NODE_TYPE_MEM_FREE))
+        r = CUDA_ERROR_INVALID_VALUE; /* not a free node */
+    if (r == CUDA_SUCCESS)
+        *dptr = arg_u64(&q, 0);
     read_done(&q);
     return r;
 }

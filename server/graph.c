@@ -457,6 +457,27 @@ static graph_t *graph_copy(const graph_t *g)
     return copy;
 }
 
+/* Appends a memory node of `type` (MEM_ALLOC, MEM_FREE): an empty node whose body keeps
+ * what cuGraphMem*NodeGetParams answer, [address, bytes] or [address]. 0 or -1. */
+static int keep_memory_node(graph_t *g, uint8_t type, CUdeviceptr ptr, uint64_t bytes)
+{
+    uint8_t body[32];
+    size_t n = 0;
+    body[n++] = type == CU_GRAPH_NODE_TYPE_MEM_ALLOC ? 0x92 : 0x91; /* an array of 2 or 1 */
+    body[n++] = 0xcf;                                               /* uint 64 */
+    for (int i = 7; i >= 0; i--)
+        body[n++] = (uint8_t)(ptr >> (8 * i));
+    if (type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+        body[n++] = 0xcf;
+        for (int i = 7; i >= 0; i--)
+            body[n++] = (uint8_t)(bytes >> (8 * i));
+    }
+    if (keep_bytes(g, 0, 0, body, (uint32_t)n, NULL, 0) != 0)
+        return -1;
+    g->nodes[g->count - 1].type = type;
+    return 0;
+}
+
 /* Memory for g: allocated and charged to the tenant now (CUDA_ERROR_OUT_OF_MEMORY past its
  * quota), held by g, with an empty node standing for its allocation (its last node). */
 static CUresult graph_alloc(cr_session_t *s, graph_t *g, uint64_t bytes, CUdeviceptr *out)
@@ -478,14 +499,13 @@ static CUresult graph_alloc(cr_session_t *s, graph_t *g, uint64_t bytes, CUdevic
     cr_session_track_alloc(s, ptr, (size_t)bytes);
     *m = (graph_mem_t){0, s, ptr, 0};
     int held = hold_mem(g, m) == 0;
-    if (!held || keep_bytes(g, 0, 0, NULL, 0, NULL, 0) != 0) {
+    if (!held || keep_memory_node(g, CU_GRAPH_NODE_TYPE_MEM_ALLOC, ptr, bytes) != 0) {
         if (held)
             g->mem_count--;                            /* m, the last */
         cr_session_free_when_idle(s, ptr, NULL, NULL); /* nothing used it yet */
         free(m);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    g->nodes[g->count - 1].type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
     *out = ptr;
     return CUDA_SUCCESS;
 }
@@ -511,11 +531,10 @@ static void capture_memory(cr_request_t *req, capture_t *cap)
     graph_t *g = cap->graph;
     if (req->hdr.opcode == CR_OP_cuMemFreeAsync) {
         graph_mem_t *m = cr_arg_u64(req, 0, &ptr) ? NULL : graph_mem_of(g, ptr);
-        if (!m || keep_bytes(g, 0, 0, NULL, 0, NULL, 0) != 0) {
+        if (!m || keep_memory_node(g, CU_GRAPH_NODE_TYPE_MEM_FREE, ptr, 0) != 0) {
             g->invalid = 1;
         } else {
             m->freed_in_graph = 1;
-            g->nodes[g->count - 1].type = CU_GRAPH_NODE_TYPE_MEM_FREE;
             if (follow(cap) != 0)
                 g->invalid = 1;
         }
@@ -1533,7 +1552,7 @@ void cr_srv_cuGraphAddMemFreeNode(cr_request_t *req)
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;
     }
-    if (keep_bytes(g, 0, 0, NULL, 0, NULL, 0) != 0) {
+    if (keep_memory_node(g, CU_GRAPH_NODE_TYPE_MEM_FREE, ptr, 0) != 0) {
         free(d.idx);
         cr_request_finish(req, CUDA_ERROR_OUT_OF_MEMORY);
         return;
@@ -1543,7 +1562,6 @@ void cr_srv_cuGraphAddMemFreeNode(cr_request_t *req)
         return;
     }
     m->freed_in_graph = 1;
-    g->nodes[g->count - 1].type = CU_GRAPH_NODE_TYPE_MEM_FREE;
     reply_node(req, g, g->count - 1);
 }
 
@@ -1824,8 +1842,9 @@ void cr_srv_cuGraphNodeFindInClone(cr_request_t *req)
 
 /* --- reading a node back ---------------------------------------------------------------------- */
 
-/* [node] -> [opcode, arguments] + bulk: the request the node stands for, as it keeps it
- * (opcode 0 and nil for an empty node), for every cuGraph*NodeGetParams. */
+/* [node] -> [opcode, arguments, empty node's type] + bulk: the request the node stands
+ * for, as it keeps it (opcode 0 for an empty node: its type, and for a memory node
+ * [address(, bytes)]), for every cuGraph*NodeGetParams. */
 void cr_srv_cuGraphKernelNodeGetParams_v2(cr_request_t *req)
 {
     node_ref_t *r = node_arg(req, 1);
@@ -1840,12 +1859,13 @@ void cr_srv_cuGraphKernelNodeGetParams_v2(cr_request_t *req)
         return;
     }
     cr_reply_t reply;
-    if (cr_reply_begin(req, &reply, CUDA_SUCCESS, 2) == 0) {
+    if (cr_reply_begin(req, &reply, CUDA_SUCCESS, 3) == 0) {
         msgpack_pack_uint16(&reply.pk, n->opcode);
         if (n->body_len) /* a msgpack value already */
             reply.pk.callback(reply.pk.data, (const char *)n->bytes, n->body_len);
         else
             msgpack_pack_nil(&reply.pk);
+        msgpack_pack_uint8(&reply.pk, n->opcode ? 0 : n->type);
         if (bulk) {
             memcpy(bulk, n->bytes + n->body_len, n->bulk_len);
             cr_reply_bulk(&reply, bulk, n->bulk_len, free, bulk);

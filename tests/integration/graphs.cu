@@ -643,6 +643,17 @@ int main()
     CHECK_CUDA(cudaGraphNodeGetType(n_free, &free_type));
     CHECK(alloc_type == cudaGraphNodeTypeMemAlloc && free_type == cudaGraphNodeTypeMemFree,
           "memory nodes' kinds: %d, %d", (int)alloc_type, (int)free_type);
+    cudaMemAllocNodeParams ap_out = {};
+    CHECK_CUDA(cudaGraphMemAllocNodeGetParams(n_alloc, &ap_out));
+    CHECK(ap_out.dptr == tmp && ap_out.bytesize == BYTES &&
+              ap_out.poolProps.location.type == cudaMemLocationTypeDevice,
+          "the allocation node reads back as %p, %zu bytes", ap_out.dptr, ap_out.bytesize);
+    void *freed_at = nullptr;
+    CHECK_CUDA(cudaGraphMemFreeNodeGetParams(n_free, &freed_at));
+    CHECK(freed_at == tmp, "the free node reads back as %p", freed_at);
+    EXPECT_CUDA_ERROR(cudaGraphMemFreeNodeGetParams(n_alloc, &freed_at), cudaErrorInvalidValue);
+    EXPECT_CUDA_ERROR(cudaGraphDestroyNode(n_alloc), cudaErrorNotSupported);
+    cudaGetLastError();
     cudaGraphExec_t with_mem_exec;
     CHECK_CUDA(cudaGraphInstantiate(&with_mem_exec, with_mem, 0));
     fill(x, 4.0f);
