@@ -351,13 +351,18 @@ static int read_frame(cr_conn_t *c, int spin)
 
 /* --- a failed write ------------------------------------------------------------------------ */
 
-#define DRAIN_WAIT_NS 200000000 /* for the thread that reads to finish what the server sent */
+/* For the thread that reads to finish what the server sent before it closed (a context
+ * error, which the failed call must report): the reader meets the end of the connection at
+ * once, but a loaded machine (or a sanitizer) may keep it from running for a while, and
+ * only a call that already failed waits. */
+#define DRAIN_WAIT_NS 2000000000LL
 
 void cr_conn_write_failed(cr_conn_t *c, const char *why)
 {
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += DRAIN_WAIT_NS;
+    until.tv_sec += (time_t)(DRAIN_WAIT_NS / 1000000000);
+    until.tv_nsec += (long)(DRAIN_WAIT_NS % 1000000000);
     if (until.tv_nsec >= 1000000000) {
         until.tv_sec++;
         until.tv_nsec -= 1000000000;
