@@ -599,13 +599,13 @@ int cr_graph_capture(cr_request_t *req)
             } else {
                 c->caps[c->count++] = joined;
             }
-            cr_request_free(req);
+            cr_request_finish(req, CUDA_SUCCESS); /* kept: answered if it waits */
             return 1;
         }
         if (cap && m && m->graph == cap->graph) { /* an edge; the order keeps it already */
             if (join_tails(cap, m) != 0)
                 cap->graph->invalid = 1;
-            cr_request_free(req);
+            cr_request_finish(req, CUDA_SUCCESS); /* kept: answered if it waits */
             return 1;
         }
     }
@@ -646,7 +646,7 @@ int cr_graph_capture(cr_request_t *req)
                 (unsigned long long)cr_session_id(req->session), MAX_NODES,
                 (unsigned long long)(MAX_SESSION_BYTES >> 20));
     }
-    cr_request_free(req);
+    cr_request_finish(req, CUDA_SUCCESS); /* kept: answered if it waits */
     return 1;
 }
 
@@ -890,7 +890,7 @@ void cr_srv_cuGraphLaunch(cr_request_t *req)
     if (cap) { /* launched into a capture: a child graph node of that capture's graph */
         if (g->mem_count || keep_child(cap->graph, g) != 0 || follow(cap) != 0)
             cap->graph->invalid = 1;
-        cr_request_free(req);
+        cr_request_finish(req, CUDA_SUCCESS); /* kept: answered if it waits */
         return;
     }
     g->refs++; /* a node's replay cannot destroy it, but keep that true */
@@ -898,7 +898,7 @@ void cr_srv_cuGraphLaunch(cr_request_t *req)
     msgpack_zone zone;
     msgpack_zone_init(&zone, 2048);
     uint64_t call_id = req->hdr.call_id;
-    cr_request_free(req);
+    cr_request_finish(req, CUDA_SUCCESS); /* a launch queues its nodes */
     for (size_t i = 0; i < g->count; i++) {
         if (g->nodes[i].opcode == 0 || g->nodes[i].disabled) /* runs as an empty node */
             continue;

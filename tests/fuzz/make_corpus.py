@@ -344,7 +344,12 @@ def request_seeds():
         frame('cuMemAllocAsync', [True, 4096, CLIENT_ID + 2]),
         frame('cuMemFreeAsync', [DEV + 8192, CLIENT_ID + 2], flags=ASYNC),
         frame('cuMemFreeAsync', [DEV, CLIENT_ID + 2], flags=ASYNC),
-        frame('cuMemsetD8Async', [DEV, 1, 16, CLIENT_ID + 2], flags=ASYNC))
+        frame('cuMemsetD8Async', [DEV, 1, 16, CLIENT_ID + 2], flags=ASYNC),
+        # work a capture keeps, and a graph launch, sent as if the client waited: answered
+        frame('cuMemsetD8Async', [DEV, 2, 16, CLIENT_ID + 2]),
+        frame('cuEventRecord', [CLIENT_ID + 4, CLIENT_ID + 2]),
+        frame('cuStreamWaitEvent', [CLIENT_ID + 3, CLIENT_ID + 4, 0]),
+        frame('cuGraphLaunch', [FIRST_ID + 0x10, CLIENT_ID + 3]))
     # a graph built node by node: memset, copy, empty and event nodes, a child graph, an edge
     # forward and one backward, a clone, a node's arguments changed in the executable graph
     # and in the graph, its DOT picture, memory and host nodes, updates from the clone and from the
