@@ -679,8 +679,9 @@ CUresult cr_hand_cuGraphAddNode_v2(CUgraphNode *node, CUgraph graph, const CUgra
     return cr_hand_cuGraphAddNode(node, graph, deps, n, p);
 }
 
-CUresult cr_hand_cuGraphAddDependencies(CUgraph graph, const CUgraphNode *from,
-                                        const CUgraphNode *to, size_t n)
+/* [graph, from nodes, to nodes]: cuGraphAddDependencies and cuGraphRemoveDependencies. */
+static CUresult edges_call(uint16_t opcode, CUgraph graph, const CUgraphNode *from,
+                           const CUgraphNode *to, size_t n)
 {
     cr_client_t *cl = cr_client();
     if (!cl)
@@ -688,7 +689,7 @@ CUresult cr_hand_cuGraphAddDependencies(CUgraph graph, const CUgraphNode *from,
     if ((n && (!from || !to)) || n > UINT32_MAX)
         return CUDA_ERROR_INVALID_VALUE;
     cr_msg_t m;
-    int err = cr_msg_begin(cl->conn, &m, CR_OP_cuGraphAddDependencies);
+    int err = cr_msg_begin(cl->conn, &m, opcode);
     if (err)
         return cr_transport_error(err);
     msgpack_pack_array(&m.pk, 3);
@@ -702,13 +703,27 @@ CUresult cr_hand_cuGraphAddDependencies(CUgraph graph, const CUgraphNode *from,
     return r;
 }
 
+/* 1 when every edge given (none: NULL) is the default edge, the only kind kept. */
+static int default_edges(const CUgraphEdgeData *edges, size_t n)
+{
+    for (size_t i = 0; edges && i < n; i++)
+        if (edges[i].from_port || edges[i].to_port || edges[i].type)
+            return 0;
+    return 1;
+}
+
+CUresult cr_hand_cuGraphAddDependencies(CUgraph graph, const CUgraphNode *from,
+                                        const CUgraphNode *to, size_t n)
+{
+    return edges_call(CR_OP_cuGraphAddDependencies, graph, from, to, n);
+}
+
 CUresult cr_hand_cuGraphAddDependencies_v2(CUgraph graph, const CUgraphNode *from,
                                            const CUgraphNode *to, const CUgraphEdgeData *edges,
                                            size_t n)
 {
-    for (size_t i = 0; edges && i < n; i++) /* only the default edge */
-        if (edges[i].from_port || edges[i].to_port || edges[i].type)
-            return CUDA_ERROR_NOT_SUPPORTED;
+    if (!default_edges(edges, n))
+        return CUDA_ERROR_NOT_SUPPORTED;
     return cr_hand_cuGraphAddDependencies(graph, from, to, n);
 }
 
@@ -817,33 +832,15 @@ CUresult cr_hand_cuGraphNodeGetDependentNodes_v2(CUgraphNode node, CUgraphNode *
 CUresult cr_hand_cuGraphRemoveDependencies(CUgraph graph, const CUgraphNode *from,
                                            const CUgraphNode *to, size_t n)
 {
-    cr_client_t *cl = cr_client();
-    if (!cl)
-        return CUDA_ERROR_NOT_INITIALIZED;
-    if ((n && (!from || !to)) || n > UINT32_MAX)
-        return CUDA_ERROR_INVALID_VALUE;
-    cr_msg_t m;
-    int err = cr_msg_begin(cl->conn, &m, CR_OP_cuGraphRemoveDependencies);
-    if (err)
-        return cr_transport_error(err);
-    msgpack_pack_array(&m.pk, 3);
-    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)graph);
-    pack_handles(&m.pk, (const void *const *)from, n);
-    pack_handles(&m.pk, (const void *const *)to, n);
-    cr_pending_t p = {0};
-    msgpack_unpacked u;
-    CUresult r = cr_call(&m, &p, &u);
-    cr_reply_done(&p, &u);
-    return r;
+    return edges_call(CR_OP_cuGraphRemoveDependencies, graph, from, to, n);
 }
 
 CUresult cr_hand_cuGraphRemoveDependencies_v2(CUgraph graph, const CUgraphNode *from,
                                               const CUgraphNode *to, const CUgraphEdgeData *edges,
                                               size_t n)
 {
-    for (size_t i = 0; edges && i < n; i++) /* only the default edge is ever there */
-        if (edges[i].from_port || edges[i].to_port || edges[i].type)
-            return CUDA_ERROR_INVALID_VALUE;
+    if (!default_edges(edges, n)) /* only the default edge is ever there */
+        return CUDA_ERROR_INVALID_VALUE;
     return cr_hand_cuGraphRemoveDependencies(graph, from, to, n);
 }
 
@@ -871,9 +868,7 @@ typedef struct {
     uint16_t opcode;
     uint8_t type;        /* an empty node's CUgraphNodeType (memory nodes are empty ones) */
     msgpack_object args; /* in u, an array (nil for an empty node, but a memory node) */
-    uint8_t *bulk;       /* its bulk bytes (free it) */
-    size_t bulk_len;
-    cr_pending_t p;
+    cr_pending_t p;      /* its bulk bytes: p.sink.dst, p.sink.pos of them */
     msgpack_unpacked u;
 } node_read_t;
 
@@ -900,9 +895,6 @@ static CUresult read_node(CUgraphNode node, node_read_t *q)
         q->opcode = (uint16_t)a->ptr[1].via.u64;
         q->type = (uint8_t)a->ptr[3].via.u64;
         q->args = a->ptr[2];
-        q->bulk = q->p.sink.dst;
-        q->bulk_len = q->p.sink.pos;
-        q->p.sink.dst = NULL;
     }
     return r;
 }
@@ -910,7 +902,6 @@ static CUresult read_node(CUgraphNode node, node_read_t *q)
 static void read_done(node_read_t *q)
 {
     free(q->p.sink.dst);
-    free(q->bulk);
     cr_reply_done(&q->p, &q->u);
 }
 
@@ -949,19 +940,20 @@ static CUresult kernel_params(CUgraphNode node, node_read_t *q, void ***out)
     if (!layout || layout->type != MSGPACK_OBJECT_ARRAY)
         return CUDA_ERROR_UNKNOWN;
     uint32_t n = layout->via.array.size;
-    void **block = malloc(n * sizeof(void *) + q->bulk_len + 1);
+    size_t bulk_len = q->p.sink.pos;
+    void **block = malloc(n * sizeof(void *) + bulk_len + 1);
     if (!block)
         return CUDA_ERROR_OUT_OF_MEMORY;
     uint8_t *bytes = (uint8_t *)(block + n);
-    if (q->bulk_len)
-        memcpy(bytes, q->bulk, q->bulk_len);
+    if (bulk_len)
+        memcpy(bytes, q->p.sink.dst, bulk_len);
     for (uint32_t i = 0; i < n; i++) {
         const msgpack_object *e = &layout->via.array.ptr[i];
         uint64_t off = e->type == MSGPACK_OBJECT_ARRAY && e->via.array.size == 2 &&
                                e->via.array.ptr[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER
                            ? e->via.array.ptr[0].via.u64
                            : UINT64_MAX;
-        if (off > q->bulk_len) {
+        if (off > bulk_len) {
             free(block);
             return CUDA_ERROR_UNKNOWN;
         }

@@ -295,7 +295,8 @@ static int depends_on(const node_t *n, uint32_t index)
     return 0;
 }
 
-/* Adds the edge from -> node `to` of g (once). 0 or -1. */
+/* Adds the edge from -> node `to` of g: 1 when added, 0 when it was there, -1 out of
+ * memory or past the session's bound. */
 static int add_edge(graph_t *g, uint32_t from, size_t to)
 {
     node_t *n = &g->nodes[to];
@@ -309,7 +310,7 @@ static int add_edge(graph_t *g, uint32_t from, size_t to)
     idx[n->ndeps] = from;
     int err = set_deps(g, to, idx, n->ndeps + 1);
     free(idx);
-    return err;
+    return err ? -1 : 1;
 }
 
 /* Removes the edge from -> node `to` of g; 1 when there was one. */
@@ -1366,41 +1367,70 @@ void cr_srv_cuGraphAddChildGraphNode(cr_request_t *req)
     reply_node(req, g, g->count - 1);
 }
 
-/* [graph, from nodes, to nodes]: edges from a node to one added after it already hold;
- * one to a node added before it would need the nodes reordered, which is not done. */
-void cr_srv_cuGraphAddDependencies(cr_request_t *req)
+typedef struct {
+    uint32_t from, to; /* node indices */
+} edge_t;
+
+/* [graph, from nodes, to nodes] (cuGraphAdd/RemoveDependencies): the graph, and its *n
+ * edges by index into *edges (free it); NULL when the message is malformed, a node is not
+ * the graph's, or out of memory (*edges NULL). */
+static graph_t *edges_arg(cr_request_t *req, edge_t **edges, uint32_t *n)
 {
     cr_session_t *s = req->session;
     uint64_t gid;
+    *edges = NULL;
     graph_t *g = req->argc == 3 && !cr_arg_u64(req, 0, &gid)
                      ? cr_session_handle(s, CR_HT_CUgraph, gid)
                      : NULL;
     const msgpack_object *from = g ? &req->args[1] : NULL, *to = g ? &req->args[2] : NULL;
     if (!g || from->type != MSGPACK_OBJECT_ARRAY || to->type != MSGPACK_OBJECT_ARRAY ||
-        from->via.array.size != to->via.array.size) {
-        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
-        return;
-    }
-    CUresult r = CUDA_SUCCESS;
-    for (uint32_t i = 0; i < from->via.array.size && r == CUDA_SUCCESS; i++) {
+        from->via.array.size != to->via.array.size)
+        return NULL;
+    *n = from->via.array.size;
+    if (*n && !(*edges = malloc(*n * sizeof **edges)))
+        return NULL;
+    for (uint32_t i = 0; i < *n; i++) {
         node_ref_t *a = node_of(s, g, &from->via.array.ptr[i]);
         node_ref_t *b = node_of(s, g, &to->via.array.ptr[i]);
-        if (!a || !b || a == b)
+        if (!a || !b) {
+            free(*edges);
+            *edges = NULL;
+            return NULL;
+        }
+        (*edges)[i] = (edge_t){(uint32_t)a->index, (uint32_t)b->index};
+    }
+    return g;
+}
+
+/* [graph, from nodes, to nodes]: edges from a node to one added after it already hold in
+ * the order; one to a node added before it would need the nodes reordered, which is not
+ * done. Every edge is added, or none. */
+void cr_srv_cuGraphAddDependencies(cr_request_t *req)
+{
+    edge_t *e;
+    uint32_t n = 0;
+    graph_t *g = edges_arg(req, &e, &n);
+    CUresult r = g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    for (uint32_t i = 0; i < n && r == CUDA_SUCCESS; i++)
+        if (e[i].from == e[i].to)
             r = CUDA_ERROR_INVALID_VALUE;
-        else if (a->index > b->index)
+        else if (e[i].from > e[i].to)
             r = CUDA_ERROR_NOT_SUPPORTED;
-    }
-    /* all checked first: either every edge is added or none */
-    for (uint32_t i = 0; i < from->via.array.size && r == CUDA_SUCCESS; i++) {
-        node_ref_t *a = node_of(s, g, &from->via.array.ptr[i]);
-        node_ref_t *b = node_of(s, g, &to->via.array.ptr[i]);
-        if (add_edge(g, (uint32_t)a->index, b->index) != 0) {
+    uint8_t *added = r == CUDA_SUCCESS && n ? calloc(n, 1) : NULL;
+    if (n && r == CUDA_SUCCESS && !added)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    for (uint32_t i = 0; i < n && r == CUDA_SUCCESS; i++) {
+        int got = add_edge(g, e[i].from, e[i].to);
+        added[i] = got == 1;
+        if (got < 0) {
             for (uint32_t k = 0; k < i; k++) /* back to the edges there were */
-                remove_edge(g, (uint32_t)node_of(s, g, &from->via.array.ptr[k])->index,
-                            node_of(s, g, &to->via.array.ptr[k])->index);
+                if (added[k])
+                    remove_edge(g, e[k].from, e[k].to);
             r = CUDA_ERROR_OUT_OF_MEMORY;
         }
     }
+    free(added);
+    free(e);
     cr_request_finish(req, r);
 }
 
@@ -1758,27 +1788,16 @@ void cr_srv_cuGraphNodeGetDependentNodes(cr_request_t *req)
  * order, which no longer needs to hold but does no harm. */
 void cr_srv_cuGraphRemoveDependencies(cr_request_t *req)
 {
-    cr_session_t *s = req->session;
-    uint64_t gid;
-    graph_t *g = req->argc == 3 && !cr_arg_u64(req, 0, &gid)
-                     ? cr_session_handle(s, CR_HT_CUgraph, gid)
-                     : NULL;
-    const msgpack_object *from = g ? &req->args[1] : NULL, *to = g ? &req->args[2] : NULL;
-    if (!g || from->type != MSGPACK_OBJECT_ARRAY || to->type != MSGPACK_OBJECT_ARRAY ||
-        from->via.array.size != to->via.array.size) {
-        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
-        return;
-    }
-    CUresult r = CUDA_SUCCESS;
-    for (uint32_t i = 0; i < from->via.array.size && r == CUDA_SUCCESS; i++) {
-        node_ref_t *a = node_of(s, g, &from->via.array.ptr[i]);
-        node_ref_t *b = node_of(s, g, &to->via.array.ptr[i]);
-        if (!a || !b || !depends_on(&g->nodes[b->index], (uint32_t)a->index))
+    edge_t *e;
+    uint32_t n = 0;
+    graph_t *g = edges_arg(req, &e, &n);
+    CUresult r = g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    for (uint32_t i = 0; i < n && r == CUDA_SUCCESS; i++)
+        if (!depends_on(&g->nodes[e[i].to], e[i].from))
             r = CUDA_ERROR_INVALID_VALUE;
-    }
-    for (uint32_t i = 0; i < from->via.array.size && r == CUDA_SUCCESS; i++)
-        remove_edge(g, (uint32_t)node_of(s, g, &from->via.array.ptr[i])->index,
-                    node_of(s, g, &to->via.array.ptr[i])->index);
+    for (uint32_t i = 0; i < n && r == CUDA_SUCCESS; i++)
+        remove_edge(g, e[i].from, e[i].to);
+    free(e);
     cr_request_finish(req, r);
 }
 

@@ -42,6 +42,20 @@
         }                                                                                          \
     } while (0)
 
+// Driver-API calls, for the programs that include <cuda.h> before this header.
+#ifdef __cuda_cuda_h__
+#define CHECK_CU(call)                                                                             \
+    do {                                                                                           \
+        CUresult r_ = (call);                                                                      \
+        CHECK(r_ == CUDA_SUCCESS, "%s returned %d", #call, (int)r_);                               \
+    } while (0)
+#define EXPECT_CU(call, want)                                                                      \
+    do {                                                                                           \
+        CUresult r_ = (call);                                                                      \
+        CHECK(r_ == (want), "%s returned %d, expected %d", #call, (int)r_, (int)(want));           \
+    } while (0)
+#endif
+
 // Announces a launch that the server's trace must contain (in announcement order).
 // `kernel` is a substring of the mangled name; params are the bytes the kernel sees.
 static inline void expect_launch(const char *kernel, dim3 grid, dim3 block, unsigned shared,

@@ -15,17 +15,6 @@
 
 #include "cr_test.h"
 
-#define CHECK_CU(call)                                                                             \
-    do {                                                                                           \
-        CUresult r_ = (call);                                                                      \
-        CHECK(r_ == CUDA_SUCCESS, "%s returned %d", #call, (int)r_);                               \
-    } while (0)
-#define EXPECT_CU(call, want)                                                                      \
-    do {                                                                                           \
-        CUresult r_ = (call);                                                                      \
-        CHECK(r_ == (want), "%s returned %d, expected %d", #call, (int)r_, (int)(want));           \
-    } while (0)
-
 typedef CUresult (*create_t)(unsigned, CUjit_option *, void **, CUlinkState *);
 typedef CUresult (*add_data_t)(CUlinkState, CUjitInputType, void *, size_t, const char *,
                                unsigned, CUjit_option *, void **);

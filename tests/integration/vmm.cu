@@ -17,17 +17,6 @@
 
 #include "cr_test.h"
 
-#define CHECK_CU(call)                                                                             \
-    do {                                                                                           \
-        CUresult r_ = (call);                                                                      \
-        CHECK(r_ == CUDA_SUCCESS, "%s returned %d", #call, (int)r_);                               \
-    } while (0)
-#define EXPECT_CU(call, want)                                                                      \
-    do {                                                                                           \
-        CUresult r_ = (call);                                                                      \
-        CHECK(r_ == (want), "%s returned %d, expected %d", #call, (int)r_, (int)(want));           \
-    } while (0)
-
 // The driver's functions as cudart hands them out (as PyTorch gets them).
 static struct {
     PFN_cuMemGetAllocationGranularity_v10020 granularity;
