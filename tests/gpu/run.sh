@@ -8,12 +8,17 @@
 # must match the same run on NVIDIA's driver directly, a transformer; native and remote
 # timings side by side) and CuPy through the stub, and NVML (tests/nvml: nvidia-smi, gpustat
 # and pynvml as tenants, with temperature and power read through from the real device, and
-# PyTorch's device count and utilization). Exits 77 (skipped) when no GPU is usable; a
-# check whose Python package is missing is said SKIP. NVIDIA's NVML clients come from
+# PyTorch's device count and utilization), and NVIDIA's libraries from C programs (cuBLAS,
+# cuDNN, cuFFT, cuSOLVER, cuRAND against host references). Exits 77 (skipped) when no GPU is
+# usable; a check whose Python package is missing is said SKIP. Each check says how long it
+# took; its whole output is in /tmp/cr-gpu-NAME.log. NVIDIA's NVML clients come from
 # CR_NVIDIA_ROOT (default build-nvidia/root, where scripts/install-deps.sh unpacks them).
 #
 #   tests/gpu/run.sh [BUILD_DIR]      (default: build; builds it if needed)
 #   CR_GPU_SKIP="torch cupy" tests/gpu/run.sh    leaves the named checks out
+#   CR_GPU_ONLY="torch graphs_*" tests/gpu/run.sh  runs only the checks the patterns name
+#     (several such runs at once share the GPU: keep the timed checks, torch, sched_test
+#     and nvml, to a run of their own)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
@@ -49,11 +54,24 @@ check() { # name, then the command; exit 77 means skipped
   if [[ " ${CR_GPU_SKIP:-} " == *" $name "* ]]; then
     skip=$((skip + 1)); echo "SKIP $name: CR_GPU_SKIP"; return
   fi
+  if [ -n "${CR_GPU_ONLY:-}" ]; then
+    local pattern patterns wanted=
+    read -ra patterns <<<"$CR_GPU_ONLY" # split, not expanded against the files here
+    for pattern in "${patterns[@]}"; do
+      # shellcheck disable=SC2053 # the pattern is a glob on purpose
+      [[ $name == $pattern ]] && wanted=1
+    done
+    [ -n "$wanted" ] || return
+  fi
+  local started=$SECONDS rc
   "$@" >"/tmp/cr-gpu-$name.log" 2>&1
-  case $? in
-    0) pass=$((pass + 1)); echo "PASS $name" ;;
-    77) skip=$((skip + 1)); echo "SKIP $name: $(tail -n 1 "/tmp/cr-gpu-$name.log")" ;;
-    *) fail=$((fail + 1)); failed+=("$name"); echo "FAIL $name"; tail -n 30 "/tmp/cr-gpu-$name.log" ;;
+  rc=$?
+  local took="($((SECONDS - started)) s)"
+  case $rc in
+    0) pass=$((pass + 1)); echo "PASS $name $took" ;;
+    77) skip=$((skip + 1)); echo "SKIP $name $took: $(tail -n 1 "/tmp/cr-gpu-$name.log")" ;;
+    *) fail=$((fail + 1)); failed+=("$name"); echo "FAIL $name $took"
+       tail -n 30 "/tmp/cr-gpu-$name.log" ;;
   esac
 }
 
@@ -91,6 +109,11 @@ check nvml env CR_SERVER_ARGS="--backend cuda" python3 tests/nvml/nvml_test.py -
   --server "$build/server/cuda-remoted" --stub "$build/client" \
   --nvidia "${CR_NVIDIA_ROOT:-build-nvidia/root}" \
   --program "$build/tests/integration/tenant_quota_static" --spin "$t/spin"
+# NVIDIA's libraries from C: every cuBLAS routine of the emulated device's record computes
+# here; cuDNN, cuFFT, cuSOLVER and cuRAND against host references
+l=$build/tests/libraries
+check cublas run "$l/cublas_emu" --real-device
+check gpu_libraries run "$l/gpu_libraries"
 check launch_layout hostile launch_layout
 check tensor_maps hostile tensor_maps
 check admission hostile admission

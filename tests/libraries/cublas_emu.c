@@ -11,7 +11,11 @@
  * know), or it is not run (no handle). Any difference, progress included, fails the test,
  * which then prints the observed outcome as a table entry to paste.
  *
- *   cublas_emu [ROUTINE...]    (default: all, in table order; cublas_create always first)
+ *   cublas_emu [--real-device] [ROUTINE...]
+ *                (default: all, in table order; cublas_create always first)
+ *
+ * --real-device: the server runs a real GPU (tests/gpu/run.sh), where every routine must
+ * compute whatever the table records for the emulated device.
  *
  * Exit status: 0 when every routine behaved as recorded, 1 otherwise. Lines
  * `CR_EXPECT_LOG <regex>` are for run.py, which checks them against the server's log. */
@@ -406,16 +410,24 @@ int main(int argc, char **argv)
 {
     const char *order[ROUTINES + 1];
     size_t count = 0;
-    int failures = 0;
+    int failures = 0, first = 1;
+    const int real_device = argc > 1 && strcmp(argv[1], "--real-device") == 0;
+    static const expectation_t computes = {NULL, COMPUTES, NULL};
+    first += real_device;
     order[count++] = "cublas_create";
-    for (int i = 1; i < argc && count < ROUTINES + 1; i++)
+    for (int i = first; i < argc && count < ROUTINES + 1; i++)
         if (strcmp(argv[i], "cublas_create") != 0)
             order[count++] = find(argv[i])->name;
-    if (argc == 1)
+    if (argc == first)
         for (size_t i = 1; i < ROUTINES; i++)
             order[count++] = expected[i].name;
     for (size_t i = 0; i < count; i++) {
+        expectation_t real = computes;
         const expectation_t *e = find(order[i]);
+        if (real_device) {
+            real.name = e->name;
+            e = &real;
+        }
         outcome_t got = NOT_RUN;
         if (strcmp(e->name, "cublas_create") == 0 || handle)
             got = run_routine(e->name);
