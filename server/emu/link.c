@@ -10,8 +10,10 @@
  *     dropped, as the linker resolves it);
  *   - then every other statement in input order; function declarations stay, and the
  *     interpreter calls the definition wherever it is;
- *   - symbols as a linker resolves them: two .visible definitions of one name fail ("multiple
- *     definition"), a .weak one gives way to a .visible one and to an earlier .weak one, an
+ *   - symbols as a linker resolves them: an input that defines again a .visible symbol an
+ *     earlier input defines is refused when it is added, with each such symbol in the log,
+ *     and the link then fails to complete (CUDA_ERROR_INVALID_SOURCE both, as NVIDIA's
+ *     driver 580 does), a .weak one gives way to a .visible one and to an earlier .weak one, an
  *     internal one defined again elsewhere is dropped when the text is the same (libdevice's
  *     helpers in two inputs) and fails otherwise, since nothing here renames; an .extern
  *     function or variable nobody defines fails ("undefined reference") unless the device
@@ -57,6 +59,7 @@ typedef struct {
     size_t info_cap, error_cap, info_used, error_used;
     char *image;
     size_t image_len;
+    int refused; /* an input defined a symbol again: the link cannot complete */
 } link_t;
 
 /* ---- logs and options ---- */
@@ -171,6 +174,8 @@ CUresult cr_emu_cuLinkCreate_v2(unsigned int numOptions, CUjit_option *options, 
 
 /* ---- inputs ---- */
 
+static CUresult refuse_redefinition(link_t *l, const input_t *in);
+
 static CUresult add_ptx(link_t *l, const char *text, size_t size, const char *name)
 {
     size_t len = strnlen(text, size);
@@ -193,6 +198,12 @@ static CUresult add_ptx(link_t *l, const char *text, size_t size, const char *na
     }
     memcpy(in.text, text, len);
     in.text[len] = 0;
+    CUresult r = refuse_redefinition(l, &in);
+    if (r != CUDA_SUCCESS) {
+        free(in.name);
+        free(in.text);
+        return r;
+    }
     l->inputs[l->count++] = in;
     return CUDA_SUCCESS;
 }
@@ -446,6 +457,50 @@ static int same_text(const input_t *ia, const stmt_t *a, const input_t *ib, cons
            memcmp(ia->text + a->start, ib->text + b->start, a->end - a->start) == 0;
 }
 
+/* A definition no other may share: .visible, not .weak. */
+static int strong(const stmt_t *s)
+{
+    return (s->kind == ST_FUNC || s->kind == ST_VAR) && s->has_body && s->is_visible &&
+           !s->is_weak && !s->is_shared;
+}
+
+/* NVIDIA's driver refuses an input that defines again a .visible symbol an earlier input
+ * defines when it is added, logging each such symbol, and the link cannot complete after
+ * (CUDA_ERROR_INVALID_SOURCE both times, seen on driver 580); .weak and internal
+ * definitions are left to cuLinkComplete, which resolves them. An input whose module scope
+ * cannot be read is left to cuLinkComplete too, which says so. */
+static CUresult refuse_redefinition(link_t *l, const input_t *in)
+{
+    scan_t mine = {0};
+    if (scan(in, &mine) != 0) {
+        free(mine.st);
+        return CUDA_SUCCESS;
+    }
+    int again = 0;
+    for (size_t k = 0; k < mine.count; k++) {
+        const stmt_t *a = &mine.st[k];
+        for (size_t i = 0; strong(a) && i < l->count; i++) {
+            scan_t sc = {0};
+            int found = 0;
+            if (scan(&l->inputs[i], &sc) == 0)
+                for (size_t m = 0; m < sc.count && !found; m++)
+                    found =
+                        sc.st[m].kind == a->kind && strong(&sc.st[m]) && same_name(a, &sc.st[m]);
+            free(sc.st);
+            if (found) {
+                say(l, 1, "error   : Multiple definition of '%.*s' in '%s', first defined in '%s'",
+                    (int)a->name_len, a->name, in->name, l->inputs[i].name);
+                again = 1;
+                break;
+            }
+        }
+    }
+    free(mine.st);
+    if (again)
+        l->refused = 1;
+    return again ? CUDA_ERROR_INVALID_SOURCE : CUDA_SUCCESS;
+}
+
 /* Functions the device provides, which no input defines. */
 static int provided(const stmt_t *s)
 {
@@ -573,6 +628,10 @@ static CUresult join(link_t *l, scan_t *sc)
 
 static CUresult complete(link_t *l)
 {
+    if (l->refused) { /* said when the input was refused */
+        say(l, 1, "error   : the link holds a refused input (a symbol defined twice)");
+        return CUDA_ERROR_INVALID_SOURCE;
+    }
     if (l->count == 0) {
         say(l, 1, "nvlink error  : no input to link");
         return CUDA_ERROR_INVALID_VALUE;

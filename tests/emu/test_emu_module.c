@@ -720,7 +720,8 @@ static void test_occupancy(void)
 /* The JIT linker joins PTX as a linker resolves symbols: a .weak definition gives way to a
  * .visible one, an internal helper both inputs carry is kept once, an .extern variable is
  * the definition's, vprintf is the device's; two different internal definitions of one
- * name, an undefined reference and inputs it cannot run are refused with a log. */
+ * name, a .visible one defined again (when added), an undefined reference and inputs it
+ * cannot run are refused with a log. */
 static void test_link(void)
 {
     static const char header[] = ".version 8.0\n.target sm_80\n.address_size 64\n";
@@ -794,6 +795,21 @@ static void test_link(void)
                                      NULL, NULL));
     CHECK_CU(cr_emu_cuLinkComplete(st, &image, &size), CUDA_ERROR_INVALID_IMAGE);
     CHECK(strstr(error, "'helper' (in b.ptx and other.ptx)") != NULL);
+    CHECK_OK(cr_emu_cuLinkDestroy(st));
+
+    /* b again defines .visible counter and pick: refused when added, each named, and the
+     * link cannot complete after, as the driver does */
+    val[1] = (void *)sizeof info;
+    val[3] = (void *)sizeof error;
+    CHECK_OK(cr_emu_cuLinkCreate_v2(5, opt, val, &st));
+    CHECK_OK(cr_emu_cuLinkAddData_v2(st, CU_JIT_INPUT_PTX, a, strlen(a), "a.ptx", 0, NULL, NULL));
+    CHECK_OK(cr_emu_cuLinkAddData_v2(st, CU_JIT_INPUT_PTX, b, strlen(b), "b.ptx", 0, NULL, NULL));
+    CHECK_CU(cr_emu_cuLinkAddData_v2(st, CU_JIT_INPUT_PTX, b, strlen(b), "b2.ptx", 0, NULL, NULL),
+             CUDA_ERROR_INVALID_SOURCE);
+    CHECK(strstr(error, "Multiple definition of 'counter' in 'b2.ptx', first defined in "
+                        "'b.ptx'") != NULL);
+    CHECK(strstr(error, "Multiple definition of 'pick' in 'b2.ptx'") != NULL);
+    CHECK_CU(cr_emu_cuLinkComplete(st, &image, &size), CUDA_ERROR_INVALID_SOURCE);
     CHECK_OK(cr_emu_cuLinkDestroy(st));
 
     /* a alone: pick has its .weak definition, counter none */
