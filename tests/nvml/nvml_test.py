@@ -100,8 +100,17 @@ class Clients:
         return self.run([self.smi_path] + list(argv), check)
 
     def gpustat(self):
-        p = self.run([sys.executable, os.path.join(self.args.nvidia, 'usr', 'bin', 'gpustat'),
-                      '--json'])
+        # Debian's Python packages after the interpreter's own, not before as PYTHONPATH
+        # puts them: gpustat needs psutil, compiled for Debian's Python, which an
+        # interpreter of another version has its own copy of (a GPU machine's Python)
+        env = dict(self.env)
+        packages = env.pop('PYTHONPATH')
+        script = os.path.join(self.args.nvidia, 'usr', 'bin', 'gpustat')
+        launcher = ('import runpy, sys; sys.path.append(%r); sys.argv = [%r, "--json"]; '
+                    'runpy.run_path(%r, run_name="__main__")' % (packages, script, script))
+        p = run.run_program([sys.executable, '-c', launcher], env, 60)
+        if p.returncode != 0:
+            raise Failure('gpustat exited with %d:\n%s%s' % (p.returncode, p.stdout, p.stderr))
         return json.loads(p.stdout)
 
     def pynvml(self, *argv):
@@ -164,10 +173,6 @@ def check_smi(c, tenant, pids):
 
 
 def check_gpustat(c, tenant, pids):
-    if GPU and subprocess.run([sys.executable, '-c', 'import psutil, blessed'], env=c.env,
-                              stderr=subprocess.DEVNULL).returncode != 0:
-        print('SKIP: gpustat: its Python modules (psutil, blessed) do not load here')
-        return
     g = c.gpustat()['gpus']
     expect('%s: gpustat sees one GPU' % tenant, len(g), 1)
     expect('%s: gpustat memory (used, total)' % tenant,
