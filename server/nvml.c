@@ -71,7 +71,8 @@ static int collect_processes(cr_session_t *s, cr_session_info_t **list, size_t *
     return 0;
 }
 
-/* The device time the caller's scope had lately, in percent; -1 when out of memory. */
+/* The part of the recent wall time the device spent on the work of the caller's scope, in
+ * percent (0 on an idle device, as NVML says); -1 when out of memory. */
 static int utilization(cr_session_t *s)
 {
     const cr_tenant_t *scope = cr_status_scope(s);
@@ -79,12 +80,12 @@ static int utilization(cr_session_t *s)
     cr_tenant_info_t *tenants = cr_status_tenants(&count);
     if (!tenants)
         return -1;
-    double share = 0;
+    double busy = 0;
     for (size_t i = 0; i < count; i++)
         if (!scope || tenants[i].tenant == scope)
-            share += tenants[i].share;
+            busy += tenants[i].busy;
     free(tenants);
-    double percent = round(share * 100);
+    double percent = round(busy * 100);
     return percent < 0 ? 0 : percent > 100 ? 100 : (int)percent;
 }
 

@@ -521,7 +521,7 @@ void cr_sched_wake(void)
     pthread_mutex_unlock(&lock);
 }
 
-void cr_sched_figures(const cr_tenant_t *t, double *share, unsigned *inflight)
+void cr_sched_figures(const cr_tenant_t *t, double *share, double *busy, unsigned *inflight)
 {
     int64_t now = cr_now_ns();
     double all = 0, mine = 0;
@@ -535,6 +535,9 @@ void cr_sched_figures(const cr_tenant_t *t, double *share, unsigned *inflight)
     *inflight = t->sched.inflight;
     pthread_mutex_unlock(&lock);
     *share = all > 0 ? mine / all : 0;
+    /* recent() decays with RECENT_TAU_NS, so a device busy for the tenant all along holds
+     * RECENT_TAU_NS of its time */
+    *busy = fmin(1.0, mine / RECENT_TAU_NS);
 }
 
 /* ---- the harvester ---- */

@@ -18,8 +18,9 @@ void cr_sched_launch_end(cr_session_t *s, cr_handle_t *stream, CUresult r);
 void cr_sched_flush(cr_session_t *s);
 /* Wakes executors waiting for admission (a session is closing). */
 void cr_sched_wake(void);
-/* The tenant's part of the device time all tenants used lately (0 to 1), and its launches
- * in flight on the device now. */
-void cr_sched_figures(const cr_tenant_t *t, double *share, unsigned *inflight);
+/* The tenant's part of the device time all tenants used lately (0 to 1), the part of the
+ * recent wall time the device spent on its work (0 to 1: 0 while the device idles), and its
+ * launches in flight on the device now. */
+void cr_sched_figures(const cr_tenant_t *t, double *share, double *busy, unsigned *inflight);
 
 #endif

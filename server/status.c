@@ -80,7 +80,7 @@ static void add_tenant(const cr_tenant_t *t, void *arg)
     i->usage.bytes_d2h = __atomic_load_n(&t->usage.bytes_d2h, __ATOMIC_RELAXED);
     i->usage.errors = __atomic_load_n(&t->usage.errors, __ATOMIC_RELAXED);
     i->usage.device_ns = __atomic_load_n(&t->usage.device_ns, __ATOMIC_RELAXED);
-    cr_sched_figures(t, &i->share, &i->inflight);
+    cr_sched_figures(t, &i->share, &i->busy, &i->inflight);
 }
 
 static void add_queued(const cr_session_info_t *s, void *arg)

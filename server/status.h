@@ -28,6 +28,7 @@ typedef struct {
     int priority, admin, removed;
     cr_usage_t usage;
     double share;      /* of the device time used lately (cr_sched_figures) */
+    double busy;       /* of the recent wall time, the device on its work (likewise) */
     unsigned inflight; /* launches on the device now */
 } cr_tenant_info_t;
 /* Every tenant's figures (*count of them; free the array), or NULL when out of memory. */

@@ -36,9 +36,13 @@ CR_NVML_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMem
         r = NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
     if (r == NVML_SUCCESS) {
         memory->total = u.memory_total;
-        memory->reserved = 0;
         memory->used = u.memory_used;
         memory->free = u.memory_free;
+        /* what the tenant can neither use nor holds (other tenants' memory, the driver's,
+         * where the device has less free than the quota leaves), so that the four add up
+         * as NVIDIA's NVML's do */
+        uint64_t counted = u.memory_used + u.memory_free;
+        memory->reserved = u.memory_total > counted ? u.memory_total - counted : 0;
     }
     return r;
 }

@@ -146,10 +146,12 @@ def check_smi(c, tenant, pids):
         raise Failure('%s sees the other tenant\'s pid %d:\n%s' % (tenant, other, out))
 
     out = c.smi('-q').stdout
-    fb = re.search(r'FB Memory Usage\s+Total\s+: (\d+) MiB\s+Reserved\s+: 0 MiB\s+'
+    fb = re.search(r'FB Memory Usage\s+Total\s+: (\d+) MiB\s+Reserved\s+: (\d+) MiB\s+'
                    r'Used\s+: (\d+) MiB\s+Free\s+: (\d+) MiB', out)
-    expect('%s: nvidia-smi -q memory (total, used, free)' % tenant,
-           fb and tuple(int(x) for x in fb.groups()), (quota, held, free(tenant) // MiB))
+    expect('%s: nvidia-smi -q memory (total, reserved, used, free)' % tenant,
+           fb and tuple(int(x) for x in fb.groups()),
+           (quota, max(0, QUOTA[tenant] - HELD[tenant] - free(tenant)) // MiB, held,
+            free(tenant) // MiB))
     expect('%s: nvidia-smi -q processes' % tenant, re.findall(r'Process ID\s+: (\d+)', out),
            [str(mine)])
     name = GPU['name'] if GPU else 'cuda-remote emulated device'
@@ -194,6 +196,8 @@ def check_pynvml(c, tenant, pids, uuid):
     expect('%s: pynvml memory (total, used, free)' % tenant, v['memory'],
            [QUOTA[tenant], HELD[tenant], free(tenant)])
     expect('%s: pynvml memory v2 agrees' % tenant, v['memory_v2'], v['memory'])
+    expect('%s: pynvml memory v2: total = reserved + used + free' % tenant,
+           v['reserved_v2'], max(0, QUOTA[tenant] - HELD[tenant] - free(tenant)))
     expect('%s: pynvml in a child forked after nvmlInit' % tenant, v['forked'],
            [1, v['memory'][0]])
     expect('%s: pynvml compute processes' % tenant, v['processes'],
@@ -230,12 +234,13 @@ def check_admin(c, pids):
 
 
 def check_utilization(args, server, alice, bob):
-    """A tenant's utilization is its share of the device time; the other's stays 0."""
+    """A tenant's utilization is the part of the device's recent time its work took; the
+    other's stays 0, and it falls once the device idles."""
     env = run.client_env(args.stub, server.address, {'CUDA_REMOTE_TOKEN': TOKENS['alice']})
     busy = subprocess.Popen([args.spin, 'saturate', '6', '2000'], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline, seen = time.time() + 5, 0
+        deadline, seen = time.time() + 8, 0
         while time.time() < deadline and seen < 50:
             time.sleep(0.5)
             seen = alice.pynvml('utilization')['utilization']
@@ -246,6 +251,14 @@ def check_utilization(args, server, alice, bob):
     finally:
         busy.kill()
         busy.wait()
+    # an idle device is not busy, whoever used it last
+    deadline = time.time() + 10
+    while time.time() < deadline and seen >= 10:
+        time.sleep(0.5)
+        seen = alice.pynvml('utilization')['utilization']
+    if seen >= 10:
+        raise Failure('alice stopped, yet her utilization stays %d%%' % seen)
+    print('ok: alice stopped: her utilization falls to %d%%' % seen)
 
 
 def check_torch(args, server):

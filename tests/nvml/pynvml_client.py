@@ -72,6 +72,7 @@ def main():
         'count': nv.nvmlDeviceGetCount(),
         'memory': [m.total, m.used, m.free],
         'memory_v2': [m2.total, m2.used, m2.free],
+        'reserved_v2': m2.reserved,
         'processes': [[p.pid, p.usedGpuMemory] for p in procs],
         'graphics': [[p.pid, p.usedGpuMemory]
                      for p in nv.nvmlDeviceGetGraphicsRunningProcesses(h)],
