@@ -5,7 +5,9 @@ Each test gets its own server (emulated device, launch trace in a temporary fold
 TCP port the kernel picks, or on a Unix socket. The program must exit 0; lines it prints
 as `CR_EXPECT_LAUNCH {json}` are launches that must appear in the server's launch trace,
 in that order, with exactly those fields (`kernel` matches a substring of the mangled
-name; `params` is the hex of the parameter buffer). Scenarios cover what a program alone
+name; `params` is the hex of the parameter buffer). Lines `CR_EXPECT_WAITS CALL MAX` bound
+how often CALL waited for the server, as the stub reports at exit under CUDA_REMOTE_LOG=debug
+(the program sets that before its first CUDA call). Scenarios cover what a program alone
 cannot check: an unreachable server, a client killed mid-run, a malformed frame.
 
   run.py --server BIN --stub DIR [--transport tcp|unix] [--scenario NAME]
@@ -183,6 +185,28 @@ def check_launches(stdout, trace):
     return len(expected)
 
 
+def check_waits(stdout, stderr):
+    """The program's CR_EXPECT_WAITS bounds against the stub's report of waited calls."""
+    bounds = re.findall(r'^CR_EXPECT_WAITS (\S+) (\d+)$', stdout, re.M)
+    if not bounds:
+        return 0
+    report = re.search(r'calls that waited for the server, most frequent first:(.*)$', stderr,
+                       re.M)
+    if not report:
+        raise Failure('CR_EXPECT_WAITS, yet the stub reported no waited calls '
+                      '(CUDA_REMOTE_LOG=debug not set before the first CUDA call?)')
+    counts = {name: int(n) for name, n in re.findall(r'(\S+) (\d+)', report.group(1))}
+    # the report names the 12 most frequent: a call not named waited at most as often as
+    # the least of them, and never when fewer are named
+    unnamed = min(counts.values()) if len(counts) >= 12 else 0
+    for name, most in bounds:
+        n = counts.get(name, unnamed)
+        if n > int(most):
+            raise Failure('%s waited for the server %s%d times, at most %s expected\n%s' % (
+                name, '' if name in counts else 'up to ', n, most, report.group(0)))
+    return len(bounds)
+
+
 def program_env(args):
     """The --env settings for the program under test."""
     extra = {}
@@ -209,13 +233,15 @@ def scenario_plain(args, server):
         sys.stderr.write(q.stderr)
         if q.returncode != 0:
             raise Failure('the next client, %s, exited with %d' % (then, q.returncode))
+    waits = check_waits(p.stdout, p.stderr)
     if not os.path.exists(server.trace_path) and args.backend != 'emu':
         print('run.py: %s passed (no launch trace on a real driver: the program checked '
               'its kernels\' results)' % os.path.basename(args.program[0]))
         return
     n = check_launches(p.stdout, server.trace())
-    print('run.py: %s passed (%d launches checked against the trace)' % (
-        os.path.basename(args.program[0]), n))
+    print('run.py: %s passed (%d launches checked against the trace%s)' % (
+        os.path.basename(args.program[0]), n,
+        ', %d bounds on waited calls' % waits if waits else ''))
 
 
 def scenario_unreachable(args, workdir):
