@@ -199,8 +199,21 @@ void cr_ctx_run_cls_destructors(CUcontext ctx)
     }
 }
 
+static uint64_t attributes_generation;
+
+uint64_t cr_ctx_attributes_generation(void)
+{
+    return __atomic_load_n(&attributes_generation, __ATOMIC_ACQUIRE);
+}
+
+void cr_ctx_attributes_changed(void)
+{
+    __atomic_add_fetch(&attributes_generation, 1, __ATOMIC_ACQ_REL);
+}
+
 void cr_ctx_primary_reset_state(CUcontext ctx)
 {
+    cr_ctx_attributes_changed(); /* its kernels' attributes went with it */
     pthread_mutex_lock(&ctx_lock);
     ctx->retain_count = 0;
     ctx->flags = 0;
@@ -266,6 +279,7 @@ CUresult cr_hand_cuCtxDestroy_v2(CUcontext ctx)
             ctx_depth--;
             i--;
         }
+    cr_ctx_attributes_changed(); /* its kernels' attributes went with it */
     return CUDA_SUCCESS;
 }
 

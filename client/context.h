@@ -20,6 +20,13 @@ int cr_ctx_device(CUcontext ctx);
 void cr_ctx_run_cls_destructors(CUcontext ctx);
 void cr_ctx_primary_reset_state(CUcontext ctx);
 
+/* What kernels' attributes and cache preferences are: 0 at first, moved by every call that
+ * may change one (a set or a cache preference, module.c; an unload; a context destroyed
+ * or reset, which takes its kernels' attributes with it). An answer that depends on them
+ * (a cluster query, launch.c) holds while the generation stays the one it was asked in. */
+uint64_t cr_ctx_attributes_generation(void);
+void cr_ctx_attributes_changed(void);
+
 /* context-local storage, the table c693336e */
 CUresult cr_cls_put(CUcontext ctx, void *key, void *value, void (*dtor)(CUcontext, void *, void *));
 CUresult cr_cls_delete(CUcontext ctx, void *key);

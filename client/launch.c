@@ -7,16 +7,19 @@
  *
  * Threads: any application thread; launches wait for no reply, occupancy queries for
  * theirs. Host functions run on the connection's callback thread (conn_callback.c). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "launch.h"
 
+#include "answers.h"
 #include "capture.h"
 #include "client.h"
 #include "context.h"
 #include "error.h"
 #include "handles.h"
+#include "log.h"
 #include "module.h"
 #include "protocol.h"
 #include "request.h"
@@ -363,6 +366,80 @@ CUresult cr_hand_cuOccupancyMaxPotentialBlockSizeWithFlags(int *min_grid, int *b
 
 /* Cluster queries: [function, grid, block, shared, attributes] -> [CUresult, value]. The
  * stream of the configuration plays no part in them and is not sent. */
+static void pack_cluster_query(msgpack_packer *pk, CUfunction f, const CUlaunchConfig *config)
+{
+    msgpack_pack_array(pk, 5);
+    msgpack_pack_uint64(pk, cr_handles_resolve((uint64_t)(uintptr_t)f));
+    pack_dim3(pk, (unsigned[3]){config->gridDimX, config->gridDimY, config->gridDimZ});
+    pack_dim3(pk, (unsigned[3]){config->blockDimX, config->blockDimY, config->blockDimZ});
+    msgpack_pack_uint32(pk, config->sharedMemBytes);
+    pack_attrs(pk, config->attrs, config->numAttrs);
+}
+
+/* The bytes of a launch attribute's value that mean something (the rest of the 64 is
+ * padding, which callers leave as their stack had it); -1 for an attribute whose value
+ * holds padding of its own, which a cluster query's answer is then not kept for. */
+static int attr_value_size(CUlaunchAttributeID id)
+{
+    switch (id) {
+    case CU_LAUNCH_ATTRIBUTE_IGNORE:
+        return 0;
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+        return 2;
+    case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+    case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+    case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+        return 4;
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+    case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION:
+    case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT:
+        return 12;
+    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
+        return 16;
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+        return 28;
+    default:
+        return -1;
+    }
+}
+
+/* A cluster query's key (answers.h): the function and its attributes' version, the
+ * configuration without its stream, each attribute's id and meaningful bytes. 0 when it is
+ * not kept (too many attributes, one with padding of its own, said once). */
+static size_t cluster_key(uint8_t *key, CUfunction f, const CUlaunchConfig *c)
+{
+    static uint64_t said; /* attribute ids said not kept, as bits */
+    uint64_t fn = cr_handles_resolve((uint64_t)(uintptr_t)f), version = cr_kernel_version(fn);
+    unsigned dims[7] = {c->gridDimX,  c->gridDimY,  c->gridDimZ,      c->blockDimX,
+                        c->blockDimY, c->blockDimZ, c->sharedMemBytes};
+    size_t len = 0;
+    memcpy(key + len, &fn, sizeof fn);
+    len += sizeof fn;
+    memcpy(key + len, &version, sizeof version);
+    len += sizeof version;
+    memcpy(key + len, dims, sizeof dims);
+    len += sizeof dims;
+    for (unsigned i = 0; i < c->numAttrs; i++) {
+        int size = attr_value_size(c->attrs[i].id);
+        uint32_t id = (uint32_t)c->attrs[i].id;
+        if (size < 0 || len + sizeof id + (size_t)size > CR_ANSWER_KEY_MAX) {
+            uint64_t bit = 1ull << (id < 63 ? id : 63);
+            if (!(__atomic_fetch_or(&said, bit, __ATOMIC_RELAXED) & bit))
+                CR_DEBUG("cluster queries with launch attribute %u are asked each time", id);
+            return 0;
+        }
+        memcpy(key + len, &id, sizeof id);
+        len += sizeof id;
+        memcpy(key + len, &c->attrs[i].value, (size_t)size);
+        len += (size_t)size;
+    }
+    return len;
+}
+
 static CUresult cluster_query(uint16_t opcode, int *out, CUfunction f, const CUlaunchConfig *config)
 {
     cr_client_t *cl = cr_client();
@@ -372,21 +449,65 @@ static CUresult cluster_query(uint16_t opcode, int *out, CUfunction f, const CUl
         return CUDA_ERROR_INVALID_VALUE;
     if (!f || !cr_handles_valid((uint64_t)(uintptr_t)f, CR_HT_CUfunc))
         return CUDA_ERROR_INVALID_HANDLE;
+    uint64_t generation = cr_ctx_attributes_generation(); /* before asking (answers.h) */
+    uint8_t key[CR_ANSWER_KEY_MAX];
+    size_t len = cluster_key(key, f, config);
+    if (cr_answer_find(opcode, key, len, out, sizeof *out))
+        return CUDA_SUCCESS;
+    static unsigned told; /* the first queries asked, for finding what varies between them */
+    if (cr_log_enabled(CR_LOG_DEBUG) && __atomic_fetch_add(&told, 1, __ATOMIC_RELAXED) < 16) {
+        char hex[2 * CR_ANSWER_KEY_MAX + 1];
+        for (size_t i = 0; i < len; i++)
+            snprintf(hex + 2 * i, 3, "%02x", key[i]);
+        hex[2 * len] = 0;
+        CR_DEBUG("%s asked of the server: grid %ux%ux%u, block %ux%ux%u, %u bytes shared, "
+                 "%u attributes, key %s",
+                 cr_opcode_name(opcode), config->gridDimX, config->gridDimY, config->gridDimZ,
+                 config->blockDimX, config->blockDimY, config->blockDimZ, config->sharedMemBytes,
+                 config->numAttrs, len ? hex : "(not kept)");
+    }
     cr_msg_t m;
     int err = cr_msg_begin(cl->conn, &m, opcode);
     if (err)
         return cr_transport_error(err);
-    msgpack_pack_array(&m.pk, 5);
-    msgpack_pack_uint64(&m.pk, cr_handles_resolve((uint64_t)(uintptr_t)f));
-    pack_dim3(&m.pk, (unsigned[3]){config->gridDimX, config->gridDimY, config->gridDimZ});
-    pack_dim3(&m.pk, (unsigned[3]){config->blockDimX, config->blockDimY, config->blockDimZ});
-    msgpack_pack_uint32(&m.pk, config->sharedMemBytes);
-    pack_attrs(&m.pk, config->attrs, config->numAttrs);
+    pack_cluster_query(&m.pk, f, config);
     uint64_t value = 0;
     CUresult r = cr_call_u64(&m, &value);
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
         *out = (int)value;
+        cr_answer_keep(opcode, key, len, generation, out, sizeof *out);
+    }
     return r;
+}
+
+/* Blocks per multiprocessor (kept, answers.h): [function, its attributes' version, block
+ * size, dynamic shared memory, flags]. */
+CUresult cr_hand_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *blocks, CUfunction f,
+                                                                      int block_size,
+                                                                      size_t dynamic_smem,
+                                                                      unsigned int flags)
+{
+    uint64_t fn = cr_handles_resolve((uint64_t)(uintptr_t)f);
+    uint64_t key[5] = {fn, cr_kernel_version(fn), (uint64_t)(int64_t)block_size, dynamic_smem,
+                       flags};
+    uint64_t generation = cr_ctx_attributes_generation();
+    int keep = blocks && cr_client() && cr_handles_valid(key[0], CR_HT_CUfunc);
+    if (keep && cr_answer_find(CR_OP_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, key,
+                               sizeof key, blocks, sizeof *blocks))
+        return CUDA_SUCCESS;
+    CUresult r = cr_remote_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+        blocks, f, block_size, dynamic_smem, flags);
+    if (r == CUDA_SUCCESS && keep)
+        cr_answer_keep(CR_OP_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, key, sizeof key,
+                       generation, blocks, sizeof *blocks);
+    return r;
+}
+
+CUresult cr_hand_cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction f,
+                                                             int block_size, size_t dynamic_smem)
+{
+    return cr_hand_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(blocks, f, block_size,
+                                                                        dynamic_smem, 0);
 }
 
 CUresult cr_hand_cuOccupancyMaxActiveClusters(int *num_clusters, CUfunction f,

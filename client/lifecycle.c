@@ -8,6 +8,7 @@
 #include <pthread.h>
 
 #include "capture.h"
+#include "answers.h"
 #include "client.h"
 #include "connect.h"
 #include "context.h"
@@ -118,4 +119,5 @@ __attribute__((destructor)) static void flush_at_exit(void)
     if (cl)
         cr_conn_flush(cl->conn);
     cr_call_report();
+    cr_answers_report();
 }

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "answers.h"
 #include "client.h"
 #include "context.h"
 #include "error.h"
@@ -175,6 +176,7 @@ static void record_kernel(uint64_t owner, uint64_t h, const char *name)
     pthread_mutex_unlock(&code_lock);
 }
 
+
 static void forget(uint64_t handle)
 {
     pthread_mutex_lock(&code_lock);
@@ -282,9 +284,23 @@ CUresult cr_hand_cuLibraryUnload(CUlibrary library)
 
 CUresult cr_hand_cuLibraryGetKernel(CUkernel *kernel, CUlibrary library, const char *name)
 {
+    /* kept (answers.h): the library and the name */
+    uint8_t key[CR_ANSWER_KEY_MAX];
+    uint64_t lib = (uint64_t)(uintptr_t)library, generation = cr_ctx_attributes_generation();
+    size_t name_len = name ? strlen(name) : 0, len = 0;
+    if (kernel && name && cr_client() && cr_handles_valid(lib, CR_HT_CUlib) &&
+        name_len + sizeof lib <= sizeof key) {
+        memcpy(key, &lib, sizeof lib);
+        memcpy(key + sizeof lib, name, name_len);
+        len = sizeof lib + name_len;
+        if (cr_answer_find(CR_OP_cuLibraryGetKernel, key, len, kernel, sizeof *kernel))
+            return CUDA_SUCCESS;
+    }
     CUresult r = cr_remote_cuLibraryGetKernel(kernel, library, name);
-    if (r == CUDA_SUCCESS)
-        record_kernel((uint64_t)(uintptr_t)library, (uint64_t)(uintptr_t)*kernel, name);
+    if (r == CUDA_SUCCESS) {
+        record_kernel(lib, (uint64_t)(uintptr_t)*kernel, name);
+        cr_answer_keep(CR_OP_cuLibraryGetKernel, key, len, generation, kernel, sizeof *kernel);
+    }
     return r;
 }
 
@@ -336,6 +352,12 @@ CUresult cr_hand_cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary 
 
 CUresult cr_hand_cuKernelGetFunction(CUfunction *func, CUkernel kernel)
 {
+    /* kept (answers.h): the kernel in the current context */
+    uint64_t key[2] = {(uint64_t)(uintptr_t)kernel, (uint64_t)(uintptr_t)cr_ctx_current()};
+    uint64_t generation = cr_ctx_attributes_generation();
+    int keep = func && key[1] && cr_client() && cr_handles_valid(key[0], CR_HT_CUkern);
+    if (keep && cr_answer_find(CR_OP_cuKernelGetFunction, key, sizeof key, func, sizeof *func))
+        return CUDA_SUCCESS;
     CUresult r = cr_remote_cuKernelGetFunction(func, kernel);
     if (r == CUDA_SUCCESS) { /* the function shares the kernel's state */
         cr_kernel_t *k = cr_kernel((uint64_t)(uintptr_t)kernel);
@@ -343,6 +365,9 @@ CUresult cr_hand_cuKernelGetFunction(CUfunction *func, CUkernel kernel)
         if (k)
             cr_idmap_put(&kernels, (uint64_t)(uintptr_t)*func, (uint64_t)(uintptr_t)k);
         pthread_mutex_unlock(&code_lock);
+        if (keep)
+            cr_answer_keep(CR_OP_cuKernelGetFunction, key, sizeof key, generation, func,
+                           sizeof *func);
     }
     return r;
 }
@@ -447,28 +472,164 @@ CUresult cr_hand_cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule
     return global_found(r, (uint64_t)(uintptr_t)module, p, size, dptr, bytes);
 }
 
-/* --- attributes the client enforces at launch ---------------------------------------------- */
+/* --- attributes ------------------------------------------------------------------------------
+ *
+ * A kernel's attributes and cache preference change only through the sets below. Each
+ * kernel record has a version that moves when a set may have changed something: answers
+ * about the kernel (answers.h) are keyed with it, so a set on one kernel leaves the answers
+ * about the others standing. A set to the value the stub last set for the kernel is
+ * answered here: cuBLASLt sets a kernel's attribute before each launch, most often to the
+ * value it has (seen on an H100, a waiting call per matrix product). What is set lasts
+ * while the attributes' generation (context.h) stays: a context reset or destroyed resets
+ * them. */
 
-static void note_attribute(uint64_t handle, int attrib, int value)
+uint32_t cr_kernel_version(uint64_t handle)
 {
     cr_kernel_t *k = cr_kernel(handle);
-    if (k && attrib == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+    return k ? __atomic_load_n(&k->version, __ATOMIC_ACQUIRE) : 0;
+}
+
+/* 1 when the kernel's last set of `what` (an attribute, or CACHE_CONFIG) on `device` was
+ * this value, in this generation. */
+#define CACHE_CONFIG CU_FUNC_ATTRIBUTE_MAX
+static int set_before(const cr_kernel_t *k, int what, int value, int device)
+{
+    int same = 0;
+    pthread_mutex_lock(&code_lock);
+    const cr_kernel_set_t *s = &k->set[what];
+    same = s->valid && s->value == value && s->device == device &&
+           s->generation == cr_ctx_attributes_generation();
+    pthread_mutex_unlock(&code_lock);
+    return same;
+}
+
+/* A set the server answered: what the kernel holds may differ now. */
+static void set_done(CUresult r, uint64_t handle, int what, int value, int device)
+{
+    cr_kernel_t *k = cr_kernel(handle);
+    if (!k) { /* no record to version: every answer is in doubt */
+        cr_ctx_attributes_changed();
+        return;
+    }
+    pthread_mutex_lock(&code_lock);
+    __atomic_add_fetch(&k->version, 1, __ATOMIC_ACQ_REL);
+    cr_kernel_set_t *s = &k->set[what];
+    s->valid = r == CUDA_SUCCESS;
+    s->value = value;
+    s->device = device;
+    s->generation = cr_ctx_attributes_generation();
+    pthread_mutex_unlock(&code_lock);
+    if (r == CUDA_SUCCESS && what == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
         __atomic_store_n(&k->max_dynamic_shared, (uint32_t)value, __ATOMIC_RELAXED);
+}
+
+/* Whether a set of `what` to `value` is answered here: a live handle of a known kernel,
+ * set to that value before. */
+static int set_again(uint64_t handle, unsigned type, int what, int value, int device)
+{
+    if (!handle || !cr_client() || !cr_handles_valid(handle, type) || what < 0 ||
+        what > CACHE_CONFIG)
+        return 0;
+    cr_kernel_t *k = cr_kernel(handle);
+    return k && set_before(k, what, value, device);
+}
+
+/* An attribute read (kept, answers.h): [attribute, handle, device, the kernel's version]. */
+static CUresult get_attribute(uint16_t opcode, int *value, int attrib, uint64_t handle,
+                              unsigned type, int device, CUresult (*ask)(int *, int, uint64_t, int))
+{
+    int64_t key[4] = {attrib, (int64_t)handle, device, cr_kernel_version(handle)};
+    uint64_t generation = cr_ctx_attributes_generation();
+    int keep = value && cr_client() && cr_handles_valid(handle, type);
+    if (keep && cr_answer_find(opcode, key, sizeof key, value, sizeof *value))
+        return CUDA_SUCCESS;
+    CUresult r = ask(value, attrib, handle, device);
+    if (r == CUDA_SUCCESS && keep)
+        cr_answer_keep(opcode, key, sizeof key, generation, value, sizeof *value);
+    return r;
+}
+
+static CUresult ask_kernel(int *value, int attrib, uint64_t kernel, int device)
+{
+    return cr_remote_cuKernelGetAttribute(value, (CUfunction_attribute)attrib,
+                                          (CUkernel)(uintptr_t)kernel, device);
+}
+
+static CUresult ask_func(int *value, int attrib, uint64_t func, int device)
+{
+    (void)device;
+    return cr_remote_cuFuncGetAttribute(value, (CUfunction_attribute)attrib,
+                                        (CUfunction)(uintptr_t)func);
+}
+
+CUresult cr_hand_cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel,
+                                      CUdevice dev)
+{
+    return get_attribute(CR_OP_cuKernelGetAttribute, pi, attrib, (uint64_t)(uintptr_t)kernel,
+                         CR_HT_CUkern, dev, ask_kernel);
+}
+
+CUresult cr_hand_cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction func)
+{
+    return get_attribute(CR_OP_cuFuncGetAttribute, pi, attrib,
+                         cr_handles_resolve((uint64_t)(uintptr_t)func), CR_HT_CUfunc, -1, ask_func);
 }
 
 CUresult cr_hand_cuFuncSetAttribute(CUfunction func, CUfunction_attribute attrib, int value)
 {
+    uint64_t handle = cr_handles_resolve((uint64_t)(uintptr_t)func);
+    if (set_again(handle, CR_HT_CUfunc, attrib, value, -1))
+        return CUDA_SUCCESS;
     CUresult r = cr_remote_cuFuncSetAttribute(func, attrib, value);
-    if (r == CUDA_SUCCESS)
-        note_attribute(cr_handles_resolve((uint64_t)(uintptr_t)func), attrib, value);
+    set_done(r, handle, attrib, value, -1);
     return r;
 }
 
 CUresult cr_hand_cuKernelSetAttribute(CUfunction_attribute attrib, int value, CUkernel kernel,
                                       CUdevice dev)
 {
+    uint64_t handle = (uint64_t)(uintptr_t)kernel;
+    if (set_again(handle, CR_HT_CUkern, attrib, value, dev))
+        return CUDA_SUCCESS;
     CUresult r = cr_remote_cuKernelSetAttribute(attrib, value, kernel, dev);
-    if (r == CUDA_SUCCESS)
-        note_attribute((uint64_t)(uintptr_t)kernel, attrib, value);
+    set_done(r, handle, attrib, value, dev);
+    return r;
+}
+
+/* Cache preferences weigh in occupancy, as attributes do. */
+CUresult cr_hand_cuFuncSetCacheConfig(CUfunction func, CUfunc_cache config)
+{
+    uint64_t handle = cr_handles_resolve((uint64_t)(uintptr_t)func);
+    if (set_again(handle, CR_HT_CUfunc, CACHE_CONFIG, (int)config, -1))
+        return CUDA_SUCCESS;
+    CUresult r = cr_remote_cuFuncSetCacheConfig(func, config);
+    set_done(r, handle, CACHE_CONFIG, (int)config, -1);
+    return r;
+}
+
+CUresult cr_hand_cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice dev)
+{
+    uint64_t handle = (uint64_t)(uintptr_t)kernel;
+    if (set_again(handle, CR_HT_CUkern, CACHE_CONFIG, (int)config, dev))
+        return CUDA_SUCCESS;
+    CUresult r = cr_remote_cuKernelSetCacheConfig(kernel, config, dev);
+    set_done(r, handle, CACHE_CONFIG, (int)config, dev);
+    return r;
+}
+
+/* The context's preference weighs in every kernel's occupancy: asked again, only when it
+ * changes. */
+CUresult cr_hand_cuCtxSetCacheConfig(CUfunc_cache config)
+{
+    static int last = -1;
+    static uint64_t last_generation;
+    if (cr_client() && cr_ctx_current() &&
+        __atomic_load_n(&last, __ATOMIC_ACQUIRE) == (int)config &&
+        __atomic_load_n(&last_generation, __ATOMIC_ACQUIRE) == cr_ctx_attributes_generation())
+        return CUDA_SUCCESS;
+    CUresult r = cr_remote_cuCtxSetCacheConfig(config);
+    cr_ctx_attributes_changed();
+    __atomic_store_n(&last_generation, cr_ctx_attributes_generation(), __ATOMIC_RELEASE);
+    __atomic_store_n(&last, r == CUDA_SUCCESS ? (int)config : -1, __ATOMIC_RELEASE);
     return r;
 }

@@ -8,16 +8,29 @@
 #include "cr_client_hand.h"
 #include "fatbin.h"
 
+/* A value the stub set for a kernel (an attribute, its cache preference). */
+typedef struct {
+    int valid, value, device;
+    uint64_t generation; /* the attributes' generation it was set in (context.h) */
+} cr_kernel_set_t;
+
 /* What the client knows of a kernel; a CUkernel and the CUfunctions taken from it share
  * one. */
 typedef struct {
     const cr_kernel_info_t *info; /* the parameter layout and static attributes */
     uint32_t max_dynamic_shared;  /* set with CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                      0 until then */
+    uint32_t version;             /* moves with every set that may have changed it */
+    cr_kernel_set_t set[CU_FUNC_ATTRIBUTE_MAX + 1]; /* the last of each attribute, then the
+                                                       cache preference */
 } cr_kernel_t;
 
 /* The kernel behind a kernel or function handle, NULL if unknown. */
 cr_kernel_t *cr_kernel(uint64_t handle);
+/* The version of the attributes of the kernel behind a handle, for keys of answers about
+ * it (answers.h); 0 for a handle of no kernel the client knows (a set on it moves the
+ * attributes' generation instead). */
+uint32_t cr_kernel_version(uint64_t handle);
 /* Its parameter layout, NULL if unknown. */
 const cr_kernel_info_t *cr_kernel_layout(uint64_t handle);
 /* The names of the kernels of a module or library, as many as fit in names (room); the

@@ -52,6 +52,7 @@ static void check_results(bool run, float *d_out, int n, float scale, dim3 grid,
 
 int main()
 {
+    setenv("CUDA_REMOTE_LOG", "debug", 1); // the stub's report of waited calls (run.py)
     bool run = kernels_execute();
     const int n = 4096;
     float *d_out;
@@ -123,12 +124,58 @@ int main()
               clusters, most);
         CHECK_CUDA(cudaOccupancyMaxPotentialClusterSize(&size, ex_kernel, &cfg));
         CHECK(size >= 2 && size <= 16, "largest cluster %d", size);
+        // the answers follow the kernel's attributes (the stub keeps answers until one may
+        // have changed): non-portable cluster sizes allowed, then not, set twice each
+        int again = 0, wider = 0;
+        for (int round = 0; round < 2; round++) {
+            CHECK_CUDA(cudaFuncSetAttribute(ex_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed,
+                                            1));
+            CHECK_CUDA(cudaOccupancyMaxPotentialClusterSize(&wider, ex_kernel, &cfg));
+            CHECK(wider > size, "non-portable clusters allowed: largest %d, portable %d", wider,
+                  size);
+            CHECK_CUDA(cudaFuncSetAttribute(ex_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed,
+                                            0));
+            CHECK_CUDA(cudaOccupancyMaxPotentialClusterSize(&again, ex_kernel, &cfg));
+            CHECK(again == size, "non-portable clusters allowed, then not: largest %d, was %d",
+                  again, size);
+        }
+        CHECK_CUDA(cudaOccupancyMaxActiveClusters(&again, ex_kernel, &cfg));
+        CHECK(again == clusters, "%d clusters at once asked again, %d before", again, clusters);
+        // what libraries ask around every launch (cuBLASLt: the function, attributes, both
+        // occupancies, an attribute set to the value it has) is answered by the stub after
+        // the first time: 50 rounds wait for the server a few times at most
+        int blocks = 0, shared = 0;
+        CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, ex_kernel, 128, 0));
+        CHECK_CUDA(cudaFuncSetAttribute(ex_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        8192));
+        for (int i = 0; i < 50; i++) {
+            int c = 0, b = 0;
+            cudaFuncAttributes fa;
+            cluster.val.clusterDim.x = 2;
+            CHECK_CUDA(cudaFuncSetAttribute(ex_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            8192));
+            CHECK_CUDA(cudaOccupancyMaxActiveClusters(&c, ex_kernel, &cfg));
+            CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, ex_kernel, 128, 0));
+            CHECK_CUDA(cudaFuncGetAttributes(&fa, ex_kernel));
+            CHECK(c == clusters && b == blocks, "round %d: %d clusters, %d blocks (%d, %d)", i, c,
+                  b, clusters, blocks);
+            shared = fa.maxDynamicSharedSizeBytes;
+        }
+        CHECK(shared == 8192, "max dynamic shared memory %d after setting 8192", shared);
+        printf("CR_EXPECT_WAITS cuOccupancyMaxActiveClusters 5\n");
+        printf("CR_EXPECT_WAITS cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags 5\n");
+        printf("CR_EXPECT_WAITS cuKernelSetAttribute 10\n");
+        printf("CR_EXPECT_WAITS cuFuncSetAttribute 10\n");
+        printf("CR_EXPECT_WAITS cuKernelGetAttribute 60\n"); // ~16 attributes a read
+        printf("CR_EXPECT_WAITS cuFuncGetAttribute 60\n");
+        printf("CR_EXPECT_WAITS cuKernelGetFunction 10\n");
         cluster.val.clusterDim.x = 64; // beyond any device's cluster size
         EXPECT_CUDA_ERROR(cudaOccupancyMaxActiveClusters(&clusters, ex_kernel, &cfg),
                           cudaErrorInvalidClusterSize);
         EXPECT_CUDA_ERROR(cudaGetLastError(), cudaErrorInvalidClusterSize); // and clears it
-        printf("cluster occupancy: %d clusters of 2 at once, clusters up to %d blocks\n",
-               clusters, size);
+        printf("cluster occupancy: %d clusters of 2 at once, clusters up to %d blocks (%d "
+               "non-portable)\n",
+               clusters, size, wider);
     }
 
     // cudaLaunchKernel with void **args

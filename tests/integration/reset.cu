@@ -1,7 +1,9 @@
 // reset: cudaDeviceReset in the middle of a program: before it an allocation, a launch and a
 // modified __device__ variable; after it a pointer from before is no longer valid for
 // cudaFree, the variable has its initial value again (module loaded anew), and new
-// allocations, copies and the same kernel (announced both times) work.
+// allocations, copies and the same kernel (announced both times) work. A kernel's attribute
+// set before is set again after (to the same value, which the stub may answer itself only
+// while no reset came between) and lets the kernel launch.
 #include "cr_test.h"
 
 #include <vector>
@@ -13,6 +15,41 @@ __global__ void scale_kernel(int *data, int n, int factor)
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n)
         data[i] = data[i] * factor + generation;
+}
+
+// reverses a block's values through dynamic shared memory, of which it is given 64 KiB:
+// more than a kernel may have without its attribute set
+__global__ void reverse_kernel(int *out)
+{
+    extern __shared__ int buf[];
+    buf[threadIdx.x] = (int)threadIdx.x;
+    __syncthreads();
+    out[threadIdx.x] = buf[blockDim.x - 1 - threadIdx.x];
+}
+
+static const int big_shared = 64 << 10;
+
+static int max_dynamic_shared(void)
+{
+    cudaFuncAttributes a;
+    CHECK_CUDA(cudaFuncGetAttributes(&a, reverse_kernel));
+    return a.maxDynamicSharedSizeBytes;
+}
+
+static void reverse_once(bool run, const char *when)
+{
+    CHECK_CUDA(cudaFuncSetAttribute(reverse_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    big_shared));
+    CHECK(max_dynamic_shared() == big_shared, "%s: max dynamic shared memory %d, set %d", when,
+          max_dynamic_shared(), big_shared);
+    int *d, back[64];
+    CHECK_CUDA(cudaMalloc(&d, sizeof back));
+    reverse_kernel<<<1, 64, big_shared>>>(d);
+    CHECK_CUDA(cudaGetLastError());
+    CHECK_CUDA(cudaMemcpy(back, d, sizeof back, cudaMemcpyDeviceToHost));
+    for (int i = 0; run && i < 64; i++)
+        CHECK(back[i] == 63 - i, "%s: reversed element %d is %d", when, i, back[i]);
+    CHECK_CUDA(cudaFree(d));
 }
 
 static void run_once(bool run, int n, int factor, int gen, const char *when)
@@ -45,6 +82,7 @@ int main()
     bool run = kernels_execute();
 
     run_once(run, 3000, 3, 5, "before the reset");
+    reverse_once(run, "before the reset");
     int *old;
     CHECK_CUDA(cudaMalloc(&old, 1 << 20));
     CHECK_CUDA(cudaMemset(old, 0x11, 1 << 20));
@@ -72,6 +110,7 @@ int main()
           total_b);
 
     run_once(run, 5000, -2, 5, "after the reset");
+    reverse_once(run, "after the reset");
     CHECK_CUDA(cudaDeviceSynchronize());
     CHECK_CUDA(cudaGetLastError());
     printf("reset: all checks passed\n");
