@@ -176,7 +176,6 @@ static void record_kernel(uint64_t owner, uint64_t h, const char *name)
     pthread_mutex_unlock(&code_lock);
 }
 
-
 static void forget(uint64_t handle)
 {
     pthread_mutex_lock(&code_lock);
@@ -489,15 +488,16 @@ uint32_t cr_kernel_version(uint64_t handle)
     return k ? __atomic_load_n(&k->version, __ATOMIC_ACQUIRE) : 0;
 }
 
-/* 1 when the kernel's last set of `what` (an attribute, or CACHE_CONFIG) on `device` was
- * this value, in this generation. */
+/* 1 when the kernel's last set of `what` (an attribute, or CACHE_CONFIG) was this value,
+ * through this handle (a function of one context, or the kernel) on `device`, in this
+ * generation. */
 #define CACHE_CONFIG CU_FUNC_ATTRIBUTE_MAX
-static int set_before(const cr_kernel_t *k, int what, int value, int device)
+static int set_before(const cr_kernel_t *k, uint64_t handle, int what, int value, int device)
 {
     int same = 0;
     pthread_mutex_lock(&code_lock);
     const cr_kernel_set_t *s = &k->set[what];
-    same = s->valid && s->value == value && s->device == device &&
+    same = s->valid && s->handle == handle && s->value == value && s->device == device &&
            s->generation == cr_ctx_attributes_generation();
     pthread_mutex_unlock(&code_lock);
     return same;
@@ -511,10 +511,13 @@ static void set_done(CUresult r, uint64_t handle, int what, int value, int devic
         cr_ctx_attributes_changed();
         return;
     }
-    pthread_mutex_lock(&code_lock);
     __atomic_add_fetch(&k->version, 1, __ATOMIC_ACQ_REL);
+    if (what < 0 || what > CACHE_CONFIG) /* an attribute the driver refused, surely */
+        return;
+    pthread_mutex_lock(&code_lock);
     cr_kernel_set_t *s = &k->set[what];
     s->valid = r == CUDA_SUCCESS;
+    s->handle = handle;
     s->value = value;
     s->device = device;
     s->generation = cr_ctx_attributes_generation();
@@ -531,7 +534,7 @@ static int set_again(uint64_t handle, unsigned type, int what, int value, int de
         what > CACHE_CONFIG)
         return 0;
     cr_kernel_t *k = cr_kernel(handle);
-    return k && set_before(k, what, value, device);
+    return k && set_before(k, handle, what, value, device);
 }
 
 /* An attribute read (kept, answers.h): [attribute, handle, device, the kernel's version]. */
@@ -617,19 +620,30 @@ CUresult cr_hand_cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CU
     return r;
 }
 
-/* The context's preference weighs in every kernel's occupancy: asked again, only when it
- * changes. */
+/* The context's preference weighs in every kernel's occupancy: asked again, and every
+ * answer dropped, only when it changes (the last set, of one context, is remembered). */
+static struct {
+    pthread_mutex_t lock;
+    CUcontext ctx;
+    int config;
+    uint64_t generation;
+} ctx_cache = {PTHREAD_MUTEX_INITIALIZER, NULL, -1, 0};
+
 CUresult cr_hand_cuCtxSetCacheConfig(CUfunc_cache config)
 {
-    static int last = -1;
-    static uint64_t last_generation;
-    if (cr_client() && cr_ctx_current() &&
-        __atomic_load_n(&last, __ATOMIC_ACQUIRE) == (int)config &&
-        __atomic_load_n(&last_generation, __ATOMIC_ACQUIRE) == cr_ctx_attributes_generation())
+    CUcontext ctx = cr_client() ? cr_ctx_current() : NULL;
+    pthread_mutex_lock(&ctx_cache.lock);
+    int same = ctx && ctx_cache.ctx == ctx && ctx_cache.config == (int)config &&
+               ctx_cache.generation == cr_ctx_attributes_generation();
+    pthread_mutex_unlock(&ctx_cache.lock);
+    if (same)
         return CUDA_SUCCESS;
     CUresult r = cr_remote_cuCtxSetCacheConfig(config);
     cr_ctx_attributes_changed();
-    __atomic_store_n(&last_generation, cr_ctx_attributes_generation(), __ATOMIC_RELEASE);
-    __atomic_store_n(&last, r == CUDA_SUCCESS ? (int)config : -1, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&ctx_cache.lock);
+    ctx_cache.ctx = r == CUDA_SUCCESS ? ctx : NULL;
+    ctx_cache.config = (int)config;
+    ctx_cache.generation = cr_ctx_attributes_generation();
+    pthread_mutex_unlock(&ctx_cache.lock);
     return r;
 }

@@ -11,6 +11,7 @@
 /* A value the stub set for a kernel (an attribute, its cache preference). */
 typedef struct {
     int valid, value, device;
+    uint64_t handle;     /* set through: the kernel, or a function (of one context) */
     uint64_t generation; /* the attributes' generation it was set in (context.h) */
 } cr_kernel_set_t;
 

@@ -297,6 +297,14 @@ static void test_code(const char *ptx_path, const char *cubin_path, const char *
     int threads = 0;
     CK(cuFuncGetAttribute(&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f));
     CHECK(threads > 0 && threads <= 1024);
+    /* attributes that do not exist are the driver's to refuse, read or set, asked again or
+     * set to the same value again (the stub keeps what it was told: not these) */
+    for (int i = 0; i < 2; i++) {
+        EXPECT(cuFuncGetAttribute(&threads, (CUfunction_attribute)9999, f),
+               CUDA_ERROR_INVALID_VALUE);
+        EXPECT(cuFuncSetAttribute(f, (CUfunction_attribute)9999, 1), CUDA_ERROR_INVALID_VALUE);
+        EXPECT(cuFuncSetAttribute(f, (CUfunction_attribute)-1, 1), CUDA_ERROR_INVALID_VALUE);
+    }
     const char *fname = NULL;
     CK(cuFuncGetName(&fname, f));
     CHECK(strcmp(fname, "scale") == 0);
