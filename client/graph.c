@@ -119,6 +119,13 @@ CUresult cr_hand_cuStreamBeginCapture_v2(CUstream stream, CUstreamCaptureMode mo
     return r;
 }
 
+/* The first cuStreamBeginCapture, from before capture modes: the global mode, as cudart
+ * then behaved. */
+CUresult cr_hand_cuStreamBeginCapture(CUstream stream)
+{
+    return cr_hand_cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_GLOBAL);
+}
+
 CUresult cr_hand_cuStreamEndCapture(CUstream stream, CUgraph *graph)
 {
     if (!graph)
@@ -172,6 +179,39 @@ CUresult cr_hand_cuGraphInstantiateWithParams(CUgraphExec *exec, CUgraph graph,
     params->result_out =
         r == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
     return r;
+}
+
+/* The first cuGraphInstantiate and its _v2, of the same form: no flags, the node that
+ * failed and a log of why. The server names no node, so a failure gives NULL and the log
+ * says the error. */
+static CUresult instantiate_logged(CUgraphExec *exec, CUgraph graph, CUgraphNode *error_node,
+                                   char *log, size_t size)
+{
+    CUresult r = cr_hand_cuGraphInstantiateWithFlags(exec, graph, 0);
+    if (error_node)
+        *error_node = NULL;
+    if (log && size) {
+        const char *name = NULL;
+        if (r != CUDA_SUCCESS)
+            cr_hand_cuGetErrorName(r, &name);
+        snprintf(log, size, "%s%s", r == CUDA_SUCCESS ? "" : "cuGraphInstantiate: ",
+                 r == CUDA_SUCCESS ? ""
+                 : name            ? name
+                                   : "an error");
+    }
+    return r;
+}
+
+CUresult cr_hand_cuGraphInstantiate(CUgraphExec *exec, CUgraph graph, CUgraphNode *error_node,
+                                    char *log, size_t size)
+{
+    return instantiate_logged(exec, graph, error_node, log, size);
+}
+
+CUresult cr_hand_cuGraphInstantiate_v2(CUgraphExec *exec, CUgraph graph, CUgraphNode *error_node,
+                                       char *log, size_t size)
+{
+    return instantiate_logged(exec, graph, error_node, log, size);
 }
 
 static CUresult on_stream(uint16_t opcode, CUgraphExec exec, CUstream stream)
@@ -1259,6 +1299,34 @@ CUresult cr_hand_cuGraphExecHostNodeSetParams(CUgraphExec exec, CUgraphNode node
 {
     node_args_t a;
     return exec ? set_described(exec, node, &a, args_host(&a, p)) : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* An event node's event, in the graph or in an executable graph of it. */
+CUresult cr_hand_cuGraphEventRecordNodeSetEvent(CUgraphNode node, CUevent event)
+{
+    node_args_t a;
+    return set_described(NULL, node, &a, args_event(&a, CR_OP_cuEventRecord, event));
+}
+
+CUresult cr_hand_cuGraphEventWaitNodeSetEvent(CUgraphNode node, CUevent event)
+{
+    node_args_t a;
+    return set_described(NULL, node, &a, args_event(&a, CR_OP_cuStreamWaitEvent, event));
+}
+
+CUresult cr_hand_cuGraphExecEventRecordNodeSetEvent(CUgraphExec exec, CUgraphNode node,
+                                                    CUevent event)
+{
+    node_args_t a;
+    return exec ? set_described(exec, node, &a, args_event(&a, CR_OP_cuEventRecord, event))
+                : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cr_hand_cuGraphExecEventWaitNodeSetEvent(CUgraphExec exec, CUgraphNode node, CUevent event)
+{
+    node_args_t a;
+    return exec ? set_described(exec, node, &a, args_event(&a, CR_OP_cuStreamWaitEvent, event))
+                : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* The reply [CUresult, CUgraphExecUpdateResult] says why an update failed too. */

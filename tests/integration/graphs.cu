@@ -71,6 +71,104 @@ static cudaStreamCaptureStatus status_of(cudaStream_t s)
     return st;
 }
 
+// whether an event was recorded (one never recorded has no time)
+static bool recorded(cudaEvent_t e)
+{
+    float ms;
+    cudaError_t r = cudaEventElapsedTime(&ms, e, e);
+    cudaGetLastError();
+    return r == cudaSuccess;
+}
+
+// event nodes given other events, in the graph and in an executable graph of it; and the
+// entry points programs built against older CUDA find by version: cuGraphInstantiate with
+// an error node and a log, the first cuStreamBeginCapture
+static void event_nodes_and_older_entry_points(float *y, cudaStream_t s)
+{
+    cudaEvent_t first, second, third, waited, got;
+    CHECK_CUDA(cudaEventCreate(&first));
+    CHECK_CUDA(cudaEventCreate(&second));
+    CHECK_CUDA(cudaEventCreate(&third));
+    CHECK_CUDA(cudaEventCreate(&waited));
+    CHECK_CUDA(cudaEventRecord(waited, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    cudaGraph_t g;
+    CHECK_CUDA(cudaGraphCreate(&g, 0));
+    cudaGraphNode_t n_set, n_record, n_wait;
+    cudaMemsetParams mp = {};
+    mp.dst = y;
+    mp.elementSize = 4;
+    mp.width = N;
+    mp.height = 1;
+    CHECK_CUDA(cudaGraphAddMemsetNode(&n_set, g, nullptr, 0, &mp));
+    CHECK_CUDA(cudaGraphAddEventRecordNode(&n_record, g, &n_set, 1, first));
+    CHECK_CUDA(cudaGraphAddEventWaitNode(&n_wait, g, &n_record, 1, first));
+    CHECK_CUDA(cudaGraphEventRecordNodeSetEvent(n_record, second));
+    CHECK_CUDA(cudaGraphEventWaitNodeSetEvent(n_wait, waited));
+    CHECK_CUDA(cudaGraphEventRecordNodeGetEvent(n_record, &got));
+    CHECK(got == second, "the record node's event reads back as %p", (void *)got);
+    CHECK_CUDA(cudaGraphEventWaitNodeGetEvent(n_wait, &got));
+    CHECK(got == waited, "the wait node's event reads back as %p", (void *)got);
+    EXPECT_CUDA_ERROR(cudaGraphEventRecordNodeSetEvent(n_set, second), cudaErrorInvalidValue);
+    cudaGetLastError();
+    cudaGraphExec_t ge;
+    CHECK_CUDA(cudaGraphInstantiate(&ge, g, 0));
+    CHECK_CUDA(cudaGraphLaunch(ge, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    CHECK(recorded(second) && !recorded(first), "the record node recorded %s",
+          recorded(first) ? "the event it was added with" : "nothing");
+    // in the executable graph only: the graph's node keeps its event
+    CHECK_CUDA(cudaGraphExecEventRecordNodeSetEvent(ge, n_record, third));
+    CHECK_CUDA(cudaGraphExecEventWaitNodeSetEvent(ge, n_wait, waited));
+    CHECK_CUDA(cudaGraphLaunch(ge, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    CHECK(recorded(third), "the executable graph's record node did not record its new event");
+    CHECK_CUDA(cudaGraphEventRecordNodeGetEvent(n_record, &got));
+    CHECK(got == second, "the graph's node took its executable graph's event");
+    CHECK_CUDA(cudaGraphExecDestroy(ge));
+
+    typedef CUresult (*instantiate_t)(CUgraphExec *, CUgraph, CUgraphNode *, char *, size_t);
+    for (int version : {10000, 11000}) {
+        void *fn = nullptr;
+        cudaDriverEntryPointQueryResult found;
+        CHECK_CUDA(cudaGetDriverEntryPointByVersion("cuGraphInstantiate", &fn, version,
+                                                    cudaEnableDefault, &found));
+        CHECK(fn && found == cudaDriverEntryPointSuccess, "cuGraphInstantiate %d not found",
+              version);
+        CUgraphExec old_exec = nullptr;
+        CUgraphNode error_node = nullptr;
+        char log[128] = "";
+        CUresult r = ((instantiate_t)fn)(&old_exec, (CUgraph)g, &error_node, log, sizeof log);
+        CHECK(r == CUDA_SUCCESS && old_exec, "cuGraphInstantiate %d: %d", version, (int)r);
+        CHECK_CUDA(cudaGraphLaunch((cudaGraphExec_t)old_exec, s));
+        CHECK_CUDA(cudaStreamSynchronize(s));
+        CHECK_CUDA(cudaGraphExecDestroy((cudaGraphExec_t)old_exec));
+        r = ((instantiate_t)fn)(&old_exec, nullptr, &error_node, log, sizeof log);
+        CHECK(r != CUDA_SUCCESS && memchr(log, 0, sizeof log),
+              "cuGraphInstantiate %d of no graph: %d", version, (int)r);
+    }
+    void *begin = nullptr;
+    cudaDriverEntryPointQueryResult found;
+    CHECK_CUDA(cudaGetDriverEntryPointByVersion("cuStreamBeginCapture", &begin, 10000,
+                                                cudaEnableDefault, &found));
+    CHECK(begin && found == cudaDriverEntryPointSuccess, "the first cuStreamBeginCapture not found");
+    CHECK(((CUresult(*)(CUstream))begin)((CUstream)s) == CUDA_SUCCESS,
+          "the first cuStreamBeginCapture failed");
+    CHECK(status_of(s) == cudaStreamCaptureStatusActive, "the first cuStreamBeginCapture: no capture");
+    CHECK_CUDA(cudaMemsetAsync(y, 0, BYTES, s));
+    cudaGraph_t captured;
+    CHECK_CUDA(cudaStreamEndCapture(s, &captured));
+    size_t count = 0;
+    CHECK_CUDA(cudaGraphGetNodes(captured, nullptr, &count));
+    CHECK(count == 1, "the first cuStreamBeginCapture captured %zu nodes", count);
+    CHECK_CUDA(cudaGraphDestroy(captured));
+    CHECK_CUDA(cudaGraphDestroy(g));
+    for (cudaEvent_t e : {first, second, third, waited})
+        CHECK_CUDA(cudaEventDestroy(e));
+    printf("event nodes given other events; cuGraphInstantiate 10000 and 11000 and the first "
+           "cuStreamBeginCapture found by version and working\n");
+}
+
 int main()
 {
     float *x, *y, *z;
@@ -701,6 +799,7 @@ int main()
     CHECK_CUDA(cudaGraphLaunch(exec, s1));
     CHECK_CUDA(cudaStreamSynchronize(s1));
     CHECK_CUDA(cudaGraphExecDestroy(exec));
+    event_nodes_and_older_entry_points(y, s1);
     CHECK_CUDA(cudaEventDestroy(fork));
     CHECK_CUDA(cudaEventDestroy(join));
     CHECK_CUDA(cudaStreamDestroy(s1));
