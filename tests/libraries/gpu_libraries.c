@@ -13,7 +13,13 @@
  *     LU with pivoting (getrf/getrs) of a general 50x50 one, by their residuals;
  *   - cuRAND: Philox uniform and normal numbers against cuRAND's host generator.
  *
- *   gpu_libraries [PART...]    (parts: cudnn cufft cusolver curand; default: all)
+ *   gpu_libraries [PART...]    (parts: cudnn cufft cusolver curand; default: all;
+ *                               cudnn_forward: the forward convolution alone)
+ *
+ * On the emulated device at compute capability 12.1, cuSOLVER's solves, cuRAND and cuDNN's
+ * forward convolution compute (their kernels have PTX it can run): CI runs those parts
+ * there (libraries.gpu_libraries_emu); cuDNN's backward kernels and cuFFT's are cubins
+ * only.
  *
  * Exit status 0 when every result matches, 1 otherwise (each mismatch named on stderr). */
 #include <math.h>
@@ -129,7 +135,7 @@ static void conv_ref(const float *x, const float *w, const float *dy, double *y,
                             }
 }
 
-static void part_cudnn(void)
+static void convolutions(int backward)
 {
     enum { XN = N * C * H * W, YN = N * K * H * W, WN = K * C * R * S };
     static float x[XN], w[WN], dy[YN], y[YN], dx[XN], dw[WN];
@@ -186,6 +192,8 @@ static void part_cudnn(void)
     CUDA(cudaMemcpy(y, d_y, sizeof y, cudaMemcpyDeviceToHost));
     compare("cudnn conv forward", y, y_ref, YN, 1e-4);
 
+    if (!backward)
+        goto done;
     cudnnConvolutionBwdDataAlgoPerf_t bwd_data[8];
     CALL(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, wd, yd, cd, xd, 8, &got, bwd_data),
          CUDNN_STATUS_SUCCESS);
@@ -220,6 +228,16 @@ done:
         cudnnDestroyTensorDescriptor(xd);
     if (h)
         cudnnDestroy(h);
+}
+
+static void part_cudnn(void)
+{
+    convolutions(1);
+}
+
+static void part_cudnn_forward(void)
+{
+    convolutions(0);
 }
 
 /* ---- cuFFT ---- */
@@ -434,10 +452,10 @@ done:
 static const struct {
     const char *name;
     void (*run)(void);
+    int by_name; /* run only when named (a part of another) */
 } parts[] = {
-    {"cudnn", part_cudnn},
-    {"cufft", part_cufft},
-    {"cusolver", part_cusolver},
+    {"cudnn", part_cudnn},   {"cudnn_forward", part_cudnn_forward, 1},
+    {"cufft", part_cufft},   {"cusolver", part_cusolver},
     {"curand", part_curand},
 };
 #define PARTS (sizeof parts / sizeof parts[0])
@@ -445,7 +463,7 @@ static const struct {
 int main(int argc, char **argv)
 {
     for (size_t i = 0; i < PARTS; i++) {
-        int wanted = argc == 1;
+        int wanted = argc == 1 && !parts[i].by_name;
         for (int a = 1; a < argc; a++)
             wanted |= strcmp(argv[a], parts[i].name) == 0;
         if (wanted)
@@ -455,7 +473,7 @@ int main(int argc, char **argv)
         size_t i = 0;
         while (i < PARTS && strcmp(argv[a], parts[i].name) != 0)
             i++;
-        EXPECT(i < PARTS, "no part %s (parts: cudnn cufft cusolver curand)", argv[a]);
+        EXPECT(i < PARTS, "no part %s (parts: cudnn cudnn_forward cufft cusolver curand)", argv[a]);
     }
     if (failures)
         fprintf(stderr, "gpu_libraries: %d result(s) wrong or missing\n", failures);
