@@ -169,7 +169,8 @@ void cr_server_send(cr_session_t *s, cr_outmsg_t *m)
         s->direct_busy = 0;
         pthread_cond_broadcast(&s->cond); /* a closing connection may wait for this */
         if (done) {
-            if (s->out_head) /* others queued meanwhile: the loop writes them */
+            /* others queued meanwhile, or a close waits for this: the loop's turn */
+            if (s->out_head || s->close_requested)
                 enqueue_locked(s, &wake);
             pthread_mutex_unlock(&s->lock);
             release_msg(m);
@@ -240,8 +241,12 @@ unsigned cr_outbox_flush(cr_session_t *s, uv_stream_t **stream_out)
         if (q->head.len)
             s->writes_in_flight++;
     uv_stream_t *stream = s->stream;
-    int close_now = s->close_requested;
-    s->close_requested = 0;
+    /* the connection closes once everything queued before went out: not while a direct
+     * write runs, since what is queued behind it (a context error's notice) would be lost;
+     * its writer queues the session again when it is done */
+    int close_now = s->close_requested && !s->direct_busy;
+    if (close_now)
+        s->close_requested = 0;
     int resume = cr_unsent_take_resume_locked(s);
     pthread_mutex_unlock(&s->lock);
     while (m) {
