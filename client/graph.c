@@ -1301,32 +1301,35 @@ CUresult cr_hand_cuGraphExecHostNodeSetParams(CUgraphExec exec, CUgraphNode node
     return exec ? set_described(exec, node, &a, args_host(&a, p)) : CUDA_ERROR_INVALID_VALUE;
 }
 
-/* An event node's event, in the graph or in an executable graph of it. */
-CUresult cr_hand_cuGraphEventRecordNodeSetEvent(CUgraphNode node, CUevent event)
+/* An event node's event (opcode: what the node does), in the graph or, in_exec, in an
+ * executable graph of it. */
+static CUresult set_event(CUgraphExec exec, int in_exec, CUgraphNode node, uint16_t opcode,
+                          CUevent event)
 {
     node_args_t a;
-    return set_described(NULL, node, &a, args_event(&a, CR_OP_cuEventRecord, event));
+    return in_exec && !exec ? CUDA_ERROR_INVALID_VALUE
+                            : set_described(exec, node, &a, args_event(&a, opcode, event));
+}
+
+CUresult cr_hand_cuGraphEventRecordNodeSetEvent(CUgraphNode node, CUevent event)
+{
+    return set_event(NULL, 0, node, CR_OP_cuEventRecord, event);
 }
 
 CUresult cr_hand_cuGraphEventWaitNodeSetEvent(CUgraphNode node, CUevent event)
 {
-    node_args_t a;
-    return set_described(NULL, node, &a, args_event(&a, CR_OP_cuStreamWaitEvent, event));
+    return set_event(NULL, 0, node, CR_OP_cuStreamWaitEvent, event);
 }
 
 CUresult cr_hand_cuGraphExecEventRecordNodeSetEvent(CUgraphExec exec, CUgraphNode node,
                                                     CUevent event)
 {
-    node_args_t a;
-    return exec ? set_described(exec, node, &a, args_event(&a, CR_OP_cuEventRecord, event))
-                : CUDA_ERROR_INVALID_VALUE;
+    return set_event(exec, 1, node, CR_OP_cuEventRecord, event);
 }
 
 CUresult cr_hand_cuGraphExecEventWaitNodeSetEvent(CUgraphExec exec, CUgraphNode node, CUevent event)
 {
-    node_args_t a;
-    return exec ? set_described(exec, node, &a, args_event(&a, CR_OP_cuStreamWaitEvent, event))
-                : CUDA_ERROR_INVALID_VALUE;
+    return set_event(exec, 1, node, CR_OP_cuStreamWaitEvent, event);
 }
 
 /* The reply [CUresult, CUgraphExecUpdateResult] says why an update failed too. */

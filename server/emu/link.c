@@ -42,10 +42,19 @@
  * are resolved pair by pair, so their count is bounded. */
 #define MAX_STATEMENTS 16384u
 
+/* A .visible definition an input makes, noted when it is added (the name is in its text). */
+typedef struct {
+    const char *name;
+    uint32_t len;
+    uint8_t kind; /* st_kind_t */
+} definition_t;
+
 typedef struct {
     char *name;
     char *text; /* NUL-terminated */
     size_t len;
+    definition_t *defined; /* its .visible, not .weak definitions */
+    size_t defined_count;
 } input_t;
 
 typedef struct {
@@ -59,7 +68,8 @@ typedef struct {
     size_t info_cap, error_cap, info_used, error_used;
     char *image;
     size_t image_len;
-    int refused; /* an input defined a symbol again: the link cannot complete */
+    size_t statements; /* module-scope statements of the inputs, as added */
+    int refused;       /* an input defined a symbol again: the link cannot complete */
 } link_t;
 
 /* ---- logs and options ---- */
@@ -136,6 +146,7 @@ static void link_release(cr__obj_t *obj)
     for (size_t i = 0; i < l->count; i++) {
         free(l->inputs[i].name);
         free(l->inputs[i].text);
+        free(l->inputs[i].defined);
     }
     free(l->inputs);
     free(l->image);
@@ -174,7 +185,7 @@ CUresult cr_emu_cuLinkCreate_v2(unsigned int numOptions, CUjit_option *options, 
 
 /* ---- inputs ---- */
 
-static CUresult refuse_redefinition(link_t *l, const input_t *in);
+static CUresult note_definitions(link_t *l, input_t *in);
 
 static CUresult add_ptx(link_t *l, const char *text, size_t size, const char *name)
 {
@@ -198,10 +209,11 @@ static CUresult add_ptx(link_t *l, const char *text, size_t size, const char *na
     }
     memcpy(in.text, text, len);
     in.text[len] = 0;
-    CUresult r = refuse_redefinition(l, &in);
+    CUresult r = note_definitions(l, &in);
     if (r != CUDA_SUCCESS) {
         free(in.name);
         free(in.text);
+        free(in.defined);
         return r;
     }
     l->inputs[l->count++] = in;
@@ -464,41 +476,53 @@ static int strong(const stmt_t *s)
            !s->is_weak && !s->is_shared;
 }
 
-/* NVIDIA's driver refuses an input that defines again a .visible symbol an earlier input
- * defines when it is added, logging each such symbol, and the link cannot complete after
- * (CUDA_ERROR_INVALID_SOURCE both times, seen on driver 580); .weak and internal
- * definitions are left to cuLinkComplete, which resolves them. An input whose module scope
- * cannot be read is left to cuLinkComplete too, which says so. */
-static CUresult refuse_redefinition(link_t *l, const input_t *in)
+/* Reads an input's module scope once, when it is added, and notes its .visible
+ * definitions; refuses it when one defines again what an earlier input defines, as
+ * NVIDIA's driver does when the input is added, logging each such symbol, after which the
+ * link cannot complete (CUDA_ERROR_INVALID_SOURCE both times, seen on driver 580). .weak
+ * and internal definitions are left to cuLinkComplete, which resolves them; so is an
+ * input whose module scope cannot be read, and a link past MAX_STATEMENTS, which it
+ * refuses (the pairs compared here stay as bounded as its own). */
+static CUresult note_definitions(link_t *l, input_t *in)
 {
-    scan_t mine = {0};
-    if (scan(in, &mine) != 0) {
-        free(mine.st);
+    scan_t sc = {0};
+    if (scan(in, &sc) != 0) {
+        free(sc.st);
         return CUDA_SUCCESS;
     }
-    int again = 0;
-    for (size_t k = 0; k < mine.count; k++) {
-        const stmt_t *a = &mine.st[k];
-        for (size_t i = 0; strong(a) && i < l->count; i++) {
-            scan_t sc = {0};
-            int found = 0;
-            if (scan(&l->inputs[i], &sc) == 0)
-                for (size_t m = 0; m < sc.count && !found; m++)
-                    found =
-                        sc.st[m].kind == a->kind && strong(&sc.st[m]) && same_name(a, &sc.st[m]);
-            free(sc.st);
-            if (found) {
-                say(l, 1, "error   : Multiple definition of '%.*s' in '%s', first defined in '%s'",
-                    (int)a->name_len, a->name, in->name, l->inputs[i].name);
-                again = 1;
-                break;
-            }
-        }
+    size_t statements = sc.count, n = 0;
+    for (size_t k = 0; k < sc.count; k++)
+        n += strong(&sc.st[k]);
+    if (n && !(in->defined = calloc(n, sizeof *in->defined))) {
+        free(sc.st);
+        return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    free(mine.st);
-    if (again)
+    for (size_t k = 0; k < sc.count; k++)
+        if (strong(&sc.st[k]))
+            in->defined[in->defined_count++] =
+                (definition_t){sc.st[k].name, sc.st[k].name_len, sc.st[k].kind};
+    free(sc.st);
+    int again = 0;
+    for (size_t k = 0; k < in->defined_count && l->statements + statements <= MAX_STATEMENTS; k++) {
+        const definition_t *a = &in->defined[k];
+        int found = 0;
+        for (size_t i = 0; i < l->count && !found; i++)
+            for (size_t m = 0; m < l->inputs[i].defined_count && !found; m++) {
+                const definition_t *b = &l->inputs[i].defined[m];
+                found = b->kind == a->kind && b->len == a->len && !memcmp(b->name, a->name, a->len);
+                if (found)
+                    say(l, 1,
+                        "error   : Multiple definition of '%.*s' in '%s', first defined in '%s'",
+                        (int)a->len, a->name, in->name, l->inputs[i].name);
+            }
+        again |= found;
+    }
+    if (again) {
         l->refused = 1;
-    return again ? CUDA_ERROR_INVALID_SOURCE : CUDA_SUCCESS;
+        return CUDA_ERROR_INVALID_SOURCE;
+    }
+    l->statements += statements;
+    return CUDA_SUCCESS;
 }
 
 /* Functions the device provides, which no input defines. */
