@@ -454,18 +454,6 @@ static CUresult cluster_query(uint16_t opcode, int *out, CUfunction f, const CUl
     size_t len = cluster_key(key, f, config);
     if (cr_answer_find(opcode, key, len, out, sizeof *out))
         return CUDA_SUCCESS;
-    static unsigned told; /* the first queries asked, for finding what varies between them */
-    if (cr_log_enabled(CR_LOG_DEBUG) && __atomic_fetch_add(&told, 1, __ATOMIC_RELAXED) < 16) {
-        char hex[2 * CR_ANSWER_KEY_MAX + 1];
-        for (size_t i = 0; i < len; i++)
-            snprintf(hex + 2 * i, 3, "%02x", key[i]);
-        hex[2 * len] = 0;
-        CR_DEBUG("%s asked of the server: grid %ux%ux%u, block %ux%ux%u, %u bytes shared, "
-                 "%u attributes, key %s",
-                 cr_opcode_name(opcode), config->gridDimX, config->gridDimY, config->gridDimZ,
-                 config->blockDimX, config->blockDimY, config->blockDimZ, config->sharedMemBytes,
-                 config->numAttrs, len ? hex : "(not kept)");
-    }
     cr_msg_t m;
     int err = cr_msg_begin(cl->conn, &m, opcode);
     if (err)
