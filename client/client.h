@@ -56,6 +56,8 @@ typedef struct cr_client_s {
     /* where the server's device addresses lie, when it knows */
     int window_count;
     cr_device_window_t windows[CR_MAX_DEVICE_WINDOWS];
+    /* where the server maps shared regions at the client's addresses (shm.c); size 0: none */
+    cr_device_window_t host_window;
 } cr_client_t;
 
 /* The connected client, or NULL before a successful cuInit. */

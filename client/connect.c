@@ -63,22 +63,26 @@ static void parse_export_tables(cr_client_t *cl, const msgpack_object *list)
     }
 }
 
+/* One [base, size] of the hello, size not 0; 0 when w is not such. */
+static int parse_window(const msgpack_object *w, cr_device_window_t *out)
+{
+    if (!w || w->type != MSGPACK_OBJECT_ARRAY || w->via.array.size != 2 ||
+        w->via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+        w->via.array.ptr[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+        w->via.array.ptr[1].via.u64 == 0)
+        return 0;
+    *out = (cr_device_window_t){w->via.array.ptr[0].via.u64, w->via.array.ptr[1].via.u64};
+    return 1;
+}
+
 /* [[base, size]...]: where the server's device addresses lie; empty windows say nothing. */
 static void parse_windows(cr_client_t *cl, const msgpack_object *list)
 {
     cl->window_count = 0;
     if (!list || list->type != MSGPACK_OBJECT_ARRAY)
         return;
-    for (uint32_t i = 0; i < list->via.array.size && cl->window_count < CR_MAX_DEVICE_WINDOWS;
-         i++) {
-        const msgpack_object *w = &list->via.array.ptr[i];
-        if (w->type == MSGPACK_OBJECT_ARRAY && w->via.array.size == 2 &&
-            w->via.array.ptr[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
-            w->via.array.ptr[1].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
-            w->via.array.ptr[1].via.u64 != 0)
-            cl->windows[cl->window_count++] =
-                (cr_device_window_t){w->via.array.ptr[0].via.u64, w->via.array.ptr[1].via.u64};
-    }
+    for (uint32_t i = 0; i < list->via.array.size && cl->window_count < CR_MAX_DEVICE_WINDOWS; i++)
+        cl->window_count += parse_window(&list->via.array.ptr[i], &cl->windows[cl->window_count]);
 }
 
 /* Says hello and reads the server's description. Returns a CUresult; *message explains a
@@ -127,6 +131,8 @@ static CUresult hello(cr_client_t *cl, char *message, size_t message_len)
     }
     parse_export_tables(cl, cr_mp_field(info, "export_tables"));
     parse_windows(cl, cr_mp_field(info, "device_windows"));
+    if (!parse_window(cr_mp_field(info, "host_window"), &cl->host_window))
+        cl->host_window = (cr_device_window_t){0, 0};
     cr_reply_done(&p, &u);
     return cl->device_count > 0 ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE;
 }

@@ -361,10 +361,30 @@ CUresult cr_hand_cuMemHostGetFlags(unsigned int *flags, void *p)
     return CUDA_SUCCESS;
 }
 
+/* Page-locked memory at the server's host window is the device's at its own address
+ * (shm.c); other page-locked memory is this process's alone, which no device reaches. */
 CUresult cr_hand_cuMemHostGetDevicePointer_v2(CUdeviceptr *dptr, void *p, unsigned int flags)
 {
-    /* the GPU is on another machine: it cannot read this process's memory directly */
-    return cr_unsupported("cuMemHostGetDevicePointer (mapped host memory)");
+    if (!cr_client())
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!dptr || !p || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t device;
+    if (cr_shm_device_ptr(p, &device)) {
+        *dptr = (CUdeviceptr)device;
+        return CUDA_SUCCESS;
+    }
+    int kind = cr_host_mem_type(p, NULL, NULL, NULL);
+    if (!kind)
+        return CUDA_ERROR_INVALID_VALUE; /* not page-locked: the driver says the same */
+    if (kind == CR_MEM_HOST_REGISTERED)
+        return cr_unsupported("cuMemHostGetDevicePointer of memory registered with "
+                              "cuMemHostRegister (the program's own pages, which the server's "
+                              "device cannot reach; memory from cuMemHostAlloc can be, with "
+                              "the server on this host)");
+    return cr_unsupported("cuMemHostGetDevicePointer without shared memory (the server is on "
+                          "another host, or its host window is unavailable here): the device "
+                          "cannot reach this process's memory");
 }
 
 /* --- pointer attributes ------------------------------------------------------------------- */

@@ -10,6 +10,12 @@
  * Each memfd is sealed against shrinking before it is offered: the server maps it, and a
  * region that shrank under it would crash the server on its next access.
  *
+ * Mapped host memory: the server names a host window at hello, which this process reserves
+ * too; page-locked memory is then mapped where the server placed it in its own window, at
+ * the same address in both processes, and the device reaches it at that address. A kernel
+ * takes the program's own pointer, as with unified addressing on a local GPU. Freed, a
+ * range returns to the reservation.
+ *
  * Threads: any application thread; cr_shm_connected runs once in cuInit. Attaching and
  * detaching a region wait for the server's reply, never under the module's lock. */
 #define _GNU_SOURCE
@@ -30,8 +36,10 @@
 #define STAGING_MAX 4 /* staging areas: concurrent staged copies; more use the socket */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static cr_conn_t *conn;       /* set once shared memory works with this server */
-static cr_rangemap_t regions; /* address -> region id */
+static cr_conn_t *conn;           /* set once shared memory works with this server */
+static cr_rangemap_t regions;     /* address -> region id */
+static cr_rangemap_t mapped;      /* address -> device address, of regions the device reaches */
+static cr_device_window_t window; /* the server's host window, reserved here; size 0: none */
 static uint64_t next_region = 1;
 static cr_shm_staging_t staging[STAGING_MAX];
 static int staging_count;
@@ -42,37 +50,46 @@ static size_t page_round(size_t size)
     return (size + page - 1) / page * page;
 }
 
-/* A sealed memfd of `size` bytes, mapped. The descriptor stays open for attaching. */
-static uint8_t *region_create(size_t size, int *fd_out)
+/* A sealed memfd of `size` bytes, or -1. */
+static int region_create(size_t size)
 {
     int fd = memfd_create("cuda-remote", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (fd < 0)
-        return NULL;
-    void *p = MAP_FAILED;
-    if (ftruncate(fd, (off_t)size) == 0 &&
-        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0)
-        p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
+    if (fd >= 0 && (ftruncate(fd, (off_t)size) != 0 ||
+                    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)) {
         close(fd);
-        return NULL;
+        fd = -1;
     }
-    *fd_out = fd;
-    return p;
+    return fd;
 }
 
-/* Offers the region to the server; CUDA_SUCCESS once it mapped it. */
-static CUresult region_attach(cr_conn_t *c, uint64_t id, size_t size, int fd)
+/* Offers the region to the server; CUDA_SUCCESS once it mapped it. With `at_window`, asks
+ * for it at the host window: *address is where to map it then (0: anywhere), *device the
+ * device's address of it (0: the device does not reach it). */
+static CUresult region_attach(cr_conn_t *c, uint64_t id, size_t size, int fd, int at_window,
+                              uint64_t *address, uint64_t *device)
 {
     cr_msg_t m;
+    *address = *device = 0;
     CUresult r = cr_transport_error(cr_msg_begin(c, &m, CR_OP_SHM_ATTACH));
     if (r != CUDA_SUCCESS)
         return r;
-    msgpack_pack_array(&m.pk, 2);
+    msgpack_pack_array(&m.pk, at_window ? 3 : 2);
     msgpack_pack_uint64(&m.pk, id);
     msgpack_pack_uint64(&m.pk, size);
+    if (at_window)
+        msgpack_pack_uint64(&m.pk, 1);
     cr_pending_t p = {0};
     msgpack_unpacked u;
     r = cr_call_fd(&m, &p, &u, fd);
+    if (r == CUDA_SUCCESS && at_window) {
+        const msgpack_object *o = &u.data;
+        if (o->type == MSGPACK_OBJECT_ARRAY && o->via.array.size == 3 &&
+            o->via.array.ptr[1].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+            o->via.array.ptr[2].type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+            *address = o->via.array.ptr[1].via.u64;
+            *device = o->via.array.ptr[2].via.u64;
+        }
+    }
     cr_reply_done(&p, &u);
     return r;
 }
@@ -92,35 +109,86 @@ static CUresult region_detach(cr_conn_t *c, uint64_t id)
     return r;
 }
 
-/* Creates, maps and attaches a region; NULL when any step fails. */
-static uint8_t *region_new(cr_conn_t *c, size_t size, uint64_t *id_out, CUresult *why)
+/* Gives [p, p + size) of the window back to the reservation, or unmaps it elsewhere. */
+static void region_unmap(uint8_t *p, size_t size)
 {
-    int fd;
-    uint8_t *base = region_create(size, &fd);
-    if (!base) {
+    uint64_t a = (uint64_t)(uintptr_t)p;
+    if (window.size && a - window.base < window.size)
+        mmap(p, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    else
+        munmap(p, size);
+}
+
+/* Creates, attaches and maps a region, at the host window when `at_window` (and the server
+ * has room); NULL when any step fails. *device: the device's address of it, or 0. */
+static uint8_t *region_new(cr_conn_t *c, size_t size, int at_window, uint64_t *id_out,
+                           uint64_t *device, CUresult *why)
+{
+    int fd = region_create(size);
+    if (fd < 0) {
         *why = CUDA_ERROR_OUT_OF_MEMORY;
         return NULL;
     }
     pthread_mutex_lock(&lock);
     uint64_t id = next_region++;
+    at_window = at_window && window.size;
     pthread_mutex_unlock(&lock);
-    *why = region_attach(c, id, size, fd);
-    close(fd); /* the mappings keep the memory */
-    if (*why != CUDA_SUCCESS) {
-        munmap(base, size);
-        return NULL;
+    uint64_t address;
+    *why = region_attach(c, id, size, fd, at_window, &address, device);
+    void *p = MAP_FAILED;
+    if (*why == CUDA_SUCCESS && address) {
+        /* only inside our own reservation: a server's word never maps over our memory */
+        if (address % (uint64_t)sysconf(_SC_PAGESIZE) == 0 && address - window.base < window.size &&
+            size <= window.size - (address - window.base))
+            p = mmap((void *)(uintptr_t)address, size, PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_FIXED, fd, 0);
+    } else if (*why == CUDA_SUCCESS) {
+        *device = 0;
+        p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     }
-    pthread_mutex_lock(&lock);
-    int err = cr_rangemap_add(&regions, (uint64_t)(uintptr_t)base, size, id);
-    pthread_mutex_unlock(&lock);
+    close(fd); /* the mappings keep the memory */
+    if (*why != CUDA_SUCCESS)
+        return NULL;
+    uint8_t *base = p;
+    int err = p == MAP_FAILED;
+    if (!err) {
+        pthread_mutex_lock(&lock);
+        err = cr_rangemap_add(&regions, (uint64_t)(uintptr_t)base, size, id) ||
+              (*device && cr_rangemap_add(&mapped, (uint64_t)(uintptr_t)base, size, *device));
+        if (err)
+            cr_rangemap_remove(&regions, (uint64_t)(uintptr_t)base, NULL);
+        pthread_mutex_unlock(&lock);
+    }
     if (err) {
         region_detach(c, id);
-        munmap(base, size);
+        if (p != MAP_FAILED)
+            region_unmap(base, size);
         *why = CUDA_ERROR_OUT_OF_MEMORY;
         return NULL;
     }
     *id_out = id;
     return base;
+}
+
+/* Reserves the server's host window here, so that regions may lie at its addresses. */
+static void reserve_host_window(cr_device_window_t w)
+{
+    if (!w.size)
+        return;
+    void *want = (void *)(uintptr_t)w.base;
+    void *p = mmap(want, w.size, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p != want) {
+        if (p != MAP_FAILED)
+            munmap(p, w.size);
+        CR_INFO("the server's host window %#llx-%#llx is taken in this process: page-locked "
+                "memory is not mapped to the device",
+                (unsigned long long)w.base, (unsigned long long)(w.base + w.size));
+        return;
+    }
+    pthread_mutex_lock(&lock);
+    window = w;
+    pthread_mutex_unlock(&lock);
 }
 
 void cr_shm_connected(const cr_client_t *cl)
@@ -131,8 +199,8 @@ void cr_shm_connected(const cr_client_t *cl)
     cr_conn_t *c = cl->conn;
     /* the first staging area doubles as the probe: does the server take shared memory? */
     CUresult why;
-    uint64_t id;
-    uint8_t *base = region_new(c, CR_SHM_STAGING_SIZE, &id, &why);
+    uint64_t id, device;
+    uint8_t *base = region_new(c, CR_SHM_STAGING_SIZE, 0, &id, &device, &why);
     if (!base) {
         CR_DEBUG("no shared memory with the server (%s); bytes travel over the socket",
                  cr_cuda_error_name(why));
@@ -143,6 +211,7 @@ void cr_shm_connected(const cr_client_t *cl)
     staging_count = 1;
     conn = c;
     pthread_mutex_unlock(&lock);
+    reserve_host_window(cl->host_window);
     CR_DEBUG("shared memory with the server: copies bypass the socket");
 }
 
@@ -162,8 +231,8 @@ void *cr_shm_alloc(size_t size)
     if (!c || size == 0)
         return NULL;
     CUresult why;
-    uint64_t id;
-    return region_new(c, page_round(size), &id, &why);
+    uint64_t id, device;
+    return region_new(c, page_round(size), 1, &id, &device, &why);
 }
 
 int cr_shm_free(void *p)
@@ -174,12 +243,16 @@ int cr_shm_free(void *p)
     const cr_range_t *found = cr_rangemap_find(&regions, (uint64_t)(uintptr_t)p);
     int ok = c && found && found->start == (uint64_t)(uintptr_t)p &&
              cr_rangemap_remove(&regions, found->start, &r);
+    if (ok)
+        cr_rangemap_remove(&mapped, r.start, NULL);
     pthread_mutex_unlock(&lock);
     if (!ok)
         return 0;
-    /* the server unmaps it once its streams are done with it; ours goes after that */
+    /* ours goes first: once the server has let go of a range of the host window it may
+     * hand it to another thread's region at once, which must not find us unmapping it.
+     * The server unmaps its own mapping once its streams are done with it. */
+    region_unmap(p, r.size);
     region_detach(c, r.value);
-    munmap(p, r.size);
     return 1;
 }
 
@@ -195,6 +268,17 @@ int cr_shm_find(const void *p, size_t len, uint64_t *region, uint64_t *offset)
     }
     pthread_mutex_unlock(&lock);
     return inside;
+}
+
+int cr_shm_device_ptr(const void *p, uint64_t *device)
+{
+    uint64_t a = (uint64_t)(uintptr_t)p;
+    pthread_mutex_lock(&lock);
+    const cr_range_t *r = conn ? cr_rangemap_find(&mapped, a) : NULL;
+    if (r)
+        *device = r->value + (a - r->start);
+    pthread_mutex_unlock(&lock);
+    return r != NULL;
 }
 
 cr_shm_staging_t *cr_shm_staging_take(void)
@@ -214,8 +298,8 @@ cr_shm_staging_t *cr_shm_staging_take(void)
     if (slot < 0)
         return NULL;
     CUresult why;
-    uint64_t id;
-    uint8_t *base = region_new(c, CR_SHM_STAGING_SIZE, &id, &why);
+    uint64_t id, device;
+    uint8_t *base = region_new(c, CR_SHM_STAGING_SIZE, 0, &id, &device, &why);
     pthread_mutex_lock(&lock);
     if (base)
         staging[slot] = (cr_shm_staging_t){id, base, CR_SHM_STAGING_SIZE, 1};

@@ -15,11 +15,15 @@
  * area. */
 void cr_shm_connected(const cr_client_t *cl);
 int cr_shm_enabled(void);
-/* Page-locked host memory the server maps too; NULL when there is none to be had (the
- * caller falls back to memory of its own). */
+/* Page-locked host memory the server maps too, at the host window when it can be (then the
+ * device reaches it: cr_shm_device_ptr); NULL when there is none to be had (the caller
+ * falls back to memory of its own). */
 void *cr_shm_alloc(size_t size);
 /* Frees memory from cr_shm_alloc once the server let go of it; 0 if p is not such. */
 int cr_shm_free(void *p);
+/* 1 when the device reaches p (page-locked memory at the server's host window): its
+ * device address, which with unified addressing is p itself. */
+int cr_shm_device_ptr(const void *p, uint64_t *device);
 /* 1 when [p, p + len) lies in one region shared with the server: its id and p's offset. */
 int cr_shm_find(const void *p, size_t len, uint64_t *region, uint64_t *offset);
 

@@ -8,6 +8,8 @@
  *   reply [CUresult, map {protocol, server, backend, driver_version, session,
  *          devices: [{name, uuid (bin 16), total_mem, attributes: [int...] indexed by
  *          CUdevice_attribute}], device_windows: [[base, size]...],
+ *          host_window: [base, size]: where the server maps shared regions at the
+ *          client's own addresses (size 0: nowhere), which the client reserves too,
  *          export_tables: [[uuid (bin 16), size in bytes (0: unknown)]...]: the private
  *          export tables the server's driver has (of those common/export_tables.h lists)}]
  *          or [error, "reason"] when refused
@@ -27,9 +29,12 @@
  * @goodbye             reserved, unused
  * @shm_attach          client -> server, waits; Unix sockets only. The frame carries a
  *                      memfd (SCM_RIGHTS), sealed against shrinking, that the server maps
- *   body  [region id (client-chosen, not 0), size]
+ *   body  [region id (client-chosen, not 0), size] or [id, size, 1]: at the host window
  *   reply [CUresult]     CUDA_ERROR_NOT_SUPPORTED: no shared memory here (--no-shm, TCP,
  *                        no descriptor); the client then moves its bytes over the socket
+ *         [CUresult, address, device address] when asked for the host window: the client
+ *                        maps the region at address (0: wherever it likes); the device
+ *                        reaches it at device address (0: it does not)
  * @shm_detach          client -> server, waits; body [region id]: once the session's
  *                      streams are done with it, the server unmaps the region
  * @status              client -> server, waits; body []   (`cuda-remote status`)

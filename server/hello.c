@@ -11,6 +11,7 @@
 #include "error.h"
 #include "handlers.h"
 #include "hello.h"
+#include "host_window.h"
 #include "log.h"
 #include "loop.h"
 #include "mpfield.h"
@@ -71,7 +72,7 @@ static int answer_hello(cr_session_t *s, cr_request_t *req)
     /* the tenant sees its own slice of the device */
     uint64_t quota = __atomic_load_n(&tenant->quota, __ATOMIC_RELAXED);
     uint64_t total_mem = quota && quota < b->desc.total_mem ? quota : b->desc.total_mem;
-    msgpack_pack_map(&r.pk, 8);
+    msgpack_pack_map(&r.pk, 9);
     cr_mp_pack_str(&r.pk, "protocol");
     msgpack_pack_int(&r.pk, CR_PROTOCOL_VERSION);
     cr_mp_pack_str(&r.pk, "server");
@@ -118,6 +119,12 @@ static int answer_hello(cr_session_t *s, cr_request_t *req)
     } else {
         msgpack_pack_array(&r.pk, 0);
     }
+    uint64_t host_base, host_size;
+    cr_host_window_get(&host_base, &host_size);
+    cr_mp_pack_str(&r.pk, "host_window"); /* where shared regions may lie at one address */
+    msgpack_pack_array(&r.pk, 2);
+    msgpack_pack_uint64(&r.pk, host_base);
+    msgpack_pack_uint64(&r.pk, host_size);
     cr_reply_send(req, &r, 0);
     s->hello_done = 1;
     pthread_mutex_lock(&s->lock);

@@ -10,6 +10,7 @@
 
 #include "backend.h"
 #include "guard.h"
+#include "host_window.h"
 #include "listen.h"
 #include "log.h"
 #include "loop.h"
@@ -76,6 +77,8 @@ int main(int argc, char **argv)
         return 1;
     }
     cr_backend_describe_export_tables(&backend);
+    if (!o.no_shm) /* after the backend: the driver has made its own reservations */
+        cr_host_window_init();
     if (generation == 0) {
         CR_INFO("backend %s%s%s: %s, %zu MiB, driver %d", backend.kind,
                 strcmp(backend.kind, "cuda") == 0 ? " " : "",

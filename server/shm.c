@@ -5,7 +5,12 @@
  * device run asynchronously in stream order with no bytes on the socket. A region is
  * trusted for nothing: the memfd must be sealed against shrinking (a client that shrank
  * it under our mapping would crash the server at its next access), large enough for the
- * size claimed, and copies are checked to lie inside it. */
+ * size claimed, and copies are checked to lie inside it.
+ *
+ * A region the client asks to have at the host window (host_window.h) is mapped at an
+ * address the window hands out, which the client then maps too, and registered as mapped
+ * host memory: with unified addressing the device reaches it at that same address, so
+ * kernels read and write page-locked memory through the client's own pointer. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +25,7 @@
 #include "cr_opcodes.h"
 #include "cr_server_hand.h"
 #include "error.h"
+#include "host_window.h"
 #include "idmap.h"
 #include "log.h"
 #include "request.h"
@@ -31,7 +37,9 @@
 typedef struct {
     uint8_t *base;
     size_t size;
-    int registered; /* with the backend (page-locked) */
+    int registered;     /* with the backend (page-locked) */
+    int in_window;      /* at the host window, at the client's address */
+    CUdeviceptr device; /* its device address (mapped host memory), 0: none */
 } region_t;
 
 static int enabled = 1;
@@ -45,12 +53,17 @@ static void region_free(const cr_backend_t *b, region_t *r)
 {
     if (r->registered)
         b->d.cuMemHostUnregister(r->base);
-    munmap(r->base, r->size);
+    if (r->in_window)
+        cr_host_window_give((uint64_t)(uintptr_t)r->base, r->size);
+    else
+        munmap(r->base, r->size);
     free(r);
 }
 
-/* Maps a client's memfd after checking it; NULL with a reason. */
-static region_t *region_map(const cr_backend_t *b, int fd, uint64_t size, const char **why)
+/* Maps a client's memfd after checking it, at the host window when `at_window` asks and
+ * the window has room; NULL with a reason. */
+static region_t *region_map(const cr_backend_t *b, int fd, uint64_t size, int at_window,
+                            const char **why)
 {
     struct stat st;
     int seals = fcntl(fd, F_GET_SEALS);
@@ -67,21 +80,36 @@ static region_t *region_map(const cr_backend_t *b, int fd, uint64_t size, const 
         return NULL;
     }
     region_t *r = calloc(1, sizeof *r);
-    void *p = r ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    if (!r) {
+        *why = "out of memory";
+        return NULL;
+    }
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t at = at_window && size % page == 0 ? cr_host_window_take(size) : 0;
+    void *p = at ? mmap((void *)(uintptr_t)at, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                        fd, 0)
+                 : mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {
-        *why = r ? strerror(errno) : "out of memory";
+        *why = strerror(errno);
+        if (at) /* the reservation under it may be gone: the give maps it afresh */
+            cr_host_window_give(at, size);
         free(r);
         return NULL;
     }
     r->base = p;
     r->size = size;
+    r->in_window = at != 0;
     /* page-locked for the backend: copies from and to it are then asynchronous; without,
-     * they are still right, only synchronous */
-    CUresult rr = b->d.cuMemHostRegister_v2(p, size, CU_MEMHOSTREGISTER_PORTABLE);
+     * they are still right, only synchronous. At the window it is mapped host memory too. */
+    unsigned flags = CU_MEMHOSTREGISTER_PORTABLE | (at ? CU_MEMHOSTREGISTER_DEVICEMAP : 0);
+    CUresult rr = b->d.cuMemHostRegister_v2(p, size, flags);
     r->registered = rr == CUDA_SUCCESS;
     if (!r->registered)
         CR_DEBUG("shared region of %llu bytes not registered: %s", (unsigned long long)size,
                  cr_cuda_error_name(rr));
+    CUdeviceptr device = 0;
+    if (r->registered && at && b->d.cuMemHostGetDevicePointer_v2(&device, p, 0) == CUDA_SUCCESS)
+        r->device = device;
     return r;
 }
 
@@ -107,16 +135,18 @@ static regions_t *regions_of(cr_session_t *s, int make)
 void cr_srv_shm_attach(cr_request_t *req)
 {
     cr_session_t *s = req->session;
-    uint64_t id, size;
+    uint64_t id, size, at_window = 0;
     int fd = req->fd;
     req->fd = -1;
     CUresult result = CUDA_ERROR_INVALID_VALUE;
     const char *why = "malformed request";
+    region_t *r = NULL;
     if (!enabled || fd < 0) {
         result = CUDA_ERROR_NOT_SUPPORTED;
         why = enabled ? "no descriptor came with it" : "disabled (--no-shm)";
-    } else if (req->argc == 2 && !cr_arg_u64(req, 0, &id) && !cr_arg_u64(req, 1, &size) &&
-               id != 0 && id != UINT64_MAX) {
+    } else if ((req->argc == 2 || (req->argc == 3 && !cr_arg_u64(req, 2, &at_window))) &&
+               !cr_arg_u64(req, 0, &id) && !cr_arg_u64(req, 1, &size) && id != 0 &&
+               id != UINT64_MAX) {
         uint64_t unused;
         regions_t *rs = regions_of(s, 1);
         int taken = 0;
@@ -127,25 +157,26 @@ void cr_srv_shm_attach(cr_request_t *req)
             count = rs->regions.count;
             pthread_mutex_unlock(&rs->lock);
         }
-        region_t *r = NULL;
         if (!rs)
             why = "out of memory", result = CUDA_ERROR_OUT_OF_MEMORY;
         else if (taken)
             why = "region id in use";
         else if (count >= MAX_REGIONS)
             why = "too many regions", result = CUDA_ERROR_OUT_OF_MEMORY;
-        else if ((r = region_map(cr_session_backend(s), fd, size, &why)) != NULL) {
+        else if ((r = region_map(cr_session_backend(s), fd, size, at_window != 0, &why)) != NULL) {
             pthread_mutex_lock(&rs->lock);
             int err = cr_idmap_put(&rs->regions, id, (uint64_t)(uintptr_t)r);
             pthread_mutex_unlock(&rs->lock);
             if (err) {
                 region_free(cr_session_backend(s), r);
+                r = NULL;
                 why = "out of memory", result = CUDA_ERROR_OUT_OF_MEMORY;
             } else {
                 result = CUDA_SUCCESS;
-                CR_DEBUG("session %llu: shared region %llu attached (%llu bytes%s)",
+                CR_DEBUG("session %llu: shared region %llu attached (%llu bytes%s%s)",
                          (unsigned long long)cr_session_id(s), (unsigned long long)id,
-                         (unsigned long long)size, r->registered ? ", page-locked" : "");
+                         (unsigned long long)size, r->registered ? ", page-locked" : "",
+                         r->device ? ", mapped to the device" : "");
                 if (!rs->announced) {
                     rs->announced = 1;
                     CR_INFO("session %llu: shared memory with %s",
@@ -159,7 +190,19 @@ void cr_srv_shm_attach(cr_request_t *req)
     if (result != CUDA_SUCCESS)
         CR_DEBUG("session %llu: shared memory declined: %s", (unsigned long long)cr_session_id(s),
                  why);
-    cr_request_finish(req, result);
+    cr_reply_t reply;
+    if (result != CUDA_SUCCESS || req->argc != 3) {
+        cr_request_finish(req, result);
+        return;
+    }
+    if (cr_reply_begin(req, &reply, result, 2) == 0) {
+        /* where the client maps it (0: anywhere) and the device's address of it (0: none);
+         * the region is the session's until it detaches it, whatever becomes of this reply */
+        msgpack_pack_uint64(&reply.pk, r->in_window ? (uint64_t)(uintptr_t)r->base : 0);
+        msgpack_pack_uint64(&reply.pk, r->device);
+        cr_reply_send(req, &reply, 0);
+    }
+    cr_request_free(req);
 }
 
 typedef struct {

@@ -292,6 +292,9 @@ int cr__in_arena(uint64_t addr);
 /* 1 when [p, p + len) lies inside page-locked host memory (cuMemAllocHost/HostAlloc/
  * HostRegister). */
 int cr__host_is_pinned(const void *p, size_t len);
+/* The page-locked host range containing p, which kernels reach at its own address (mapped
+ * host memory, as with unified addressing): 1 with [*base, *base + *size), else 0. */
+int cr__host_range(uint64_t p, uint64_t *base, uint64_t *size);
 
 /* ---- pools (pool.c) ---- */
 

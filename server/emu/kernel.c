@@ -93,7 +93,8 @@ static int env_allocation(void *user, uint64_t addr, uint64_t *base, uint64_t *s
         found = 1;
     }
     pthread_rwlock_unlock(&cr__mem_lock);
-    return found;
+    /* page-locked host memory is the device's too, at its own address */
+    return found || cr__host_range(addr, base, size);
 }
 
 typedef struct {

@@ -598,6 +598,18 @@ static CUresult unmap_run(cr__op_t *op, cr__stream_t *s)
     return CUDA_SUCCESS;
 }
 
+int cr__host_range(uint64_t p, uint64_t *base, uint64_t *size)
+{
+    pthread_mutex_lock(&host_lock);
+    const host_range_t *r = host_find((uintptr_t)p);
+    if (r) {
+        *base = r->base;
+        *size = r->size;
+    }
+    pthread_mutex_unlock(&host_lock);
+    return r != NULL;
+}
+
 CUresult cr_emu_cuMemFreeHost(void *p)
 {
     host_range_t r;

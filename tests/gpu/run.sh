@@ -94,6 +94,10 @@ for exe in "$build"/tests/integration/*_static "$build"/tests/integration/*_shar
     vmm_*) check "$name" run --tenant-memory 8GiB "$exe" ;;
     link_*) check "$name" run "$exe" "$build/tests/integration/link_caller.ptx" \
                   "$build/tests/integration/link_callee.ptx" ;;
+    # mapped host memory: natively, with the server on this host, and as from another
+    mapped_*) [ "$name" = mapped_static ] && check mapped_native "$exe" native
+              check "$name" run --transport unix "$exe" shared
+              check "${name}_tcp" run "$exe" remote ;;
     *) check "$name" run "$exe" ;;
   esac
 done

@@ -44,6 +44,12 @@ cr_cuda_test(copies_server_no_shm PROGRAM copies TRANSPORT unix
            --expect-log "shared memory declined: disabled" --reject-log "shared memory with")
 # a tenant's view of memory (run by tests/tenants with a tenants file)
 cr_cuda_program(tenant_quota)
+# mapped host memory: reached by the device when the server shares memory on this host
+cr_cuda_program(mapped)
+cr_cuda_test(mapped TRANSPORT unix ARGS shared)
+cr_cuda_test(mapped_tcp PROGRAM mapped ARGS remote)
+cr_cuda_test(mapped_unix_no_shm PROGRAM mapped TRANSPORT unix ARGS remote
+  RUN_ARGS --env CUDA_REMOTE_SHM=0)
 cr_cuda_program(vmm)
 cr_cuda_test(vmm)
 cr_cuda_program(graphs)
