@@ -528,6 +528,59 @@ CUresult cr_hand_cuPointerGetAttributes(unsigned int count, CUpointer_attribute 
     return CUDA_SUCCESS;
 }
 
+/* --- managed memory ------------------------------------------------------------------------
+ * None is handed out (cuMemAllocManaged is not remoted), so every range given to these is
+ * memory that is not managed, which NVIDIA's driver refuses with CUDA_ERROR_INVALID_VALUE
+ * (seen on an H100 for device, page-locked and registered memory alike, also for a count
+ * of 0). Libraries that prefetch whatever they are given carry on as they do natively. */
+
+static CUresult not_managed(void)
+{
+    CUresult r = cr_ctx_require();
+    return r != CUDA_SUCCESS ? r : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cr_hand_cuMemPrefetchAsync(CUdeviceptr p, size_t count, CUdevice device, CUstream stream)
+{
+    (void)p, (void)count, (void)device, (void)stream;
+    return not_managed();
+}
+
+CUresult cr_hand_cuMemPrefetchAsync_v2(CUdeviceptr p, size_t count, CUmemLocation location,
+                                       unsigned int flags, CUstream stream)
+{
+    (void)p, (void)count, (void)location, (void)flags, (void)stream;
+    return not_managed();
+}
+
+CUresult cr_hand_cuMemAdvise(CUdeviceptr p, size_t count, CUmem_advise advice, CUdevice device)
+{
+    (void)p, (void)count, (void)advice, (void)device;
+    return not_managed();
+}
+
+CUresult cr_hand_cuMemAdvise_v2(CUdeviceptr p, size_t count, CUmem_advise advice,
+                                CUmemLocation location)
+{
+    (void)p, (void)count, (void)advice, (void)location;
+    return not_managed();
+}
+
+CUresult cr_hand_cuMemRangeGetAttribute(void *data, size_t size, CUmem_range_attribute attribute,
+                                        CUdeviceptr p, size_t count)
+{
+    (void)data, (void)size, (void)attribute, (void)p, (void)count;
+    return not_managed();
+}
+
+CUresult cr_hand_cuMemRangeGetAttributes(void **data, size_t *sizes,
+                                         CUmem_range_attribute *attributes, size_t count_attrs,
+                                         CUdeviceptr p, size_t count)
+{
+    (void)data, (void)sizes, (void)attributes, (void)count_attrs, (void)p, (void)count;
+    return not_managed();
+}
+
 /* --- memory pools: the value's type depends on the attribute ------------------------------ */
 
 static CUresult pool_attribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value, int set)

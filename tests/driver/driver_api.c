@@ -187,6 +187,16 @@ static void test_memory(void)
     CK(cuMemcpyDtoH(back, a, 64));
     CHECK(memcmp(back, host, 64) == 0);
 
+    /* memory that is not managed (the stub hands out none): refused as the driver does */
+    CUmemLocation here = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+    EXPECT(cuMemPrefetchAsync(a, N, here, 0, NULL), CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuMemPrefetchAsync((CUdeviceptr)(uintptr_t)host, N, here, 0, NULL),
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuMemAdvise(a, N, CU_MEM_ADVISE_SET_READ_MOSTLY, here), CUDA_ERROR_INVALID_VALUE);
+    int mostly = -1;
+    EXPECT(cuMemRangeGetAttribute(&mostly, sizeof mostly, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, a, N),
+           CUDA_ERROR_INVALID_VALUE);
+
     EXPECT(cuMemFree(a + 1), CUDA_ERROR_INVALID_VALUE);
     CK(cuMemFree(a));
     EXPECT(cuMemFree(a), CUDA_ERROR_INVALID_VALUE);
