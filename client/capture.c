@@ -27,6 +27,7 @@ typedef struct {
     uint64_t stream; /* wire id */
     uint64_t id;     /* the capture's id, shared by the streams that joined it */
     uint64_t origin; /* the stream that began it */
+    uint64_t into;   /* the graph it captures into (cuStreamBeginCaptureToGraph), 0: its own */
     int invalid;
 } capturing_t;
 
@@ -51,11 +52,11 @@ static capturing_t *find_locked(uint64_t stream)
     return NULL;
 }
 
-static int add_locked(uint64_t stream, uint64_t id, uint64_t origin)
+static int add_locked(uint64_t stream, uint64_t id, uint64_t origin, uint64_t into)
 {
     if (cr_array_room((void **)&streams, &stream_cap, stream_count, sizeof *streams))
         return -1;
-    streams[stream_count++] = (capturing_t){stream, id, origin, 0};
+    streams[stream_count++] = (capturing_t){stream, id, origin, into, 0};
     __atomic_store_n(&active, (unsigned)stream_count, __ATOMIC_RELEASE);
     return 0;
 }
@@ -168,8 +169,8 @@ void cr_capture_event_waited(uint64_t stream, uint64_t event)
             if (streams[k].id == marks[i].id)
                 origin = &streams[k];
         if (origin && !find_locked(stream)) {
-            uint64_t id = origin->id, from = origin->origin;
-            if (add_locked(stream, id, from))
+            uint64_t id = origin->id, from = origin->origin, into = origin->into;
+            if (add_locked(stream, id, from, into))
                 invalidate_locked(id);
         }
         break;
@@ -177,13 +178,13 @@ void cr_capture_event_waited(uint64_t stream, uint64_t event)
     pthread_mutex_unlock(&lock);
 }
 
-CUresult cr_capture_begin(uint64_t stream)
+CUresult cr_capture_begin(uint64_t stream, uint64_t into)
 {
     pthread_mutex_lock(&lock);
     CUresult r = CUDA_SUCCESS;
     if (find_locked(stream))
         r = CUDA_ERROR_ILLEGAL_STATE;
-    else if (add_locked(stream, next_id, stream))
+    else if (add_locked(stream, next_id, stream, into))
         r = CUDA_ERROR_OUT_OF_MEMORY;
     else
         next_id++;
@@ -191,7 +192,7 @@ CUresult cr_capture_begin(uint64_t stream)
     return r;
 }
 
-CUresult cr_capture_end(uint64_t stream, int *invalid)
+CUresult cr_capture_end(uint64_t stream, int *invalid, uint64_t *into)
 {
     pthread_mutex_lock(&lock);
     capturing_t *c = find_locked(stream);
@@ -203,6 +204,7 @@ CUresult cr_capture_end(uint64_t stream, int *invalid)
         invalidate_locked(c->id);
     } else {
         *invalid = c->invalid;
+        *into = c->into;
         end_locked(c->id);
     }
     pthread_mutex_unlock(&lock);

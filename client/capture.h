@@ -19,13 +19,14 @@ CUresult cr_capture_check_call(const cr_fn_desc_t *d, uint64_t stream);
  * waiting on an event recorded in a capture joins the stream to that capture. */
 void cr_capture_event_recorded(uint64_t event, uint64_t stream);
 void cr_capture_event_waited(uint64_t stream, uint64_t event);
-/* The server began a capture on this stream: CUDA_SUCCESS, or CUDA_ERROR_ILLEGAL_STATE
- * when it already captures. */
-CUresult cr_capture_begin(uint64_t stream);
+/* The server began a capture on this stream, into the graph `into` (0: a graph of its
+ * own): CUDA_SUCCESS, or CUDA_ERROR_ILLEGAL_STATE when it already captures. */
+CUresult cr_capture_begin(uint64_t stream, uint64_t into);
 /* The capture this stream began ends, for every stream in it; *invalid says whether it was
- * invalidated. CUDA_ERROR_ILLEGAL_STATE when the stream does not capture,
- * CUDA_ERROR_STREAM_CAPTURE_UNMATCHED when it joined a capture another stream began. */
-CUresult cr_capture_end(uint64_t stream, int *invalid);
+ * invalidated, *into the graph it captured into. CUDA_ERROR_ILLEGAL_STATE when the stream
+ * does not capture, CUDA_ERROR_STREAM_CAPTURE_UNMATCHED when it joined a capture another
+ * stream began. */
+CUresult cr_capture_end(uint64_t stream, int *invalid, uint64_t *into);
 /* The context was reset: no stream captures any more. */
 void cr_capture_forget_all(void);
 

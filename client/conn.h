@@ -110,6 +110,9 @@ int cr_conn_expect_host_func(cr_conn_t *c, uint64_t call_id, void (*fn)(void *),
 int cr_conn_keep_host_func(cr_conn_t *c, uint64_t host_id, void (*fn)(void *), void *data);
 /* The function and data kept under host_id: 1, or 0 when none is. */
 int cr_conn_kept_host_func(cr_conn_t *c, uint64_t host_id, void (**fn)(void *), void **data);
+/* Runs fn(data) on the thread that runs host functions, after those already queued, with
+ * no acknowledgement to the server (user objects' destructors). 0 or CR_ENOMEM. */
+int cr_conn_run_later(cr_conn_t *c, void (*fn)(void *), void *data);
 
 /* The CUresult the server said broke this client's context (a kernel fault), or 0. Calls
  * that need the server fail with it (cr_msg_begin returns CR_EBROKEN). */

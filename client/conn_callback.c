@@ -1,6 +1,7 @@
 /* Host functions (conn.h): the server asks the client to run a host function it launched
  * (cuLaunchHostFunc); the reader queues it here, and one callback thread runs them in the
- * order they came, acknowledging each so that the server opens the stream behind it.
+ * order they came, acknowledging each so that the server opens the stream behind it. The
+ * stub's own jobs (cr_conn_run_later) run there too, unacknowledged.
  *
  * Threads: the reader (whichever thread holds the read role) queues; the callback thread,
  * started at the first host function, runs the application's function, which may block
@@ -30,7 +31,7 @@ static void *callback_main(void *arg)
         job->fn(job->data);
 
         cr_msg_t m;
-        if (cr_msg_begin(c, &m, CR_OP_HOST_FUNC_DONE) == 0) {
+        if (job->call_id && cr_msg_begin(c, &m, CR_OP_HOST_FUNC_DONE) == 0) {
             m.call_id = job->call_id; /* the acknowledgement names the launch it answers */
             msgpack_pack_array(&m.pk, 0);
             cr_conn_send_now(&m);
@@ -72,4 +73,9 @@ int cr_conn_queue_host_func(cr_conn_t *c, uint64_t call_id, void (*fn)(void *), 
     pthread_cond_signal(&c->cb_cond);
     pthread_mutex_unlock(&c->cb_lock);
     return 0;
+}
+
+int cr_conn_run_later(cr_conn_t *c, void (*fn)(void *), void *data)
+{
+    return cr_conn_queue_host_func(c, 0, fn, data); /* call ids start at 1: 0 is ours */
 }

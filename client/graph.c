@@ -57,6 +57,7 @@
 #include "protocol.h"
 #include "request.h"
 #include "stream.h"
+#include "user_object.h"
 
 /* Sends [a, b] (b only when with_b), waits, and returns the CUresult; *out gets the second
  * element of the reply when asked. */
@@ -97,9 +98,16 @@ static CUresult send_async(uint16_t opcode, uint64_t a, uint64_t b)
     return cr_transport_error(cr_msg_send(&m));
 }
 
-CUresult cr_hand_cuStreamBeginCapture_v2(CUstream stream, CUstreamCaptureMode mode)
+static void pack_handles(msgpack_packer *pk, const void *const *h, size_t n);
+static int default_edges(const CUgraphEdgeData *edges, size_t n);
+
+/* [stream, mode] or [stream, mode, graph, dependencies]: a capture into a graph of its own,
+ * or into `into` after those of its nodes. */
+static CUresult begin_capture(CUstream stream, CUstreamCaptureMode mode, CUgraph into,
+                              const CUgraphNode *deps, size_t n)
 {
-    if (!cr_client())
+    cr_client_t *cl = cr_client();
+    if (!cl)
         return CUDA_ERROR_NOT_INITIALIZED;
     if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
         mode != CU_STREAM_CAPTURE_MODE_RELAXED)
@@ -110,13 +118,47 @@ CUresult cr_hand_cuStreamBeginCapture_v2(CUstream stream, CUstreamCaptureMode mo
         return r;
     if (sid == 0) /* the legacy stream synchronizes with every other: it cannot capture */
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    if ((r = cr_capture_begin(sid)) != CUDA_SUCCESS)
+    uint64_t graph = (uint64_t)(uintptr_t)into;
+    if ((r = cr_capture_begin(sid, graph)) != CUDA_SUCCESS)
         return r;
-    if ((r = call2(CR_OP_cuStreamBeginCapture_v2, sid, (uint64_t)mode, 1, NULL)) != CUDA_SUCCESS) {
+    cr_msg_t m;
+    int err = cr_msg_begin(cl->conn, &m, CR_OP_cuStreamBeginCapture_v2);
+    if (err) {
+        r = cr_transport_error(err);
+    } else {
+        msgpack_pack_array(&m.pk, graph ? 4 : 2);
+        msgpack_pack_uint64(&m.pk, sid);
+        msgpack_pack_uint64(&m.pk, (uint64_t)mode);
+        if (graph) {
+            msgpack_pack_uint64(&m.pk, graph);
+            pack_handles(&m.pk, (const void *const *)deps, n);
+        }
+        cr_pending_t p = {0};
+        msgpack_unpacked u;
+        r = cr_call(&m, &p, &u);
+        cr_reply_done(&p, &u);
+    }
+    if (r != CUDA_SUCCESS) {
         int invalid;
-        cr_capture_end(sid, &invalid);
+        cr_capture_end(sid, &invalid, &graph);
     }
     return r;
+}
+
+CUresult cr_hand_cuStreamBeginCapture_v2(CUstream stream, CUstreamCaptureMode mode)
+{
+    return begin_capture(stream, mode, NULL, NULL, 0);
+}
+
+CUresult cr_hand_cuStreamBeginCaptureToGraph(CUstream stream, CUgraph graph,
+                                             const CUgraphNode *deps, const CUgraphEdgeData *edges,
+                                             size_t n, CUstreamCaptureMode mode)
+{
+    if (!graph || (n && !deps) || n > UINT32_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (edges && !default_edges(edges, n))
+        return cr_unsupported("cuStreamBeginCaptureToGraph with edge data");
+    return begin_capture(stream, mode, graph, deps, n);
 }
 
 /* The first cuStreamBeginCapture, from before capture modes: the global mode, as cudart
@@ -138,12 +180,15 @@ CUresult cr_hand_cuStreamEndCapture(CUstream stream, CUgraph *graph)
     if (r != CUDA_SUCCESS)
         return r;
     int invalid = 0;
-    if ((r = cr_capture_end(sid, &invalid)) == CUDA_ERROR_ILLEGAL_STATE)
+    uint64_t into = 0;
+    if ((r = cr_capture_end(sid, &invalid, &into)) == CUDA_ERROR_ILLEGAL_STATE)
         return r;
-    /* the server ends it too, also an unmatched or invalidated one (whose graph goes) */
+    /* the server ends it too, also an unmatched or invalidated one (whose graph goes, unless
+     * it is the program's graph captured into) */
     CUresult ended = call2(CR_OP_cuStreamEndCapture, sid, 0, 0, &id);
     if (r == CUDA_SUCCESS && ended == CUDA_SUCCESS && invalid) {
-        call2(CR_OP_cuGraphDestroy, id, 0, 0, NULL);
+        if (!into)
+            call2(CR_OP_cuGraphDestroy, id, 0, 0, NULL);
         return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     }
     if (r == CUDA_SUCCESS && (r = ended) == CUDA_SUCCESS)
@@ -160,6 +205,8 @@ CUresult cr_hand_cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph,
     CUresult r =
         call2(CR_OP_cuGraphInstantiateWithFlags, (uint64_t)(uintptr_t)graph, flags, 1, &id);
     *exec = r == CUDA_SUCCESS ? (CUgraphExec)(uintptr_t)id : NULL;
+    if (r == CUDA_SUCCESS)
+        cr_user_objects_copy((uint64_t)(uintptr_t)graph, id);
     return r;
 }
 
@@ -227,7 +274,10 @@ static CUresult on_stream(uint16_t opcode, CUgraphExec exec, CUstream stream)
 
 CUresult cr_hand_cuGraphLaunch(CUgraphExec exec, CUstream stream)
 {
-    return on_stream(CR_OP_cuGraphLaunch, exec, stream);
+    CUresult r = on_stream(CR_OP_cuGraphLaunch, exec, stream);
+    if (r == CUDA_SUCCESS)
+        cr_user_objects_launched((uint64_t)(uintptr_t)exec, stream);
+    return r;
 }
 
 CUresult cr_hand_cuGraphUpload(CUgraphExec exec, CUstream stream)
@@ -237,12 +287,18 @@ CUresult cr_hand_cuGraphUpload(CUgraphExec exec, CUstream stream)
 
 CUresult cr_hand_cuGraphExecDestroy(CUgraphExec exec)
 {
-    return call2(CR_OP_cuGraphExecDestroy, (uint64_t)(uintptr_t)exec, 0, 0, NULL);
+    CUresult r = call2(CR_OP_cuGraphExecDestroy, (uint64_t)(uintptr_t)exec, 0, 0, NULL);
+    if (r == CUDA_SUCCESS)
+        cr_user_objects_exec_gone((uint64_t)(uintptr_t)exec);
+    return r;
 }
 
 CUresult cr_hand_cuGraphDestroy(CUgraph graph)
 {
-    return call2(CR_OP_cuGraphDestroy, (uint64_t)(uintptr_t)graph, 0, 0, NULL);
+    CUresult r = call2(CR_OP_cuGraphDestroy, (uint64_t)(uintptr_t)graph, 0, 0, NULL);
+    if (r == CUDA_SUCCESS)
+        cr_user_objects_graph_gone((uint64_t)(uintptr_t)graph);
+    return r;
 }
 
 /* The number of nodes (PyTorch asks it to warn of an empty capture); the nodes themselves
@@ -320,7 +376,26 @@ CUresult cr_hand_cuGraphClone(CUgraph *clone, CUgraph graph)
     uint64_t id = 0;
     CUresult r = call2(CR_OP_cuGraphClone, (uint64_t)(uintptr_t)graph, 0, 0, &id);
     *clone = r == CUDA_SUCCESS ? (CUgraph)(uintptr_t)id : NULL;
+    if (r == CUDA_SUCCESS)
+        cr_user_objects_copy((uint64_t)(uintptr_t)graph, id);
     return r;
+}
+
+/* User objects a graph owns (user_object.c): the server is asked only whether the graph
+ * is one. */
+CUresult cr_hand_cuGraphRetainUserObject(CUgraph graph, CUuserObject object, unsigned int count,
+                                         unsigned int flags)
+{
+    size_t nodes;
+    CUresult r = cr_hand_cuGraphGetNodes(graph, NULL, &nodes);
+    return r != CUDA_SUCCESS
+               ? r
+               : cr_user_objects_retain((uint64_t)(uintptr_t)graph, object, count, flags);
+}
+
+CUresult cr_hand_cuGraphReleaseUserObject(CUgraph graph, CUuserObject object, unsigned int count)
+{
+    return cr_user_objects_release((uint64_t)(uintptr_t)graph, object, count);
 }
 
 static void pack_handles(msgpack_packer *pk, const void *const *h, size_t n)
@@ -620,6 +695,8 @@ CUresult cr_hand_cuGraphAddChildGraphNode(CUgraphNode *node, CUgraph graph, cons
     uint64_t id = 0;
     CUresult r = cr_call_u64(&m, &id);
     *node = r == CUDA_SUCCESS ? (CUgraphNode)(uintptr_t)id : NULL;
+    if (r == CUDA_SUCCESS) /* the child's nodes are copied in: so are its references */
+        cr_user_objects_copy((uint64_t)(uintptr_t)child, (uint64_t)(uintptr_t)graph);
     return r;
 }
 

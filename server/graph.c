@@ -113,6 +113,14 @@ typedef struct {
     size_t index;   /* the node's place in the graph's order */
 } node_ref_t;
 
+/* Nodes by index that a node to add, or a capture's first node, depends on. */
+typedef struct {
+    uint32_t *idx;
+    uint32_t n;
+} deps_t;
+
+static int deps_read(cr_session_t *s, const graph_t *g, const msgpack_object *o, deps_t *d);
+
 static uint64_t next_serial = 1; /* atomic */
 
 typedef struct {
@@ -120,6 +128,7 @@ typedef struct {
     graph_t *graph;
     uint32_t *tails; /* what the stream's next node depends on: the last it captured, and */
     uint32_t ntails; /* what it joined since (event waits), by index */
+    uint64_t into;   /* the handle id of the graph it captures into, 0: a graph of its own */
 } capture_t;
 
 typedef struct {
@@ -723,12 +732,15 @@ static void reply_graph(cr_request_t *req, graph_t *g)
     reply_id(req, r, r == CUDA_SUCCESS ? id : 0);
 }
 
+/* [stream, mode], or [stream, mode, graph, dependencies] (cuStreamBeginCaptureToGraph):
+ * a capture into a graph of its own, or into that graph after those of its nodes. */
 void cr_srv_cuStreamBeginCapture_v2(cr_request_t *req)
 {
     cr_session_t *s = req->session;
-    uint64_t sid, mode;
-    if (req->argc != 2 || cr_arg_u64(req, 0, &sid) || cr_arg_u64(req, 1, &mode) ||
-        mode > CU_STREAM_CAPTURE_MODE_RELAXED) {
+    uint64_t sid, mode, into = 0;
+    if ((req->argc != 2 && req->argc != 4) || cr_arg_u64(req, 0, &sid) ||
+        cr_arg_u64(req, 1, &mode) || mode > CU_STREAM_CAPTURE_MODE_RELAXED ||
+        (req->argc == 4 && (cr_arg_u64(req, 2, &into) || !into))) {
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;
     }
@@ -740,18 +752,29 @@ void cr_srv_cuStreamBeginCapture_v2(cr_request_t *req)
         cr_request_finish(req, CUDA_ERROR_INVALID_HANDLE);
         return;
     }
+    graph_t *target = into ? cr_session_handle(s, CR_HT_CUgraph, into) : NULL;
+    deps_t d = {NULL, 0};
+    if (into && (!target || !deps_read(s, target, &req->args[3], &d))) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
     captures_t *c = captures(s, 1);
     if (c && capture_of(c, sid)) {
+        free(d.idx);
         cr_request_finish(req, CUDA_ERROR_ILLEGAL_STATE);
         return;
     }
-    graph_t *g = c && c->count < MAX_CAPTURING ? graph_new(&c->bytes) : NULL;
+    graph_t *g = !c || c->count >= MAX_CAPTURING ? NULL : target ? target : graph_new(&c->bytes);
     if (!g || cr_array_room((void **)&c->caps, &c->cap, c->count, sizeof *c->caps)) {
-        graph_unref(g);
+        if (!target)
+            graph_unref(g);
+        free(d.idx);
         cr_request_finish(req, CUDA_ERROR_OUT_OF_MEMORY);
         return;
     }
-    c->caps[c->count++] = (capture_t){sid, sid, g};
+    if (target)
+        target->refs++; /* the capture's, beside its handle's */
+    c->caps[c->count++] = (capture_t){sid, sid, g, d.idx, d.n, into};
     cr_request_finish(req, CUDA_SUCCESS);
 }
 
@@ -770,6 +793,7 @@ void cr_srv_cuStreamEndCapture(cr_request_t *req)
         return;
     }
     graph_t *g = cap->graph;
+    uint64_t into = cap->into;
     if (cap->origin != sid) { /* only the stream that began it ends it */
         g->invalid = 1;
         reply_id(req, CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, 0);
@@ -777,8 +801,15 @@ void cr_srv_cuStreamEndCapture(cr_request_t *req)
     }
     end_capture(c, g);
     if (g->invalid) {
+        if (into) /* the graph stays the program's, with what was captured into it */
+            g->invalid = 0;
         graph_unref(g);
         reply_id(req, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, 0);
+        return;
+    }
+    if (into) { /* the graph keeps its handle; the capture's reference goes */
+        graph_unref(g);
+        reply_id(req, CUDA_SUCCESS, into);
         return;
     }
     reply_graph(req, g); /* the capture's reference becomes the handle's */
@@ -993,11 +1024,6 @@ static node_ref_t *node_of(cr_session_t *s, const graph_t *g, const msgpack_obje
 
 /* The dependencies of a node to add: nodes of g (each once), into deps->idx. Added before
  * the new node, they already run before it. */
-typedef struct {
-    uint32_t *idx;
-    uint32_t n;
-} deps_t;
-
 static int deps_read(cr_session_t *s, const graph_t *g, const msgpack_object *o, deps_t *d)
 {
     d->idx = NULL;

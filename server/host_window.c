@@ -4,8 +4,9 @@
  * Where: a client must reserve the same addresses in its own process, so the window lies
  * where neither process has anything yet: between a position-independent executable and
  * its heap (around 0x55..-0x56.. on x86-64) and the mappings that grow down from below the
- * stack (0x7e..-0x7f..), clear of the emulated device's default memory (0x700000000000). The
- * reservation is PROT_NONE and MAP_NORESERVE: it costs neither memory nor commit. */
+ * stack (0x7e..-0x7f..); where the emulated device's memory lies (0x600000000000 by
+ * default) or a sanitizer's, the next candidate. The reservation is PROT_NONE and
+ * MAP_NORESERVE: it costs neither memory nor commit. */
 #define _GNU_SOURCE
 #include "host_window.h"
 
@@ -18,7 +19,21 @@
 
 #include "log.h"
 
+/* ThreadSanitizer lets a program map only a few ranges, none of those above: its builds
+ * use 256 GiB of its low range (past the emulated device's memory there). */
+#if defined(__SANITIZE_THREAD__)
+#define WINDOW_SIZE (1ull << 38)
+#define CANDIDATES 0x4000000000ull
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WINDOW_SIZE (1ull << 38)
+#define CANDIDATES 0x4000000000ull
+#endif
+#endif
+#ifndef WINDOW_SIZE
 #define WINDOW_SIZE (1ull << 40) /* 1 TiB of page-locked memory, all clients together */
+#define CANDIDATES 0x600000000000ull, 0x500000000000ull, 0x400000000000ull
+#endif
 
 typedef struct {
     uint64_t base, size;
@@ -32,7 +47,7 @@ static size_t free_count, free_cap;
 int cr_host_window_init(void)
 {
 #if UINTPTR_MAX > 0xffffffffu
-    static const uint64_t candidates[] = {0x600000000000ull, 0x500000000000ull, 0x400000000000ull};
+    static const uint64_t candidates[] = {CANDIDATES};
     for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
         void *want = (void *)(uintptr_t)candidates[i];
         void *p = mmap(want, WINDOW_SIZE, PROT_NONE,

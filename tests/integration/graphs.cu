@@ -15,7 +15,8 @@
 // nodes, built and captured, run in order at every launch; a graph's nodes listed with their
 // kinds; memset and host nodes' arguments changed in an executable graph and in a graph, a
 // node turned off and on; memory allocated and freed by nodes of a graph, and by
-// stream-ordered calls in a capture.
+// stream-ordered calls in a capture; user objects owned by the program and by graphs; a
+// capture into a graph the program made.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -167,6 +168,156 @@ static void event_nodes_and_older_entry_points(float *y, cudaStream_t s)
         CHECK_CUDA(cudaEventDestroy(e));
     printf("event nodes given other events; cuGraphInstantiate 10000 and 11000 and the first "
            "cuStreamBeginCapture found by version and working\n");
+}
+
+// user objects: destructors run (on a thread of the driver's, some time after) once the
+// program's and the graphs' references are all gone; an executable graph keeps its
+// references until the work it was launched into is done
+static int destroyed[4];
+static void destroy_object(void *which)
+{
+    __atomic_add_fetch(&destroyed[(size_t)which], 1, __ATOMIC_SEQ_CST);
+}
+
+static bool destroyed_soon(int which)
+{
+    for (int i = 0; i < 500 && !__atomic_load_n(&destroyed[which], __ATOMIC_SEQ_CST); i++)
+        usleep(10000);
+    return __atomic_load_n(&destroyed[which], __ATOMIC_SEQ_CST) == 1;
+}
+
+static bool still_there(int which)
+{
+    usleep(50000); // a destructor queued by mistake would have run by now
+    return __atomic_load_n(&destroyed[which], __ATOMIC_SEQ_CST) == 0;
+}
+
+static volatile int gate_open;
+static void gate(void *)
+{
+    while (!gate_open)
+        usleep(1000);
+}
+
+static void user_objects(float *y, cudaStream_t s)
+{
+    cudaUserObject_t o;
+    EXPECT_CUDA_ERROR(cudaUserObjectCreate(&o, (void *)0, destroy_object, 1, 0),
+                      cudaErrorInvalidValue);
+    EXPECT_CUDA_ERROR(
+        cudaUserObjectCreate(&o, (void *)0, destroy_object, 0, cudaUserObjectNoDestructorSync),
+        cudaErrorInvalidValue);
+    // the program's references alone
+    CHECK_CUDA(cudaUserObjectCreate(&o, (void *)0, destroy_object, 2, cudaUserObjectNoDestructorSync));
+    CHECK_CUDA(cudaUserObjectRelease(o, 1));
+    CHECK(still_there(0), "destroyed with a reference left");
+    CHECK_CUDA(cudaUserObjectRetain(o, 3));
+    EXPECT_CUDA_ERROR(cudaUserObjectRetain(o, 0), cudaErrorInvalidValue);
+    CHECK_CUDA(cudaUserObjectRelease(o, 4));
+    CHECK(destroyed_soon(0), "not destroyed once its references were all released");
+
+    // a graph's reference, a clone's, an executable graph's until its launch is done
+    cudaGraph_t g, clone;
+    CHECK_CUDA(cudaGraphCreate(&g, 0));
+    cudaGraphNode_t set;
+    cudaMemsetParams mp = {};
+    mp.dst = y;
+    mp.value = 0;
+    mp.elementSize = 4;
+    mp.width = N;
+    mp.height = 1;
+    CHECK_CUDA(cudaGraphAddMemsetNode(&set, g, nullptr, 0, &mp));
+    CHECK_CUDA(cudaUserObjectCreate(&o, (void *)1, destroy_object, 1, cudaUserObjectNoDestructorSync));
+    CHECK_CUDA(cudaGraphRetainUserObject(g, o, 2, 0));
+    EXPECT_CUDA_ERROR(cudaGraphRetainUserObject(g, o, 1, 2), cudaErrorInvalidValue);
+    CHECK_CUDA(cudaGraphReleaseUserObject(g, o, 1));
+    CHECK_CUDA(cudaUserObjectRelease(o, 1)); // the graph's one reference remains
+    CHECK(still_there(1), "destroyed while a graph holds it");
+    CHECK_CUDA(cudaGraphClone(&clone, g));
+    cudaGraphExec_t ge;
+    CHECK_CUDA(cudaGraphInstantiate(&ge, clone, 0));
+    CHECK_CUDA(cudaGraphDestroy(g));
+    CHECK_CUDA(cudaGraphDestroy(clone));
+    CHECK(still_there(1), "destroyed while an executable graph holds it");
+    gate_open = 0;
+    CHECK_CUDA(cudaLaunchHostFunc(s, gate, nullptr)); // holds the stream
+    CHECK_CUDA(cudaGraphLaunch(ge, s));
+    CHECK_CUDA(cudaGraphExecDestroy(ge));
+    CHECK(still_there(1), "destroyed before the executable graph's launch ran");
+    gate_open = 1;
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    CHECK(destroyed_soon(1), "not destroyed once the last launch of its executable graph ran");
+
+    // references moved from the program, and a child graph node's
+    cudaGraph_t child, parent;
+    CHECK_CUDA(cudaGraphCreate(&child, 0));
+    CHECK_CUDA(cudaGraphCreate(&parent, 0));
+    CHECK_CUDA(cudaUserObjectCreate(&o, (void *)2, destroy_object, 1, cudaUserObjectNoDestructorSync));
+    CHECK_CUDA(cudaGraphRetainUserObject(child, o, 1, cudaGraphUserObjectMove));
+    cudaGraphNode_t node;
+    CHECK_CUDA(cudaGraphAddChildGraphNode(&node, parent, nullptr, 0, child));
+    CHECK_CUDA(cudaGraphDestroy(child));
+    CHECK(still_there(2), "destroyed while a child graph node's graph holds it");
+    CHECK_CUDA(cudaGraphDestroy(parent));
+    CHECK(destroyed_soon(2), "not destroyed with the last graph that held it");
+    cudaGetLastError(); // the refusals above were the last error
+    printf("user objects destroyed when their last reference went, graphs' included\n");
+}
+
+// a capture into a graph the program made, after one of its nodes; an invalidated one
+// leaves the graph the program's
+static void capture_into_graph(cudaStream_t s)
+{
+    float *x, *y;
+    CHECK_CUDA(cudaMalloc(&x, BYTES));
+    CHECK_CUDA(cudaMalloc(&y, BYTES));
+    fill(x, 1.0f);
+    fill(y, -1.0f);
+    cudaGraph_t g, got = nullptr;
+    CHECK_CUDA(cudaGraphCreate(&g, 0));
+    cudaGraphNode_t set;
+    cudaMemsetParams mp = {};
+    mp.dst = y;
+    mp.value = 0;
+    mp.elementSize = 4;
+    mp.width = N;
+    mp.height = 1;
+    CHECK_CUDA(cudaGraphAddMemsetNode(&set, g, nullptr, 0, &mp));
+    CHECK_CUDA(cudaStreamBeginCaptureToGraph(s, g, &set, nullptr, 1, cudaStreamCaptureModeGlobal));
+    CHECK(status_of(s) == cudaStreamCaptureStatusActive, "no capture into the graph");
+    dim3 grid((N + 255) / 256), block(256);
+    axpb<<<grid, block, 0, s>>>(x, y, 2.0f, 3.0f, N);
+    add<<<grid, block, 0, s>>>(x, y, N);
+    CHECK_CUDA(cudaGetLastError());
+    CHECK_CUDA(cudaStreamEndCapture(s, &got));
+    CHECK(got == g, "the capture ended with graph %p, not the one it captured into %p",
+          (void *)got, (void *)g);
+    size_t count = 0;
+    CHECK_CUDA(cudaGraphGetNodes(g, nullptr, &count));
+    CHECK(count == 3, "the graph has %zu nodes after the capture into it, expected 3", count);
+    cudaGraphNode_t nodes[3], dep = nullptr;
+    CHECK_CUDA(cudaGraphGetNodes(g, nodes, &count));
+    size_t ndeps = 1;
+    CHECK_CUDA(cudaGraphNodeGetDependencies(nodes[1], &dep, nullptr, &ndeps));
+    CHECK(ndeps == 1 && dep == set, "the first captured node depends on %zu nodes, not the one given",
+          ndeps);
+    expect_all(y, -1.0f, "y after a capture into a graph (nothing ran)");
+    cudaGraphExec_t ge;
+    CHECK_CUDA(cudaGraphInstantiate(&ge, g, 0));
+    CHECK_CUDA(cudaGraphLaunch(ge, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    expect_all(y, 6.0f, "y after the graph captured into ran (0, then 2x+3, then +x)");
+    CHECK_CUDA(cudaGraphExecDestroy(ge));
+
+    CHECK_CUDA(cudaStreamBeginCaptureToGraph(s, g, nullptr, nullptr, 0, cudaStreamCaptureModeGlobal));
+    EXPECT_CUDA_ERROR(cudaStreamSynchronize(s), cudaErrorStreamCaptureUnsupported);
+    EXPECT_CUDA_ERROR(cudaStreamEndCapture(s, &got), cudaErrorStreamCaptureInvalidated);
+    cudaGetLastError();
+    CHECK_CUDA(cudaGraphGetNodes(g, nullptr, &count)); // still the program's
+    CHECK_CUDA(cudaGraphDestroy(g));
+    CHECK_CUDA(cudaFree(x));
+    CHECK_CUDA(cudaFree(y));
+    printf("a capture into a graph the program made, after one of its nodes\n");
 }
 
 int main()
@@ -800,6 +951,8 @@ int main()
     CHECK_CUDA(cudaStreamSynchronize(s1));
     CHECK_CUDA(cudaGraphExecDestroy(exec));
     event_nodes_and_older_entry_points(y, s1);
+    user_objects(y, s1);
+    capture_into_graph(s1);
     CHECK_CUDA(cudaEventDestroy(fork));
     CHECK_CUDA(cudaEventDestroy(join));
     CHECK_CUDA(cudaStreamDestroy(s1));
