@@ -189,6 +189,25 @@ def extract(cuda):
                 errors.append({'name': e.spelling, 'value': e.enum_value, 'brief': brief})
             break
 
+    # The values of every enum a function takes by value, so that the server refuses any
+    # other before the driver sees it (NVIDIA's driver has crashed on one: a function
+    # attribute of -1). A trailing _MAX sentinel is no value.
+    by_value = {p['canonical'] for f in functions.values() for p in f['params']
+                if p['kind'] == 'enum' and p['canonical'].startswith('enum ')}
+    enums = []
+    for c in tu.cursor.walk_preorder():
+        if c.kind != ci.CursorKind.ENUM_DECL or c.type.get_canonical().spelling not in by_value:
+            continue
+        consts = [(e.spelling, e.enum_value) for e in c.get_children()
+                  if e.kind == ci.CursorKind.ENUM_CONSTANT_DECL]
+        if not consts or any(x['canonical'] == c.type.get_canonical().spelling for x in enums):
+            continue
+        top = max(v for _, v in consts)
+        values = sorted({v for n, v in consts
+                         if not (n.endswith('_MAX') and v == top and len(consts) > 1)})
+        enums.append({'canonical': c.type.get_canonical().spelling, 'values': values})
+    enums.sort(key=lambda x: x['canonical'])
+
     version = None
     with open(os.path.join(include, 'cuda.h')) as f:
         m = re.search(r'#define CUDA_VERSION (\d+)', f.read())
@@ -199,6 +218,7 @@ def extract(cuda):
         'functions': [functions[n] for n in sorted(functions)],
         'procs': procs,
         'errors': errors,
+        'enums': enums,
     }
 
 

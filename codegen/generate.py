@@ -423,7 +423,12 @@ def gen_errors(manifest):
     return ''.join(out)
 
 
-def gen_api_desc(funcs, opcodes, handle_types, messages):
+def enum_name(canonical):
+    """'enum CUlimit_enum' -> 'CUlimit': the cr_enum_<name> of its values."""
+    return re.sub(r'_enum$', '', canonical[len('enum '):])
+
+
+def gen_api_desc(funcs, opcodes, handle_types, messages, enums):
     h = [HEADER, '#ifndef CR_API_DESC_H\n#define CR_API_DESC_H\n\n#include "api.h"\n'
          '#include "cr_opcodes.h"\n\n', 'typedef enum {\n    CR_HT_NONE = 0,\n']
     for n, ident in handle_types.items():
@@ -434,6 +439,11 @@ def gen_api_desc(funcs, opcodes, handle_types, messages):
     h.append('/* CUresult names and descriptions from cuda.h (NULL for unknown values). */\n'
              'const char *cr_cuda_error_name(int result);\n'
              'const char *cr_cuda_error_string(int result);\n\n')
+    h.append('/* The values of each enum a driver function takes by value (cuda.h), for the\n'
+             ' * server to refuse others before the driver sees them: cr_enum_has(). */\n')
+    for canonical in sorted(enums):
+        h.append('extern const cr_enum_values_t cr_enum_%s;\n' % enum_name(canonical))
+    h.append('\n')
     h.append('/* Descriptor of a generically marshalled call, NULL for other opcodes. */\n'
              'const cr_fn_desc_t *cr_fn_desc(unsigned opcode);\n\n')
     for fn in sorted(funcs.values(), key=lambda f: f.name):
@@ -443,6 +453,13 @@ def gen_api_desc(funcs, opcodes, handle_types, messages):
 
     c = [HEADER, '#include "cr_api_desc.h"\n\n#include <stddef.h>\n\n#include "frame.h"\n'
          '#include "protocol.h"\n\n']
+    for canonical, values in sorted(enums.items()):
+        name = enum_name(canonical)
+        c.append('static const int64_t values_%s[] = {%s};\n' % (
+            name, ', '.join(str(v) for v in values)))
+        c.append('const cr_enum_values_t cr_enum_%s = {values_%s, %d};\n' % (
+            name, name, len(values)))
+    c.append('\n')
     c.append('const cr_opcode_rule_t *cr_opcode_rule(unsigned opcode)\n{\n'
              '    static const cr_opcode_rule_t none, rules[CR_OP_COUNT] = {\n')
     for number, (bulk, flags) in sorted(opcode_rules(funcs, opcodes, messages).items()):
@@ -475,9 +492,13 @@ def gen_api_desc(funcs, opcodes, handle_types, messages):
                 fail('%s.%s: an async call cannot return values' % (fn.name, p['name']))
             if 'async' in fn.attrs and kind == 'CR_P_OUT_HANDLE' and 'CR_PF_CREATE' not in flags:
                 fail('%s.%s: an async call can only return a new handle' % (fn.name, p['name']))
-            rows.append('    {%s, %s, %s, %d, %d, %s, %d, %d, %d}, /* %s */\n' % (
+            # an enum by value: the values it has, which alone the server lets through
+            values = enums.get(p['canonical']) if kind == 'CR_P_VAL' and p['kind'] == 'enum' \
+                else None
+            known = '&cr_enum_%s' % enum_name(p['canonical']) if values else 'NULL'
+            rows.append('    {%s, %s, %s, %d, %d, %s, %d, %d, %d, %s}, /* %s */\n' % (
                 kind, ' | '.join(flags) or '0', ht or 'CR_HT_NONE', count, size, *extent,
-                p['name']))
+                known, p['name']))
         flags = []
         if 'async' in fn.attrs:
             flags.append('CR_FN_ASYNC')
@@ -707,7 +728,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     o = lambda n: os.path.join(args.out, n)
     write(o('cr_opcodes.h'), gen_opcodes(opcodes))
-    dh, dc = gen_api_desc(funcs, opcodes, handle_types, messages)
+    enums = {e['canonical']: e['values'] for e in manifest.get('enums', [])}
+    dh, dc = gen_api_desc(funcs, opcodes, handle_types, messages, enums)
     write(o('cr_api_desc.h'), dh)
     write(o('cr_api_desc.c'), dc + gen_errors(manifest))
     stubs, hand, pa, vmap = gen_client(funcs, manifest)

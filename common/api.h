@@ -60,6 +60,20 @@ typedef enum {
                            against the session's reservations and mappings */
 } cr_extent_kind_t;
 
+/* The values an enum of cuda.h has (cr_enum_<name> in the generated cr_api_desc.h). */
+typedef struct {
+    const int64_t *values;
+    uint16_t count;
+} cr_enum_values_t;
+
+static inline int cr_enum_has(const cr_enum_values_t *e, int64_t v)
+{
+    for (uint16_t i = 0; i < e->count; i++)
+        if (e->values[i] == v)
+            return 1;
+    return 0;
+}
+
 typedef struct {
     uint8_t kind;        /* cr_param_kind_t */
     uint8_t flags;       /* CR_PF_* */
@@ -71,6 +85,9 @@ typedef struct {
     uint8_t extent_elem; /* DPTR: bytes of one counted element */
     int8_t extent_pitch; /* DPTR rows: index of the parameter holding the pitch */
     int8_t extent_rows;  /* DPTR rows: index of the parameter holding the row count */
+    /* VAL of an enum type: its values (from cuda.h), the only ones the server passes on to
+     * the driver, which may not check (NVIDIA's crashed on a function attribute of -1) */
+    const cr_enum_values_t *values;
 } cr_param_desc_t;
 
 enum {

@@ -17,7 +17,8 @@ CUresult cr_session_memory_info(cr_session_t *s, size_t *free_bytes, size_t *tot
 
 /* A launch or stream attribute as the session's tenant may have it: a priority becomes
  * the one its tenant's level allows, an access policy window must lie in the session's
- * memory (else CUDA_ERROR_INVALID_VALUE); others pass (handlers_stream.c). */
+ * memory (else CUDA_ERROR_INVALID_VALUE); an id the driver does not have is refused;
+ * others pass (handlers_stream.c). */
 CUresult cr_session_check_attribute(cr_session_t *s, unsigned id, CUlaunchAttributeValue *v);
 
 /* Gives every global of the session's libraries and modules its initial contents again:

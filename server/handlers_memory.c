@@ -4,6 +4,7 @@
  * streams, never another tenant's. */
 #include <stdlib.h>
 
+#include "cr_api_desc.h"
 #include "cr_server_hand.h"
 #include "dispatch.h"
 #include "graph.h"
@@ -154,7 +155,8 @@ static void pool_attribute(cr_request_t *req, int set)
     uint64_t id, value = 0;
     int64_t attr;
     if (req->argc != (uint32_t)(set ? 3 : 2) || cr_arg_u64(req, 0, &id) ||
-        cr_arg_i64(req, 1, &attr) || (set && cr_arg_u64(req, 2, &value))) {
+        cr_arg_i64(req, 1, &attr) || (set && cr_arg_u64(req, 2, &value)) ||
+        !cr_enum_has(&cr_enum_CUmemPool_attribute, attr)) { /* only what the driver knows */
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;
     }

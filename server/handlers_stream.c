@@ -4,6 +4,7 @@
  * attribute; an access policy window may only cover the session's own memory. */
 #include <string.h>
 
+#include "cr_api_desc.h"
 #include "cr_server_hand.h"
 #include "dispatch.h"
 #include "handlers.h"
@@ -44,8 +45,9 @@ CUresult cr_session_check_attribute(cr_session_t *s, unsigned id, CUlaunchAttrib
                    ? CUDA_SUCCESS
                    : CUDA_ERROR_INVALID_VALUE;
     }
-    default:
-        return CUDA_SUCCESS;
+    default: /* the driver is handed only attributes it has */
+        return cr_enum_has(&cr_enum_CUlaunchAttributeID, id) ? CUDA_SUCCESS
+                                                             : CUDA_ERROR_INVALID_VALUE;
     }
 }
 
@@ -83,7 +85,7 @@ void cr_srv_cuStreamGetAttribute(cr_request_t *req)
     cr_handle_t *stream = req->argc == 2 && !cr_arg_u64(req, 0, &sid) && !cr_arg_u64(req, 1, &id)
                               ? cr_session_stream(s, sid)
                               : NULL;
-    if (!stream || id > UINT32_MAX) {
+    if (!stream || !cr_enum_has(&cr_enum_CUlaunchAttributeID, (int64_t)id)) {
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;
     }

@@ -62,6 +62,15 @@ static int wire_u64(const msgpack_object *o, uint64_t *v)
     return 0;
 }
 
+/* Whether a VAL of an enum type is one of its values (an enum is 4 bytes, signed). */
+static int enum_value_known(const cr_param_desc_t *pd, cr_arg_t v)
+{
+    int64_t x = pd->size == 4 ? (int64_t)(int32_t)v.u : v.i;
+    if (pd->size == 4 && v.u > UINT32_MAX && v.i != x) /* not a 32-bit value at all */
+        return 0;
+    return cr_enum_has(pd->values, x);
+}
+
 /* First pass: values, handles and streams. Returns a CUresult for the client, or -1 for a
  * malformed request. */
 static int unpack_values(const cr_fn_desc_t *d, const msgpack_object *args,
@@ -78,6 +87,8 @@ static int unpack_values(const cr_fn_desc_t *d, const msgpack_object *args,
                 a[i].i = o->via.i64;
             else
                 return -1;
+            if (pd->values && !enum_value_known(pd, a[i]))
+                return CUDA_ERROR_INVALID_VALUE;
             break;
         case CR_P_FLOAT:
             if (o->type != MSGPACK_OBJECT_FLOAT32 && o->type != MSGPACK_OBJECT_FLOAT64)

@@ -367,11 +367,11 @@ static void test_signed_values(void)
     cr_arg_t a[3];
     cr_generic_args_t u;
     a[0].u = 0x11;
-    a[1].i = -3;
+    a[1].i = CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
     a[2].i = INT32_MIN;
     CHECK_EQ_INT(send_call(&cr_desc_cuFuncSetAttribute, a, NULL, 1, &u), CUDA_SUCCESS);
     CHECK(u.a[0].p == &obj_func);
-    CHECK_EQ_INT(u.a[1].i, -3);
+    CHECK_EQ_INT(u.a[1].i, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
     CHECK_EQ_INT(u.a[2].i, INT32_MIN);
     cr_generic_args_free(&u);
 
@@ -380,6 +380,36 @@ static void test_signed_values(void)
     CHECK_EQ_INT(send_call(&cr_desc_cuCtxSetLimit, a, NULL, 1, &u), CUDA_SUCCESS);
     CHECK_EQ_INT(u.a[0].i, 5);
     CHECK_EQ_U64(u.a[1].u, 0xfedcba9876543210ULL);
+    cr_generic_args_free(&u);
+}
+
+/* An enum by value passes only as one of its values: NVIDIA's driver crashed on a function
+ * attribute of -1, which the server must never hand it. */
+static void test_enum_values(void)
+{
+    cr_arg_t a[3];
+    cr_generic_args_t u;
+    a[0].u = 0x11;
+    a[2].i = 1;
+    for (int attr = 0; attr < CU_FUNC_ATTRIBUTE_MAX; attr++) {
+        a[1].i = attr;
+        CHECK_EQ_INT(send_call(&cr_desc_cuFuncSetAttribute, a, NULL, 1, &u), CUDA_SUCCESS);
+        CHECK_EQ_INT(u.a[1].i, attr);
+        cr_generic_args_free(&u);
+    }
+    const int64_t bad[] = {-1, CU_FUNC_ATTRIBUTE_MAX, 9999, INT32_MIN, INT32_MAX};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        a[1].i = bad[k];
+        CHECK_EQ_INT(send_call(&cr_desc_cuFuncSetAttribute, a, NULL, 1, &u),
+                     CUDA_ERROR_INVALID_VALUE);
+        cr_generic_args_free(&u);
+    }
+    a[0].i = CU_LIMIT_MAX; /* the sentinel is no limit */
+    a[1].u = 1;
+    CHECK_EQ_INT(send_call(&cr_desc_cuCtxSetLimit, a, NULL, 1, &u), CUDA_ERROR_INVALID_VALUE);
+    cr_generic_args_free(&u);
+    a[0].i = CU_LIMIT_STACK_SIZE;
+    CHECK_EQ_INT(send_call(&cr_desc_cuCtxSetLimit, a, NULL, 1, &u), CUDA_SUCCESS);
     cr_generic_args_free(&u);
 }
 
@@ -1079,6 +1109,7 @@ int main(void)
 {
     test_unsigned_values();
     test_signed_values();
+    test_enum_values();
     test_wire_format();
     test_widths();
     test_floats();
