@@ -183,14 +183,15 @@ CUresult cr_hand_cuStreamEndCapture(CUstream stream, CUgraph *graph)
     uint64_t into = 0;
     if ((r = cr_capture_end(sid, &invalid, &into)) == CUDA_ERROR_ILLEGAL_STATE)
         return r;
-    /* the server ends it too, also an unmatched or invalidated one (whose graph goes, unless
-     * it is the program's graph captured into) */
+    /* the server ends it too, also an unmatched or invalidated one, whose graph goes (the
+     * program's own too, when it captured into one, as NVIDIA's driver does) */
     CUresult ended = call2(CR_OP_cuStreamEndCapture, sid, 0, 0, &id);
     if (r == CUDA_SUCCESS && ended == CUDA_SUCCESS && invalid) {
-        if (!into)
-            call2(CR_OP_cuGraphDestroy, id, 0, 0, NULL);
+        cr_hand_cuGraphDestroy((CUgraph)(uintptr_t)id); /* its user objects' references too */
         return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     }
+    if (ended == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED && into)
+        cr_user_objects_graph_gone(into); /* the server destroyed it */
     if (r == CUDA_SUCCESS && (r = ended) == CUDA_SUCCESS)
         *graph = (CUgraph)(uintptr_t)id;
     return r;
@@ -261,20 +262,23 @@ CUresult cr_hand_cuGraphInstantiate_v2(CUgraphExec *exec, CUgraph graph, CUgraph
     return instantiate_logged(exec, graph, error_node, log, size);
 }
 
-static CUresult on_stream(uint16_t opcode, CUgraphExec exec, CUstream stream)
+/* [executable graph, stream], not waited for. A launch on a capturing stream is not
+ * capturable: NVIDIA's driver refuses it with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and
+ * invalidates the capture (seen on an H100, driver 580). */
+static CUresult on_stream(uint16_t opcode, CUgraphExec exec, CUstream stream, int capturable)
 {
     if (!exec)
         return CUDA_ERROR_INVALID_VALUE;
     uint64_t sid;
     CUresult r = cr_stream_wire_id(stream, &sid);
-    if (r == CUDA_SUCCESS) /* a graph launched into a capture is captured node by node */
-        r = cr_capture_check(sid, 1);
+    if (r == CUDA_SUCCESS)
+        r = cr_capture_check(sid, capturable);
     return r == CUDA_SUCCESS ? send_async(opcode, (uint64_t)(uintptr_t)exec, sid) : r;
 }
 
 CUresult cr_hand_cuGraphLaunch(CUgraphExec exec, CUstream stream)
 {
-    CUresult r = on_stream(CR_OP_cuGraphLaunch, exec, stream);
+    CUresult r = on_stream(CR_OP_cuGraphLaunch, exec, stream, 0);
     if (r == CUDA_SUCCESS)
         cr_user_objects_launched((uint64_t)(uintptr_t)exec, stream);
     return r;
@@ -282,7 +286,7 @@ CUresult cr_hand_cuGraphLaunch(CUgraphExec exec, CUstream stream)
 
 CUresult cr_hand_cuGraphUpload(CUgraphExec exec, CUstream stream)
 {
-    return on_stream(CR_OP_cuGraphUpload, exec, stream);
+    return on_stream(CR_OP_cuGraphUpload, exec, stream, 1);
 }
 
 CUresult cr_hand_cuGraphExecDestroy(CUgraphExec exec)

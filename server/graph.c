@@ -27,8 +27,9 @@
  * Streams join a capture by waiting on an event recorded in it (the client follows the same
  * rule, client/capture.c); such a wait, and a wait on an event of the same capture, are
  * dependencies the order already keeps, and are dropped. Such event records are replayed
- * but hidden: not nodes of the graph, as on a GPU. A graph launched into a capture,
- * like a child graph node, adds a copy of its nodes. The capture ends for every stream in
+ * but hidden: not nodes of the graph, as on a GPU. A child graph node adds a copy of its
+ * graph's nodes; a graph launched into a capture invalidates it, as on a GPU (the client
+ * refuses it first). The capture ends for every stream in
  * it when the stream that began it ends it. A session's kept bytes are bounded
  * (MAX_SESSION_BYTES, MAX_NODES per graph; past them the capture is invalidated or the
  * node refused), and so are its streams capturing at once (MAX_CAPTURING; a capture past
@@ -801,8 +802,10 @@ void cr_srv_cuStreamEndCapture(cr_request_t *req)
     }
     end_capture(c, g);
     if (g->invalid) {
-        if (into) /* the graph stays the program's, with what was captured into it */
-            g->invalid = 0;
+        /* a graph captured into goes too, as NVIDIA's driver destroys it (seen on an H100):
+         * its handle's reference with the handle, the capture's here */
+        if (into && cr_session_handle(s, CR_HT_CUgraph, into) == g)
+            cr_session_remove_handle(s, into);
         graph_unref(g);
         reply_id(req, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, 0);
         return;
@@ -919,10 +922,10 @@ void cr_srv_cuGraphLaunch(cr_request_t *req)
     graph_t *g = e->graph;
     captures_t *c = captures(s, 0);
     capture_t *cap = capture_of(c, sid);
-    if (cap) { /* launched into a capture: a child graph node of that capture's graph */
-        if (g->mem_count || keep_child(cap->graph, g) != 0 || follow(cap) != 0)
-            cap->graph->invalid = 1;
-        cr_request_finish(req, CUDA_SUCCESS); /* kept: answered if it waits */
+    if (cap) { /* NVIDIA's driver refuses a graph launch on a capturing stream, and the
+                  capture is then invalid (seen on an H100, driver 580) */
+        cap->graph->invalid = 1;
+        cr_request_finish(req, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
         return;
     }
     g->refs++; /* a node's replay cannot destroy it, but keep that true */
