@@ -47,6 +47,7 @@
 #include <string.h>
 
 #include "capture.h"
+#include "cr_api_desc.h"
 #include "client.h"
 #include "context.h"
 #include "handles.h"
@@ -417,11 +418,29 @@ typedef struct {
     uint64_t vals[6];
     int is_launch;
     cr_launch_t launch;
+    const CUlaunchAttribute *attrs; /* a launch's, sent as cuLaunchKernelEx's when any */
+    unsigned nattrs;
 } node_args_t;
+
+#define MAX_NODE_ATTRS 32 /* more than there are attribute ids */
+
+typedef struct {
+    CUlaunchAttribute a[MAX_NODE_ATTRS];
+    unsigned n;
+} node_attrs_t;
+
+static CUresult kernel_node_attrs(CUgraphNode node, node_attrs_t *at);
 
 /* opcode, then [arguments] (a launch's as cuLaunchKernel sends them) + its bulk */
 static void pack_node_args(cr_msg_t *m, const node_args_t *a)
 {
+    if (a->is_launch && a->nattrs) { /* a kernel node with attributes */
+        msgpack_pack_uint16(&m->pk, CR_OP_cuLaunchKernelEx);
+        cr_launch_pack(&m->pk, &a->launch, 0, 1);
+        cr_launch_pack_attrs(&m->pk, a->attrs, a->nattrs);
+        cr_msg_bulk(m, a->launch.params.buf, a->launch.params.size);
+        return;
+    }
     msgpack_pack_uint16(&m->pk, a->opcode);
     if (a->is_launch) {
         cr_launch_pack(&m->pk, &a->launch, 0, 0);
@@ -1101,6 +1120,140 @@ static int is_launch(uint16_t opcode)
            opcode == CR_OP_cuLaunchCooperativeKernel;
 }
 
+/* --- kernel node attributes: those of the cuLaunchKernelEx request the node is kept as
+ * ([six launch arguments, [[id, value bytes]...]]); setting one makes the node such a
+ * request. A cooperative launch's node has the cooperative attribute. */
+
+static int node_attrs_of(const node_read_t *q, node_attrs_t *at)
+{
+    at->n = 0;
+    memset(at->a, 0, sizeof at->a);
+    if (q->opcode == CR_OP_cuLaunchCooperativeKernel) {
+        at->a[0].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+        at->a[0].value.cooperative = 1;
+        at->n = 1;
+        return 0;
+    }
+    if (q->opcode != CR_OP_cuLaunchKernelEx)
+        return 0;
+    const msgpack_object *l = q->args.type == MSGPACK_OBJECT_ARRAY && q->args.via.array.size == 7
+                                  ? &q->args.via.array.ptr[6]
+                                  : NULL;
+    if (!l || l->type != MSGPACK_OBJECT_ARRAY || l->via.array.size > MAX_NODE_ATTRS)
+        return -1;
+    for (uint32_t i = 0; i < l->via.array.size; i++) {
+        const msgpack_object *e = &l->via.array.ptr[i];
+        if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 2 ||
+            (e->via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER &&
+             e->via.array.ptr[0].type != MSGPACK_OBJECT_NEGATIVE_INTEGER) ||
+            e->via.array.ptr[1].type != MSGPACK_OBJECT_BIN ||
+            e->via.array.ptr[1].via.bin.size != sizeof at->a[0].value)
+            return -1;
+        at->a[i].id = (CUlaunchAttributeID)e->via.array.ptr[0].via.i64;
+        memcpy(&at->a[i].value, e->via.array.ptr[1].via.bin.ptr, sizeof at->a[0].value);
+    }
+    at->n = l->via.array.size;
+    return 0;
+}
+
+/* The attributes of a kernel node; CUDA_ERROR_INVALID_VALUE for another kind of node. */
+static CUresult kernel_node_attrs(CUgraphNode node, node_attrs_t *at)
+{
+    node_read_t q;
+    CUresult r = read_node(node, &q);
+    if (r == CUDA_SUCCESS && !is_launch(q.opcode))
+        r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS && node_attrs_of(&q, at) != 0)
+        r = CUDA_ERROR_UNKNOWN;
+    read_done(&q);
+    return r;
+}
+
+/* Sends the kernel node read in q again, with the attributes `at` (the graph's node). */
+static CUresult set_kernel_attrs(CUgraphNode node, const node_read_t *q, const node_attrs_t *at)
+{
+    const msgpack_object_array *args = &q->args.via.array;
+    if (q->args.type != MSGPACK_OBJECT_ARRAY || args->size < 6)
+        return CUDA_ERROR_UNKNOWN;
+    cr_msg_t m;
+    int err = cr_msg_begin(cr_client()->conn, &m, CR_OP_cuGraphNodeSetParams);
+    if (err)
+        return cr_transport_error(err);
+    msgpack_pack_array(&m.pk, 4);
+    msgpack_pack_uint64(&m.pk, 0); /* the graph's node */
+    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)node);
+    msgpack_pack_uint16(&m.pk, CR_OP_cuLaunchKernelEx);
+    msgpack_pack_array(&m.pk, 7);
+    for (uint32_t i = 0; i < 6; i++)
+        msgpack_pack_object(&m.pk, args->ptr[i]);
+    cr_launch_pack_attrs(&m.pk, at->a, at->n);
+    cr_msg_bulk(&m, q->p.sink.dst, q->p.sink.pos);
+    cr_pending_t pend = {0};
+    msgpack_unpacked u;
+    CUresult r = cr_call(&m, &pend, &u);
+    cr_reply_done(&pend, &u);
+    return r;
+}
+
+CUresult cr_hand_cuGraphKernelNodeGetAttribute(CUgraphNode node, CUkernelNodeAttrID attr,
+                                               CUkernelNodeAttrValue *value)
+{
+    if (!value || !cr_enum_has(&cr_enum_CUlaunchAttributeID, attr))
+        return CUDA_ERROR_INVALID_VALUE;
+    node_attrs_t at;
+    CUresult r = kernel_node_attrs(node, &at);
+    if (r != CUDA_SUCCESS)
+        return r;
+    memset(value, 0, sizeof *value); /* one never set reads as its default */
+    for (unsigned i = 0; i < at.n; i++)
+        if (at.a[i].id == attr)
+            *value = at.a[i].value;
+    return CUDA_SUCCESS;
+}
+
+CUresult cr_hand_cuGraphKernelNodeSetAttribute(CUgraphNode node, CUkernelNodeAttrID attr,
+                                               const CUkernelNodeAttrValue *value)
+{
+    if (!value || !cr_enum_has(&cr_enum_CUlaunchAttributeID, attr))
+        return CUDA_ERROR_INVALID_VALUE;
+    node_read_t q;
+    node_attrs_t at;
+    CUresult r = read_node(node, &q);
+    if (r == CUDA_SUCCESS && !is_launch(q.opcode))
+        r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS && node_attrs_of(&q, &at) != 0)
+        r = CUDA_ERROR_UNKNOWN;
+    if (r == CUDA_SUCCESS) {
+        unsigned i = 0;
+        while (i < at.n && at.a[i].id != attr)
+            i++;
+        if (i == MAX_NODE_ATTRS) {
+            r = CUDA_ERROR_INVALID_VALUE;
+        } else {
+            at.a[i].id = attr;
+            at.a[i].value = *value;
+            at.n += i == at.n;
+            r = set_kernel_attrs(node, &q, &at);
+        }
+    }
+    read_done(&q);
+    return r;
+}
+
+CUresult cr_hand_cuGraphKernelNodeCopyAttributes(CUgraphNode dst, CUgraphNode src)
+{
+    node_attrs_t at;
+    CUresult r = kernel_node_attrs(src, &at);
+    if (r != CUDA_SUCCESS)
+        return r;
+    node_read_t q;
+    r = read_node(dst, &q);
+    if (r == CUDA_SUCCESS)
+        r = is_launch(q.opcode) ? set_kernel_attrs(dst, &q, &at) : CUDA_ERROR_INVALID_VALUE;
+    read_done(&q);
+    return r;
+}
+
 CUresult cr_hand_cuGraphKernelNodeGetParams_v2(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS *p)
 {
     if (!p)
@@ -1311,10 +1464,25 @@ CUresult cr_hand_cuGraphExecNodeSetParams(CUgraphExec exec, CUgraphNode node, CU
     return exec ? set_described(exec, node, &a, args_of(&a, p)) : CUDA_ERROR_INVALID_VALUE;
 }
 
+/* New arguments for a kernel node, which keeps its attributes (the graph's node's: an
+ * executable graph's copy has the same ones). */
+static CUresult set_kernel_params(CUgraphExec exec, CUgraphNode node,
+                                  const CUDA_KERNEL_NODE_PARAMS *p)
+{
+    node_attrs_t at;
+    CUresult r = kernel_node_attrs(node, &at);
+    if (r != CUDA_SUCCESS)
+        return r;
+    node_args_t a;
+    r = args_kernel(&a, p);
+    a.attrs = at.a;
+    a.nattrs = at.n;
+    return set_described(exec, node, &a, r);
+}
+
 CUresult cr_hand_cuGraphKernelNodeSetParams_v2(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS *p)
 {
-    node_args_t a;
-    return set_described(NULL, node, &a, args_kernel(&a, p));
+    return set_kernel_params(NULL, node, p);
 }
 
 CUresult cr_hand_cuGraphKernelNodeSetParams(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS_v1 *p)
@@ -1328,8 +1496,7 @@ CUresult cr_hand_cuGraphKernelNodeSetParams(CUgraphNode node, const CUDA_KERNEL_
 CUresult cr_hand_cuGraphExecKernelNodeSetParams_v2(CUgraphExec exec, CUgraphNode node,
                                                    const CUDA_KERNEL_NODE_PARAMS *p)
 {
-    node_args_t a;
-    return exec ? set_described(exec, node, &a, args_kernel(&a, p)) : CUDA_ERROR_INVALID_VALUE;
+    return exec ? set_kernel_params(exec, node, p) : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult cr_hand_cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode node,

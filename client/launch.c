@@ -123,8 +123,7 @@ static void pack_dim3(msgpack_packer *pk, const unsigned d[3])
         msgpack_pack_uint32(pk, d[i]);
 }
 
-/* Launch attributes: [[id, value bytes]...] (events inside are the client's handles). */
-static void pack_attrs(msgpack_packer *pk, const CUlaunchAttribute *attrs, unsigned count)
+void cr_launch_pack_attrs(msgpack_packer *pk, const CUlaunchAttribute *attrs, unsigned count)
 {
     msgpack_pack_array(pk, count);
     for (unsigned i = 0; i < count; i++) {
@@ -205,7 +204,7 @@ static CUresult launch(uint16_t opcode, CUfunction f, const dims_t *d, CUstream 
     }
     cr_launch_pack(&m.pk, &l, sid, opcode == CR_OP_cuLaunchKernelEx);
     if (opcode == CR_OP_cuLaunchKernelEx)
-        pack_attrs(&m.pk, attrs, attr_count);
+        cr_launch_pack_attrs(&m.pk, attrs, attr_count);
     cr_msg_bulk(&m, l.params.buf, l.params.size);
     err = cr_msg_send(&m); /* small buffers are copied; large ones are written by now */
     cr_launch_free(&l);
@@ -373,7 +372,7 @@ static void pack_cluster_query(msgpack_packer *pk, CUfunction f, const CUlaunchC
     pack_dim3(pk, (unsigned[3]){config->gridDimX, config->gridDimY, config->gridDimZ});
     pack_dim3(pk, (unsigned[3]){config->blockDimX, config->blockDimY, config->blockDimZ});
     msgpack_pack_uint32(pk, config->sharedMemBytes);
-    pack_attrs(pk, config->attrs, config->numAttrs);
+    cr_launch_pack_attrs(pk, config->attrs, config->numAttrs);
 }
 
 /* The bytes of a launch attribute's value that mean something (the rest of the 64 is

@@ -40,5 +40,8 @@ CUresult cr_launch_prepare(cr_launch_t *l, CUfunction f, const cr_launch_dims_t 
  * more elements the caller packs after; the parameter buffer goes as the message's bulk. */
 void cr_launch_pack(msgpack_packer *pk, const cr_launch_t *l, uint64_t sid, unsigned extra);
 void cr_launch_free(cr_launch_t *l);
+/* cuLaunchKernelEx's seventh argument, its attributes: [[id, value bytes]...] (events
+ * inside are the client's handles). */
+void cr_launch_pack_attrs(msgpack_packer *pk, const CUlaunchAttribute *attrs, unsigned count);
 
 #endif

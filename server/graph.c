@@ -1111,6 +1111,10 @@ static int node_kind(uint16_t opcode)
     case CR_OP_cuMemsetD2D16Async:
     case CR_OP_cuMemsetD2D32Async:
         return CR_OP_cuMemsetD8Async; /* one kind: a memset may change its width */
+    case CR_OP_cuLaunchKernel:
+    case CR_OP_cuLaunchKernelEx:
+    case CR_OP_cuLaunchCooperativeKernel:
+        return CR_OP_cuLaunchKernel; /* one kind: a kernel node may take attributes */
     default:
         return opcode;
     }
@@ -1130,7 +1134,9 @@ static CUresult check_node(cr_session_t *s, uint64_t opcode, const msgpack_objec
     const msgpack_object_array *a = &args->via.array;
     uint64_t v;
     switch (opcode) {
-    case CR_OP_cuLaunchKernel: { /* a function of the session's */
+    case CR_OP_cuLaunchKernel:   /* a function of the session's (the launch checks the rest, */
+    case CR_OP_cuLaunchKernelEx: /* attributes included, at every replay) */
+    case CR_OP_cuLaunchCooperativeKernel: {
         CUfunction f;
         const cr_kernel_param_t *kp;
         uint32_t count;
@@ -1648,8 +1654,7 @@ void cr_srv_cuGraphNodeSetEnabled(cr_request_t *req)
     uint64_t on;
     int kind = n ? node_kind(n->opcode) : 0;
     if (!n || cr_arg_u64(req, 2, &on) ||
-        (kind != CR_OP_cuLaunchKernel && kind != CR_OP_cuLaunchKernelEx &&
-         kind != CR_OP_cuLaunchCooperativeKernel && kind != CR_OP_cuMemsetD8Async &&
+        (kind != CR_OP_cuLaunchKernel && kind != CR_OP_cuMemsetD8Async &&
          kind != CR_OP_cuMemcpyDtoDAsync_v2)) {
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;

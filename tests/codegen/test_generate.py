@@ -87,16 +87,22 @@ def rule(name):
 
 check('a memset reaches N 4-byte elements',
       param_row('cuMemsetD32Async', 'dstDevice') ==
-      '{CR_P_DPTR, 0, CR_HT_NONE, 2, 8, CR_EXTENT_COUNT, 4, -1, -1},',
+      '{CR_P_DPTR, 0, CR_HT_NONE, 2, 8, CR_EXTENT_COUNT, 4, -1, -1, NULL},',
       param_row('cuMemsetD32Async', 'dstDevice'))
 check('a 2D memset reaches Height rows dstPitch apart of Width 2-byte elements',
       param_row('cuMemsetD2D16Async', 'dstDevice') ==
-      '{CR_P_DPTR, 0, CR_HT_NONE, 3, 8, CR_EXTENT_ROWS, 2, 1, 4},',
+      '{CR_P_DPTR, 0, CR_HT_NONE, 3, 8, CR_EXTENT_ROWS, 2, 1, 4, NULL},',
       param_row('cuMemsetD2D16Async', 'dstDevice'))
 check('both pointers of a device-to-device copy reach ByteCount bytes',
       param_row('cuMemcpyDtoDAsync_v2', 'srcDevice') ==
       param_row('cuMemcpyDtoDAsync_v2', 'dstDevice') ==
-      '{CR_P_DPTR, 0, CR_HT_NONE, 2, 8, CR_EXTENT_COUNT, 1, -1, -1},')
+      '{CR_P_DPTR, 0, CR_HT_NONE, 2, 8, CR_EXTENT_COUNT, 1, -1, -1, NULL},')
+check('an enum by value names the values it may take, the _MAX sentinel not among them',
+      param_row('cuFuncSetAttribute', 'attrib') ==
+      '{CR_P_VAL, CR_PF_SIGNED, CR_HT_NONE, -1, 4, CR_EXTENT_NONE, 0, -1, -1, '
+      '&cr_enum_CUfunction_attribute},' and
+      'values_CUfunction_attribute[] = {%s};' % ', '.join(str(i) for i in range(16)) in desc,
+      param_row('cuFuncSetAttribute', 'attrib'))
 check('a launch is bounded by the parameter bytes and marked a launch',
       rule('cuLaunchKernel') == 'CR_MAX_LAUNCH_PARAM_BYTES, CR_OPR_LAUNCH', rule('cuLaunchKernel'))
 check('a copy up is bounded by one chunk', rule('cuMemcpyHtoD_v2') == 'CR_COPY_CHUNK, 0',

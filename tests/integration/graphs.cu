@@ -16,7 +16,7 @@
 // kinds; memset and host nodes' arguments changed in an executable graph and in a graph, a
 // node turned off and on; memory allocated and freed by nodes of a graph, and by
 // stream-ordered calls in a capture; user objects owned by the program and by graphs; a
-// capture into a graph the program made.
+// capture into a graph the program made; kernel node attributes.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -319,6 +319,76 @@ static void capture_into_graph(cudaStream_t s)
     CHECK_CUDA(cudaFree(x));
     CHECK_CUDA(cudaFree(y));
     printf("a capture into a graph the program made, after one of its nodes\n");
+}
+
+// kernel node attributes: unset ones read as their default, one set reads back, is copied
+// to another node and stays when the node is given other arguments; the graph runs
+static void kernel_node_attributes(cudaStream_t s)
+{
+    float *x, *y;
+    CHECK_CUDA(cudaMalloc(&x, BYTES));
+    CHECK_CUDA(cudaMalloc(&y, BYTES));
+    fill(x, 1.0f);
+    fill(y, -1.0f);
+    cudaGraph_t g;
+    CHECK_CUDA(cudaGraphCreate(&g, 0));
+    float two = 2.0f, one = 1.0f;
+    int n = N;
+    void *axpb_args[] = {&x, &y, &two, &one, &n}, *add_args[] = {&x, &y, &n};
+    cudaKernelNodeParams kp = {};
+    kp.func = (void *)axpb;
+    kp.gridDim = dim3((N + 255) / 256);
+    kp.blockDim = dim3(256);
+    kp.kernelParams = axpb_args;
+    cudaGraphNode_t k1, k2, set;
+    CHECK_CUDA(cudaGraphAddKernelNode(&k1, g, nullptr, 0, &kp));
+    kp.func = (void *)add;
+    kp.kernelParams = add_args;
+    CHECK_CUDA(cudaGraphAddKernelNode(&k2, g, &k1, 1, &kp));
+    cudaMemsetParams mp = {};
+    mp.dst = x;
+    mp.elementSize = 4;
+    mp.width = 1;
+    mp.height = 1;
+    CHECK_CUDA(cudaGraphAddMemsetNode(&set, g, &k2, 1, &mp));
+
+    cudaLaunchAttributeValue v;
+    memset(&v, 0x5a, sizeof v);
+    CHECK_CUDA(cudaGraphKernelNodeGetAttribute(k1, cudaLaunchAttributePriority, &v));
+    CHECK(v.priority == 0, "an unset priority reads as %d", v.priority);
+    v.priority = -2;
+    CHECK_CUDA(cudaGraphKernelNodeSetAttribute(k1, cudaLaunchAttributePriority, &v));
+    memset(&v, 0, sizeof v);
+    CHECK_CUDA(cudaGraphKernelNodeGetAttribute(k1, cudaLaunchAttributePriority, &v));
+    CHECK(v.priority == -2, "the priority set reads back as %d", v.priority);
+    CHECK_CUDA(cudaGraphKernelNodeCopyAttributes(k2, k1));
+    memset(&v, 0, sizeof v);
+    CHECK_CUDA(cudaGraphKernelNodeGetAttribute(k2, cudaLaunchAttributePriority, &v));
+    CHECK(v.priority == -2, "the copied priority reads as %d", v.priority);
+    float three = 3.0f;
+    void *axpb3_args[] = {&x, &y, &three, &one, &n};
+    kp.func = (void *)axpb;
+    kp.kernelParams = axpb3_args;
+    CHECK_CUDA(cudaGraphKernelNodeSetParams(k1, &kp));
+    memset(&v, 0, sizeof v);
+    CHECK_CUDA(cudaGraphKernelNodeGetAttribute(k1, cudaLaunchAttributePriority, &v));
+    CHECK(v.priority == -2, "new arguments lost the priority: %d", v.priority);
+    EXPECT_CUDA_ERROR(cudaGraphKernelNodeGetAttribute(set, cudaLaunchAttributePriority, &v),
+                      cudaErrorInvalidValue);
+    EXPECT_CUDA_ERROR(cudaGraphKernelNodeGetAttribute(k1, (cudaLaunchAttributeID)9999, &v),
+                      cudaErrorInvalidValue);
+    cudaGetLastError();
+
+    cudaGraphExec_t ge;
+    CHECK_CUDA(cudaGraphInstantiate(&ge, g, 0));
+    CHECK_CUDA(cudaGraphLaunch(ge, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    expect_all(y, 5.0f, "y after the graph with attributes ran (3x + 1, then + x)");
+    CHECK_CUDA(cudaGraphExecDestroy(ge));
+    CHECK_CUDA(cudaGraphDestroy(g));
+    CHECK_CUDA(cudaFree(x));
+    CHECK_CUDA(cudaFree(y));
+    printf("kernel node attributes set, read, copied and kept\n");
 }
 
 int main()
@@ -946,6 +1016,7 @@ int main()
     event_nodes_and_older_entry_points(y, s1);
     user_objects(y, s1);
     capture_into_graph(s1);
+    kernel_node_attributes(s1);
     CHECK_CUDA(cudaEventDestroy(fork));
     CHECK_CUDA(cudaEventDestroy(join));
     CHECK_CUDA(cudaStreamDestroy(s1));
