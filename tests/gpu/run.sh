@@ -95,6 +95,9 @@ for exe in "$build"/tests/integration/*_static "$build"/tests/integration/*_shar
     link_*) check "$name" run "$exe" "$build/tests/integration/link_caller.ptx" \
                   "$build/tests/integration/link_callee.ptx" ;;
     # mapped host memory: natively, with the server on this host, and as from another
+    # the parts of graphs where the stub must do what the driver does, on the driver
+    graphs_*) [ "$name" = graphs_static ] && check graphs_native "$exe" --same-as-native
+              check "$name" run "$exe" ;;
     mapped_*) [ "$name" = mapped_static ] && check mapped_native "$exe" native
               check "$name" run --transport unix "$exe" shared
               check "${name}_tcp" run "$exe" remote ;;
