@@ -110,7 +110,8 @@ int cr_devmap_contains(CUdeviceptr p, size_t len)
         r = r && r->start == end ? r : NULL;
     }
     pthread_mutex_unlock(&map_lock);
-    return inside;
+    /* page-locked memory the device reaches (at the host window) is device memory too */
+    return inside || cr_shm_device_contains(p, len);
 }
 
 int cr_is_device_ptr(uint64_t p)

@@ -281,6 +281,14 @@ int cr_shm_device_ptr(const void *p, uint64_t *device)
     return r != NULL;
 }
 
+int cr_shm_device_contains(uint64_t p, size_t len)
+{
+    pthread_mutex_lock(&lock);
+    int inside = conn && cr_rangemap_contains(&mapped, p, len ? len : 1);
+    pthread_mutex_unlock(&lock);
+    return inside;
+}
+
 cr_shm_staging_t *cr_shm_staging_take(void)
 {
     pthread_mutex_lock(&lock);

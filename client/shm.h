@@ -24,6 +24,9 @@ int cr_shm_free(void *p);
 /* 1 when the device reaches p (page-locked memory at the server's host window): its
  * device address, which with unified addressing is p itself. */
 int cr_shm_device_ptr(const void *p, uint64_t *device);
+/* 1 when [p, p + len) lies in one region the device reaches (as device memory: memsets
+ * and device-to-device copies may name it). */
+int cr_shm_device_contains(uint64_t p, size_t len);
 /* 1 when [p, p + len) lies in one region shared with the server: its id and p's offset. */
 int cr_shm_find(const void *p, size_t len, uint64_t *region, uint64_t *offset);
 

@@ -70,12 +70,29 @@ void cr_session_untrack_code_locked(cr_session_t *s, uint64_t owner)
             i++;
 }
 
+void cr_session_track_host(cr_session_t *s, CUdeviceptr p, uint64_t size)
+{
+    pthread_mutex_lock(&s->lock);
+    if (cr_rangemap_add(&s->host_mapped, p, size, 1) != 0) /* then it is not the session's */
+        CR_WARN("session %llu: out of memory: mapped host memory at %#llx not tracked",
+                (unsigned long long)s->id, (unsigned long long)p);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void cr_session_untrack_host(cr_session_t *s, CUdeviceptr p)
+{
+    pthread_mutex_lock(&s->lock);
+    cr_rangemap_remove(&s->host_mapped, p, NULL);
+    pthread_mutex_unlock(&s->lock);
+}
+
 int cr_session_owns(cr_session_t *s, CUdeviceptr p, uint64_t len)
 {
     pthread_mutex_lock(&s->lock);
     int owned = cr_rangemap_contains(&s->allocations, p, len) ||
                 cr_rangemap_contains(&s->code_ranges, p, len) ||
-                (s->vmm_mapped.count && cr_rangemap_covers(&s->vmm_mapped, p, len));
+                (s->vmm_mapped.count && cr_rangemap_covers(&s->vmm_mapped, p, len)) ||
+                (s->host_mapped.count && cr_rangemap_contains(&s->host_mapped, p, len));
     pthread_mutex_unlock(&s->lock);
     return owned;
 }

@@ -161,6 +161,7 @@ static void session_free(cr_session_t *s)
         cr_session_uncharge(s, s->allocations.ranges[i].value);
     cr_rangemap_free(&s->allocations);
     cr_rangemap_free(&s->code_ranges);
+    cr_rangemap_free(&s->host_mapped);
     cr_session_vmm_release_all(s); /* normally released before, with the backend's */
     cr_outbox_free(s);
     pthread_mutex_destroy(&s->lock);

@@ -214,9 +214,13 @@ CUresult cr_session_free_when_idle(cr_session_t *s, CUdeviceptr p,
 /* A global of one of the session's libraries or modules (owner: its handle id), learnt
  * when the client asks for its address. */
 void cr_session_track_code(cr_session_t *s, CUdeviceptr p, size_t size, uint64_t owner);
-/* 1 when [p, p + len) lies inside one allocation or global of the session, or in ranges
- * where it mapped memory one after another: device addresses a client passes must be its
- * own. */
+/* Page-locked memory of the session's that the device reaches (shm.c: mapped host memory,
+ * by its device address), which the session owns like its allocations while attached. */
+void cr_session_track_host(cr_session_t *s, CUdeviceptr p, uint64_t size);
+void cr_session_untrack_host(cr_session_t *s, CUdeviceptr p);
+/* 1 when [p, p + len) lies inside one allocation, global or mapped host region of the
+ * session, or in ranges where it mapped memory one after another: device addresses a
+ * client passes must be its own. */
 int cr_session_owns(cr_session_t *s, CUdeviceptr p, uint64_t len);
 
 /* The virtual-memory API (virtual_memory.c). Reserved address ranges: */

@@ -50,6 +50,7 @@ struct cr_session_s {
     cr_rangemap_t code_ranges;  /* globals of its code (value: the library/module id) */
     cr_rangemap_t vmm_reserved; /* address ranges it reserved (virtual_memory.c) */
     cr_rangemap_t vmm_mapped;   /* where its physical memory is mapped (value: its id) */
+    cr_rangemap_t host_mapped;  /* its page-locked memory the device reaches (shm.c) */
     cr_idmap_t vmm_physical;    /* id -> physical memory it created */
     uint64_t next_physical_id;
     CUresult deferred_error; /* first failure of an asynchronous request, not yet reported */

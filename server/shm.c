@@ -173,6 +173,8 @@ void cr_srv_shm_attach(cr_request_t *req)
                 why = "out of memory", result = CUDA_ERROR_OUT_OF_MEMORY;
             } else {
                 result = CUDA_SUCCESS;
+                if (r->device) /* memory of the session's the device reaches, as its own */
+                    cr_session_track_host(s, r->device, r->size);
                 CR_DEBUG("session %llu: shared region %llu attached (%llu bytes%s%s)",
                          (unsigned long long)cr_session_id(s), (unsigned long long)id,
                          (unsigned long long)size, r->registered ? ", page-locked" : "",
@@ -242,7 +244,11 @@ void cr_srv_shm_detach(cr_request_t *req)
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;
     }
-    /* later requests no longer find it; earlier ones may still be queued on streams */
+    /* later requests no longer find it, nor name it as device memory; earlier ones may
+     * still be queued on streams */
+    const region_t *gone = (const region_t *)(uintptr_t)v;
+    if (gone->device)
+        cr_session_untrack_host(s, gone->device);
     detach_t *t = calloc(1, sizeof *t);
     if (!t || cr_session_mark_streams(s, &t->events, &t->count) != CUDA_SUCCESS) {
         free(t);

@@ -72,9 +72,9 @@ static CUresult resolve_side(CUmemorytype type, const void *host, CUdeviceptr de
     case CU_MEMORYTYPE_HOST:
         addr = (uint64_t)(uintptr_t)host;
         break;
-    case CU_MEMORYTYPE_DEVICE:
+    case CU_MEMORYTYPE_DEVICE: /* page-locked host memory is the device's too */
         addr = dev;
-        if (!cr__in_arena(addr))
+        if (!cr__in_arena(addr) && !cr__host_mapped((uintptr_t)addr, 1))
             return CUDA_ERROR_INVALID_VALUE;
         break;
     case CU_MEMORYTYPE_UNIFIED:
@@ -114,7 +114,7 @@ static CUresult resolve_side(CUmemorytype type, const void *host, CUdeviceptr de
     out->pinned = 0;
     if (out->device)
         return cr__mem_check(addr, extent);
-    if (type == CU_MEMORYTYPE_DEVICE)
+    if (type == CU_MEMORYTYPE_DEVICE && !cr__host_mapped((uintptr_t)addr, extent))
         return CUDA_ERROR_INVALID_VALUE;
     out->pinned = cr__host_is_pinned(out->ptr, extent);
     return CUDA_SUCCESS;
@@ -366,8 +366,10 @@ static CUresult memset_common(CUdeviceptr dst, size_t pitch, unsigned elem, uint
     if (__builtin_mul_overflow((uint64_t)(height - 1), (uint64_t)pitch, &extent) ||
         __builtin_add_overflow(extent, row_bytes, &extent))
         goto out;
-    if ((rc = cr__mem_check(dst, extent)) != CUDA_SUCCESS)
+    if ((rc = cr__mem_check(dst, extent)) != CUDA_SUCCESS &&
+        !cr__host_mapped((uintptr_t)dst, extent)) /* page-locked memory is the device's too */
         goto out;
+    rc = CUDA_SUCCESS;
     memset_op_t *m = calloc(1, sizeof *m);
     if (!m) {
         rc = CUDA_ERROR_OUT_OF_MEMORY;

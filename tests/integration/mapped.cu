@@ -1,6 +1,7 @@
 // mapped: page-locked host memory that kernels read and write through the program's own
 // pointer (mapped host memory): cudaHostAlloc(cudaHostAllocMapped) and cudaMallocHost with
-// cudaHostGetDevicePointer, kernels writing and reading it across a 4 MiB buffer, many
+// cudaHostGetDevicePointer, kernels writing and reading it across a 4 MiB buffer, memsets
+// and device-to-device copies naming it as device memory, many
 // buffers allocated, freed and allocated again (none overlaps another, none loses its
 // contents), pointer attributes, and the errors: flags, memory that is not page-locked,
 // freed memory. The argument says where the program runs:
@@ -71,6 +72,26 @@ static void round_trip(unsigned *h, unsigned n, unsigned seed)
     CHECK_CUDA(cudaFree(dsum));
 }
 
+// Memsets and device-to-device copies may name mapped memory as device memory.
+static void as_device_memory(unsigned *h, unsigned n)
+{
+    CHECK_CUDA(cudaMemset(h, 0x5a, n * sizeof *h));
+    CHECK_CUDA(cudaDeviceSynchronize());
+    for (unsigned i = 0; i < n; i++)
+        CHECK(h[i] == 0x5a5a5a5au, "a memset of mapped memory left element %u at %#x", i, h[i]);
+    unsigned *dev = nullptr;
+    CHECK_CUDA(cudaMalloc(&dev, n * sizeof *h));
+    for (unsigned i = 0; i < n; i++)
+        h[i] = expected(i, 9);
+    CHECK_CUDA(cudaMemcpy(dev, h, n * sizeof *h, cudaMemcpyDeviceToDevice));
+    CHECK_CUDA(cudaDeviceSynchronize()); // a device-to-device copy may return before it ran
+    memset(h, 0, n * sizeof *h);
+    CHECK_CUDA(cudaMemcpy(h, dev, n * sizeof *h, cudaMemcpyDeviceToDevice));
+    CHECK_CUDA(cudaDeviceSynchronize());
+    check_filled(h, n, 9, "copied device to device through mapped memory and back");
+    CHECK_CUDA(cudaFree(dev));
+}
+
 static void mapped_buffer(bool reached)
 {
     const unsigned n = (1u << 20) + 123; // a bit over 4 MiB
@@ -78,6 +99,7 @@ static void mapped_buffer(bool reached)
     CHECK_CUDA(cudaHostAlloc(&h, n * sizeof *h, cudaHostAllocMapped));
     if (reached) {
         round_trip(h, n, 7);
+        as_device_memory(h, n);
         cudaPointerAttributes a;
         CHECK_CUDA(cudaPointerGetAttributes(&a, h));
         CHECK(a.type == cudaMemoryTypeHost && a.devicePointer == h && a.hostPointer == h,
@@ -86,6 +108,7 @@ static void mapped_buffer(bool reached)
     } else {
         void *d = nullptr;
         EXPECT_CUDA_ERROR(cudaHostGetDevicePointer(&d, h, 0), cudaErrorNotSupported);
+        EXPECT_CUDA_ERROR(cudaMemset(h, 0, n * sizeof *h), cudaErrorInvalidValue);
         // the memory is still page-locked memory for copies
         for (unsigned i = 0; i < n; i++)
             h[i] = expected(i, 3);
