@@ -33,6 +33,7 @@ int main(int argc, char **argv)
     cr_session_set_input_limit((size_t)o.max_queued);
     if (o.no_shm)
         cr_shm_set_enabled(0);
+    cr_shm_set_limit(o.max_shared);
     setenv("CUDA_REMOTE_LOG", o.log_level, 1);
     cr_log_init("cuda-remoted", CR_LOG_INFO, 1);
     signal(SIGPIPE, SIG_IGN);

@@ -223,6 +223,14 @@ static const cr_option_t table[] = {
      COUNT(limits.tenant_sessions),
      .help = "a tenant's sessions at once, unless its entry in the tenants file says "
              "(\"sessions\"); 0: any"},
+    {.name = "max-shared",
+     .arg = "SIZE",
+     .deflt = "16GiB",
+     .min = 1,
+     SIZE(max_shared),
+     .help = "memory a client on this host may share with the server (its page-locked "
+             "memory and copy staging), which the server pins; past it page-locked memory "
+             "stays the client's (copies of it then use the socket, kernels cannot reach it)"},
     {.name = "no-shm",
      FLAG(no_shm),
      .help = "decline shared memory from clients on Unix sockets (their bytes then travel "

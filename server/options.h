@@ -30,6 +30,7 @@ typedef struct {
     cr_guard_limits_t limits;
     uint64_t max_queued;      /* a session's unrun input before its reading stops */
     int no_shm;               /* decline shared memory from Unix-socket clients */
+    uint64_t max_shared;      /* a session's shared memory, which the server pins */
     const char *log_level;    /* for CUDA_REMOTE_LOG */
     const char *tenants_file; /* NULL: one tenant, "default", with the whole device */
     const char *metrics;      /* NULL: no metrics listener */

@@ -43,10 +43,16 @@ typedef struct {
 } region_t;
 
 static int enabled = 1;
+static uint64_t max_bytes = UINT64_MAX; /* a session's regions together (--max-shared) */
 
 void cr_shm_set_enabled(int on)
 {
     enabled = on;
+}
+
+void cr_shm_set_limit(uint64_t bytes)
+{
+    max_bytes = bytes;
 }
 
 static void region_free(const cr_backend_t *b, region_t *r)
@@ -117,6 +123,7 @@ static region_t *region_map(const cr_backend_t *b, int fd, uint64_t size, int at
 typedef struct {
     pthread_mutex_t lock;
     cr_idmap_t regions; /* id -> region_t * */
+    uint64_t bytes;     /* of all its regions: each is page-locked (host memory it pins) */
     int announced;      /* logged that the session shares memory */
 } regions_t;
 
@@ -151,10 +158,12 @@ void cr_srv_shm_attach(cr_request_t *req)
         regions_t *rs = regions_of(s, 1);
         int taken = 0;
         size_t count = 0;
+        uint64_t shared = 0;
         if (rs) {
             pthread_mutex_lock(&rs->lock);
             taken = cr_idmap_get(&rs->regions, id, &unused);
             count = rs->regions.count;
+            shared = rs->bytes;
             pthread_mutex_unlock(&rs->lock);
         }
         if (!rs)
@@ -163,9 +172,13 @@ void cr_srv_shm_attach(cr_request_t *req)
             why = "region id in use";
         else if (count >= MAX_REGIONS)
             why = "too many regions", result = CUDA_ERROR_OUT_OF_MEMORY;
+        else if (size > max_bytes || shared > max_bytes - size) /* the server would pin it */
+            why = "more than a session may share (--max-shared)", result = CUDA_ERROR_OUT_OF_MEMORY;
         else if ((r = region_map(cr_session_backend(s), fd, size, at_window != 0, &why)) != NULL) {
             pthread_mutex_lock(&rs->lock);
             int err = cr_idmap_put(&rs->regions, id, (uint64_t)(uintptr_t)r);
+            if (!err)
+                rs->bytes += r->size;
             pthread_mutex_unlock(&rs->lock);
             if (err) {
                 region_free(cr_session_backend(s), r);
@@ -238,6 +251,8 @@ void cr_srv_shm_detach(cr_request_t *req)
     if (rs) {
         pthread_mutex_lock(&rs->lock);
         found = cr_idmap_remove(&rs->regions, id, &v);
+        if (found)
+            rs->bytes -= ((const region_t *)(uintptr_t)v)->size;
         pthread_mutex_unlock(&rs->lock);
     }
     if (!found) {

@@ -7,6 +7,9 @@
 
 /* --no-shm: decline every region (clients then move their bytes over the socket). */
 void cr_shm_set_enabled(int on);
+/* --max-shared: a session's regions together may hold this many bytes, which the server
+ * page-locks (pins); past it a region is declined (the client keeps the memory its own). */
+void cr_shm_set_limit(uint64_t bytes);
 /* @shm_attach and @shm_detach (executor): cr_srv_shm_attach, cr_srv_shm_detach. */
 /* The server's address of [offset, offset + bytes) in one of the session's regions, NULL
  * when that is not inside a region. Valid until the region is detached, which waits for

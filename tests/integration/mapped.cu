@@ -11,6 +11,8 @@
 //            which the server's device cannot reach (cudaErrorNotSupported)
 //   remote   through the stub without shared memory (another host): the device reaches
 //            no page-locked memory (cudaErrorNotSupported); copies still work
+//   limited N  through the stub, against a server that lets the session share only so
+//            much (--max-shared): N more 8 MiB buffers are mapped, the next is not
 #include "cr_test.h"
 
 #include <vector>
@@ -190,9 +192,53 @@ static void errors(bool native)
     free(own);
 }
 
+// Against a server that lets a session share `reach` more 8 MiB buffers (--max-shared):
+// those are mapped, the next is not (yet still page-locked memory for copies), and one
+// freed makes room again.
+static void limited(unsigned reach)
+{
+    const size_t size = 8u << 20;
+    std::vector<void *> mapped;
+    void *d = nullptr;
+    for (unsigned i = 0; i < reach; i++) {
+        void *h = nullptr;
+        CHECK_CUDA(cudaMallocHost(&h, size));
+        CHECK_CUDA(cudaHostGetDevicePointer(&d, h, 0));
+        mapped.push_back(h);
+    }
+    void *over = nullptr;
+    CHECK_CUDA(cudaMallocHost(&over, size));
+    EXPECT_CUDA_ERROR(cudaHostGetDevicePointer(&d, over, 0), cudaErrorNotSupported);
+    cudaGetLastError();
+    CHECK_CUDA(cudaFreeHost(mapped.back()));
+    mapped.pop_back();
+    void *again = nullptr;
+    CHECK_CUDA(cudaMallocHost(&again, size));
+    CHECK_CUDA(cudaHostGetDevicePointer(&d, again, 0));
+    mapped.push_back(again);
+    // the buffer past the limit is page-locked memory all the same
+    unsigned *dev = nullptr, *in = (unsigned *)over, *back = (unsigned *)mapped[0];
+    const unsigned n = (unsigned)(size / sizeof *in);
+    for (unsigned i = 0; i < n; i++)
+        in[i] = expected(i, 5);
+    CHECK_CUDA(cudaMalloc(&dev, size));
+    CHECK_CUDA(cudaMemcpy(dev, in, size, cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(back, dev, size, cudaMemcpyDeviceToHost));
+    check_filled(back, n, 5, "copied from memory past the limit and back");
+    CHECK_CUDA(cudaFree(dev));
+    CHECK_CUDA(cudaFreeHost(over));
+    for (void *h : mapped)
+        CHECK_CUDA(cudaFreeHost(h));
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
+    if (strcmp(mode, "limited") == 0 && argc > 2) {
+        limited((unsigned)atoi(argv[2]));
+        printf("mapped: all checks passed (limited to %s buffers)\n", argv[2]);
+        return 0;
+    }
     bool native = strcmp(mode, "native") == 0, shared = strcmp(mode, "shared") == 0;
     CHECK(native || shared || strcmp(mode, "remote") == 0,
           "usage: mapped native|shared|remote (where it runs)");

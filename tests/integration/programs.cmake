@@ -50,6 +50,9 @@ cr_cuda_test(mapped TRANSPORT unix ARGS shared)
 cr_cuda_test(mapped_tcp PROGRAM mapped ARGS remote)
 cr_cuda_test(mapped_unix_no_shm PROGRAM mapped TRANSPORT unix ARGS remote
   RUN_ARGS --env CUDA_REMOTE_SHM=0)
+# 48 MiB a session may share: the first 16 MiB staging area and four 8 MiB buffers
+cr_cuda_test(mapped_limited PROGRAM mapped TRANSPORT unix ARGS limited 4
+  RUN_ARGS --server-arg=--max-shared=48MiB)
 cr_cuda_program(vmm)
 cr_cuda_test(vmm)
 cr_cuda_program(graphs)
