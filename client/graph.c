@@ -418,8 +418,6 @@ typedef struct {
     uint64_t vals[6];
     int is_launch;
     cr_launch_t launch;
-    const CUlaunchAttribute *attrs; /* a launch's, sent as cuLaunchKernelEx's when any */
-    unsigned nattrs;
 } node_args_t;
 
 #define MAX_NODE_ATTRS 32 /* more than there are attribute ids */
@@ -429,18 +427,10 @@ typedef struct {
     unsigned n;
 } node_attrs_t;
 
-static CUresult kernel_node_attrs(CUgraphNode node, node_attrs_t *at);
 
 /* opcode, then [arguments] (a launch's as cuLaunchKernel sends them) + its bulk */
 static void pack_node_args(cr_msg_t *m, const node_args_t *a)
 {
-    if (a->is_launch && a->nattrs) { /* a kernel node with attributes */
-        msgpack_pack_uint16(&m->pk, CR_OP_cuLaunchKernelEx);
-        cr_launch_pack(&m->pk, &a->launch, 0, 1);
-        cr_launch_pack_attrs(&m->pk, a->attrs, a->nattrs);
-        cr_msg_bulk(m, a->launch.params.buf, a->launch.params.size);
-        return;
-    }
     msgpack_pack_uint16(&m->pk, a->opcode);
     if (a->is_launch) {
         cr_launch_pack(&m->pk, &a->launch, 0, 0);
@@ -1156,16 +1146,15 @@ static int node_attrs_of(const node_read_t *q, node_attrs_t *at)
     return 0;
 }
 
-/* The attributes of a kernel node; CUDA_ERROR_INVALID_VALUE for another kind of node. */
-static CUresult kernel_node_attrs(CUgraphNode node, node_attrs_t *at)
+/* Reads a kernel node and its attributes (read_done(q) after, whatever the result);
+ * CUDA_ERROR_INVALID_VALUE for another kind of node. */
+static CUresult read_kernel_node(CUgraphNode node, node_read_t *q, node_attrs_t *at)
 {
-    node_read_t q;
-    CUresult r = read_node(node, &q);
-    if (r == CUDA_SUCCESS && !is_launch(q.opcode))
+    CUresult r = read_node(node, q);
+    if (r == CUDA_SUCCESS && !is_launch(q->opcode))
         r = CUDA_ERROR_INVALID_VALUE;
-    if (r == CUDA_SUCCESS && node_attrs_of(&q, at) != 0)
+    if (r == CUDA_SUCCESS && node_attrs_of(q, at) != 0)
         r = CUDA_ERROR_UNKNOWN;
-    read_done(&q);
     return r;
 }
 
@@ -1200,8 +1189,10 @@ CUresult cr_hand_cuGraphKernelNodeGetAttribute(CUgraphNode node, CUkernelNodeAtt
 {
     if (!value || !cr_enum_has(&cr_enum_CUlaunchAttributeID, attr))
         return CUDA_ERROR_INVALID_VALUE;
+    node_read_t q;
     node_attrs_t at;
-    CUresult r = kernel_node_attrs(node, &at);
+    CUresult r = read_kernel_node(node, &q, &at);
+    read_done(&q);
     if (r != CUDA_SUCCESS)
         return r;
     memset(value, 0, sizeof *value); /* one never set reads as its default */
@@ -1218,11 +1209,7 @@ CUresult cr_hand_cuGraphKernelNodeSetAttribute(CUgraphNode node, CUkernelNodeAtt
         return CUDA_ERROR_INVALID_VALUE;
     node_read_t q;
     node_attrs_t at;
-    CUresult r = read_node(node, &q);
-    if (r == CUDA_SUCCESS && !is_launch(q.opcode))
-        r = CUDA_ERROR_INVALID_VALUE;
-    if (r == CUDA_SUCCESS && node_attrs_of(&q, &at) != 0)
-        r = CUDA_ERROR_UNKNOWN;
+    CUresult r = read_kernel_node(node, &q, &at);
     if (r == CUDA_SUCCESS) {
         unsigned i = 0;
         while (i < at.n && at.a[i].id != attr)
@@ -1242,15 +1229,16 @@ CUresult cr_hand_cuGraphKernelNodeSetAttribute(CUgraphNode node, CUkernelNodeAtt
 
 CUresult cr_hand_cuGraphKernelNodeCopyAttributes(CUgraphNode dst, CUgraphNode src)
 {
-    node_attrs_t at;
-    CUresult r = kernel_node_attrs(src, &at);
+    node_read_t qs, qd;
+    node_attrs_t at, theirs;
+    CUresult r = read_kernel_node(src, &qs, &at);
+    read_done(&qs);
     if (r != CUDA_SUCCESS)
         return r;
-    node_read_t q;
-    r = read_node(dst, &q);
+    r = read_kernel_node(dst, &qd, &theirs);
     if (r == CUDA_SUCCESS)
-        r = is_launch(q.opcode) ? set_kernel_attrs(dst, &q, &at) : CUDA_ERROR_INVALID_VALUE;
-    read_done(&q);
+        r = set_kernel_attrs(dst, &qd, &at);
+    read_done(&qd);
     return r;
 }
 
@@ -1464,25 +1452,11 @@ CUresult cr_hand_cuGraphExecNodeSetParams(CUgraphExec exec, CUgraphNode node, CU
     return exec ? set_described(exec, node, &a, args_of(&a, p)) : CUDA_ERROR_INVALID_VALUE;
 }
 
-/* New arguments for a kernel node, which keeps its attributes (the graph's node's: an
- * executable graph's copy has the same ones). */
-static CUresult set_kernel_params(CUgraphExec exec, CUgraphNode node,
-                                  const CUDA_KERNEL_NODE_PARAMS *p)
-{
-    node_attrs_t at;
-    CUresult r = kernel_node_attrs(node, &at);
-    if (r != CUDA_SUCCESS)
-        return r;
-    node_args_t a;
-    r = args_kernel(&a, p);
-    a.attrs = at.a;
-    a.nattrs = at.n;
-    return set_described(exec, node, &a, r);
-}
-
+/* New arguments for a kernel node (the server keeps its attributes). */
 CUresult cr_hand_cuGraphKernelNodeSetParams_v2(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS *p)
 {
-    return set_kernel_params(NULL, node, p);
+    node_args_t a;
+    return set_described(NULL, node, &a, args_kernel(&a, p));
 }
 
 CUresult cr_hand_cuGraphKernelNodeSetParams(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS_v1 *p)
@@ -1496,7 +1470,8 @@ CUresult cr_hand_cuGraphKernelNodeSetParams(CUgraphNode node, const CUDA_KERNEL_
 CUresult cr_hand_cuGraphExecKernelNodeSetParams_v2(CUgraphExec exec, CUgraphNode node,
                                                    const CUDA_KERNEL_NODE_PARAMS *p)
 {
-    return exec ? set_kernel_params(exec, node, p) : CUDA_ERROR_INVALID_VALUE;
+    node_args_t a;
+    return exec ? set_described(exec, node, &a, args_kernel(&a, p)) : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult cr_hand_cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode node,

@@ -1473,6 +1473,38 @@ void cr_srv_cuGraphAddDependencies(cr_request_t *req)
  * takes these arguments, checked as when it was added; it stays of its kind. In an
  * executable graph its copy of the node changes, from its next launch on; in the graph,
  * the executable graphs made from it later have them. */
+/* A kernel node given new arguments as a plain launch keeps the form it was launched in:
+ * a cooperative launch stays one, a cuLaunchKernelEx keeps its attributes (the driver's
+ * node keeps them too). *args becomes the seven of that form, in zone. 0, or -1 when the
+ * node's kept request cannot be read. */
+static int keep_launch_form(const node_t *old, uint64_t *opcode, msgpack_object *args,
+                            msgpack_zone *zone)
+{
+    if (*opcode != CR_OP_cuLaunchKernel)
+        return 0;
+    if (old->opcode == CR_OP_cuLaunchCooperativeKernel) {
+        *opcode = CR_OP_cuLaunchCooperativeKernel; /* the same arguments */
+        return 0;
+    }
+    if (old->opcode != CR_OP_cuLaunchKernelEx || args->type != MSGPACK_OBJECT_ARRAY ||
+        args->via.array.size != 6)
+        return 0;
+    size_t off = 0;
+    msgpack_object kept;
+    msgpack_object *both = msgpack_zone_malloc(zone, 7 * sizeof *both);
+    if (!both ||
+        msgpack_unpack((const char *)old->bytes, old->body_len, &off, zone, &kept) !=
+            MSGPACK_UNPACK_SUCCESS ||
+        kept.type != MSGPACK_OBJECT_ARRAY || kept.via.array.size != 7)
+        return -1;
+    memcpy(both, args->via.array.ptr, 6 * sizeof *both);
+    both[6] = kept.via.array.ptr[6];
+    args->via.array.ptr = both;
+    args->via.array.size = 7;
+    *opcode = CR_OP_cuLaunchKernelEx;
+    return 0;
+}
+
 void cr_srv_cuGraphNodeSetParams(cr_request_t *req)
 {
     cr_session_t *s = req->session;
@@ -1483,14 +1515,20 @@ void cr_srv_cuGraphNodeSetParams(cr_request_t *req)
                         : NULL;
     exec_t *e = n && eid ? cr_session_handle(s, CR_HT_CUgraphExec, eid) : NULL;
     graph_t *g = !n ? NULL : !eid ? n->graph : e && n->graph->serial == e->source ? e->graph : NULL;
+    msgpack_object args = req->args[3];
+    msgpack_zone zone;
+    msgpack_zone_init(&zone, 1024);
     int arg = 0;
     CUresult r = !g || n->index >= g->count || opcode == 0 || opcode > UINT16_MAX ||
                          node_kind(g->nodes[n->index].opcode) != node_kind((uint16_t)opcode)
                      ? CUDA_ERROR_INVALID_VALUE
-                     : check_node(s, opcode, &req->args[3], &arg);
-    if (r == CUDA_SUCCESS && replace_args(g, n->index, (uint16_t)opcode, arg, &req->args[3],
-                                          req->bulk, req->hdr.bulk_len) != 0)
+                 : keep_launch_form(&g->nodes[n->index], &opcode, &args, &zone) != 0
+                     ? CUDA_ERROR_OUT_OF_MEMORY
+                     : check_node(s, opcode, &args, &arg);
+    if (r == CUDA_SUCCESS &&
+        replace_args(g, n->index, (uint16_t)opcode, arg, &args, req->bulk, req->hdr.bulk_len) != 0)
         r = CUDA_ERROR_OUT_OF_MEMORY;
+    msgpack_zone_destroy(&zone);
     cr_request_finish(req, r);
 }
 

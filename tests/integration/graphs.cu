@@ -65,6 +65,18 @@ static void expect_all(const float *dev, float want, const char *what)
         CHECK(h[i] == want, "%s: element %d is %g, expected %g", what, i, h[i], want);
 }
 
+// a memset node's parameters: `width` floats of dst set to zero
+static cudaMemsetParams zeroing(float *dst, size_t width)
+{
+    cudaMemsetParams mp = {};
+    mp.dst = dst;
+    mp.value = 0;
+    mp.elementSize = 4;
+    mp.width = width;
+    mp.height = 1;
+    return mp;
+}
+
 static cudaStreamCaptureStatus status_of(cudaStream_t s)
 {
     cudaStreamCaptureStatus st;
@@ -96,11 +108,7 @@ static void event_nodes_and_older_entry_points(float *y, cudaStream_t s)
     cudaGraph_t g;
     CHECK_CUDA(cudaGraphCreate(&g, 0));
     cudaGraphNode_t n_set, n_record, n_wait;
-    cudaMemsetParams mp = {};
-    mp.dst = y;
-    mp.elementSize = 4;
-    mp.width = N;
-    mp.height = 1;
+    cudaMemsetParams mp = zeroing(y, N);
     CHECK_CUDA(cudaGraphAddMemsetNode(&n_set, g, nullptr, 0, &mp));
     CHECK_CUDA(cudaGraphAddEventRecordNode(&n_record, g, &n_set, 1, first));
     CHECK_CUDA(cudaGraphAddEventWaitNode(&n_wait, g, &n_record, 1, first));
@@ -220,12 +228,7 @@ static void user_objects(float *y, cudaStream_t s)
     cudaGraph_t g, clone;
     CHECK_CUDA(cudaGraphCreate(&g, 0));
     cudaGraphNode_t set;
-    cudaMemsetParams mp = {};
-    mp.dst = y;
-    mp.value = 0;
-    mp.elementSize = 4;
-    mp.width = N;
-    mp.height = 1;
+    cudaMemsetParams mp = zeroing(y, N);
     CHECK_CUDA(cudaGraphAddMemsetNode(&set, g, nullptr, 0, &mp));
     CHECK_CUDA(cudaUserObjectCreate(&o, (void *)1, destroy_object, 1, cudaUserObjectNoDestructorSync));
     CHECK_CUDA(cudaGraphRetainUserObject(g, o, 2, 0));
@@ -276,12 +279,7 @@ static void capture_into_graph(cudaStream_t s)
     cudaGraph_t g, got = nullptr;
     CHECK_CUDA(cudaGraphCreate(&g, 0));
     cudaGraphNode_t set;
-    cudaMemsetParams mp = {};
-    mp.dst = y;
-    mp.value = 0;
-    mp.elementSize = 4;
-    mp.width = N;
-    mp.height = 1;
+    cudaMemsetParams mp = zeroing(y, N);
     CHECK_CUDA(cudaGraphAddMemsetNode(&set, g, nullptr, 0, &mp));
     CHECK_CUDA(cudaStreamBeginCaptureToGraph(s, g, &set, nullptr, 1, cudaStreamCaptureModeGlobal));
     CHECK(status_of(s) == cudaStreamCaptureStatusActive, "no capture into the graph");
@@ -345,11 +343,7 @@ static void kernel_node_attributes(cudaStream_t s)
     kp.func = (void *)add;
     kp.kernelParams = add_args;
     CHECK_CUDA(cudaGraphAddKernelNode(&k2, g, &k1, 1, &kp));
-    cudaMemsetParams mp = {};
-    mp.dst = x;
-    mp.elementSize = 4;
-    mp.width = 1;
-    mp.height = 1;
+    cudaMemsetParams mp = zeroing(x, 1);
     CHECK_CUDA(cudaGraphAddMemsetNode(&set, g, &k2, 1, &mp));
 
     cudaLaunchAttributeValue v;
@@ -598,12 +592,7 @@ int main(int argc, char **argv)
     CHECK_CUDA(cudaGraphCreate(&built, 0));
     CHECK_CUDA(cudaGraphCreate(&child, 0));
     cudaGraphNode_t n_memset, n_kernel, n_copy, n_record, n_empty, n_child, n_add;
-    cudaMemsetParams mp = {};
-    mp.dst = y;
-    mp.value = 0;
-    mp.elementSize = 4;
-    mp.width = N;
-    mp.height = 1;
+    cudaMemsetParams mp = zeroing(y, N);
     CHECK_CUDA(cudaGraphAddMemsetNode(&n_memset, built, nullptr, 0, &mp));
     float ka = 2.0f, kb = 1.0f;
     int kn = N;
