@@ -1,6 +1,6 @@
 /* What the hand-written handlers offer the rest of the server, beyond answering their
  * requests (cr_server_hand.h): streams at a tenant's priority, code globals after a
- * context reset, and host functions' gates. */
+ * context reset, launches as the driver takes them, and host functions' gates. */
 #ifndef CR_SERVER_HANDLERS_H
 #define CR_SERVER_HANDLERS_H
 
@@ -24,6 +24,26 @@ CUresult cr_session_check_attribute(cr_session_t *s, unsigned id, CUlaunchAttrib
 /* Gives every global of the session's libraries and modules its initial contents again:
  * a primary-context reset on a GPU reloads code into a fresh context. */
 void cr_code_reinit_globals(cr_session_t *s);
+
+/* A kernel launch as the driver takes it, from a cuLaunchKernel, cuLaunchCooperativeKernel
+ * or cuLaunchKernelEx request (handlers_launch.c): its function the session's, its layout
+ * exactly the kernel's parameters, its attributes as its tenant may have them (events the
+ * driver's). cr_launch_parse fills it (CUDA_SUCCESS, or the error the launch gets);
+ * cr_launch_clear frees what it holds. params point into the request's bytes. */
+#define CR_MAX_LAUNCH_ATTRS 32
+typedef struct {
+    uint64_t function_id; /* the session's id of f */
+    CUfunction f;
+    unsigned grid[3], block[3], shared;
+    cr_handle_t *stream;
+    void **params;
+    int cooperative;  /* cuLaunchCooperativeKernel */
+    int names_events; /* an attribute names an event */
+    unsigned nattrs;
+    CUlaunchAttribute attrs[CR_MAX_LAUNCH_ATTRS]; /* last: not cleared */
+} cr_launch_t;
+CUresult cr_launch_parse(cr_request_t *req, cr_launch_t *l);
+void cr_launch_clear(cr_launch_t *l);
 
 /* Host functions (handlers_launch.c). The client answered call_id (loop thread): opens
  * its stream's gate, or lets the host function that holds the driver's thread return. */

@@ -1,5 +1,6 @@
 /* Launches, host functions and occupancy (wire formats in common/protocol.h). */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,8 +15,6 @@
 #include "scheduler.h"
 #include "session.h"
 
-#define MAX_ATTRS 32
-
 static int dim3(const msgpack_object *o, unsigned out[3])
 {
     if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 3)
@@ -28,14 +27,6 @@ static int dim3(const msgpack_object *o, unsigned out[3])
     }
     return 0;
 }
-
-typedef struct {
-    CUfunction f;
-    unsigned grid[3], block[3];
-    unsigned shared;
-    cr_handle_t *stream;
-    void **params; /* pointers into the request's bulk bytes */
-} launch_t;
 
 /* One [offset, size] entry of a launch's layout, inside the request's parameter bytes. */
 static int layout_entry(const cr_request_t *req, const msgpack_object *e, uint64_t *off,
@@ -54,7 +45,7 @@ static int layout_entry(const cr_request_t *req, const msgpack_object *e, uint64
  * tenants' bytes (or dereference NULL). One entry for a kernel with another count of
  * parameters is a whole buffer laid out as the kernel's (cuLaunchKernel's `extra`); it must
  * hold every parameter. */
-static CUresult parse_launch(cr_request_t *req, launch_t *l)
+static CUresult parse_params(cr_request_t *req, cr_launch_t *l)
 {
     cr_session_t *s = req->session;
     uint64_t fid, shared, sid;
@@ -64,6 +55,7 @@ static CUresult parse_launch(cr_request_t *req, launch_t *l)
         cr_arg_u64(req, 4, &sid) || cr_arg_array(req, 5, &layout) ||
         layout->size > CR_MAX_LAUNCH_PARAMS)
         return CUDA_ERROR_INVALID_VALUE;
+    l->function_id = fid;
     l->shared = (unsigned)shared;
     const cr_kernel_param_t *kp;
     uint32_t count;
@@ -81,134 +73,137 @@ static CUresult parse_launch(cr_request_t *req, launch_t *l)
     for (uint32_t i = 0; i < count; i++) {
         uint64_t off, size;
         if (!layout_entry(req, &layout->ptr[whole ? 0 : i], &off, &size))
-            goto invalid;
+            return CUDA_ERROR_INVALID_VALUE;
         if (whole) { /* the kernel's parameter i lies at its own offset in the buffer */
             if (kp[i].offset > size || kp[i].size > size - kp[i].offset)
-                goto invalid;
+                return CUDA_ERROR_INVALID_VALUE;
             off += kp[i].offset;
         } else if (size != kp[i].size) {
-            goto invalid;
+            return CUDA_ERROR_INVALID_VALUE;
         }
         l->params[i] = req->bulk + off;
     }
     return CUDA_SUCCESS;
-invalid:
-    free(l->params);
-    l->params = NULL;
-    return CUDA_ERROR_INVALID_VALUE;
 }
 
-static void launch(cr_request_t *req, int cooperative)
+/* [[id, value bytes]...] into l->attrs (at most CR_MAX_LAUNCH_ATTRS); events inside the
+ * values are the session's ids, replaced by the driver's events. */
+static CUresult parse_attrs(cr_session_t *s, const msgpack_object_array *list, cr_launch_t *l)
 {
-    launch_t l;
-    const cr_driver_t *d = &cr_session_backend(req->session)->d;
-    CUresult r = parse_launch(req, &l);
-    if (r == CUDA_SUCCESS) {
-        cr_session_stream_prepare(req->session, l.stream);
-        r = cr_sched_launch_begin(req->session, l.stream);
-        if (r == CUDA_SUCCESS) {
-            if (cooperative)
-                r = d->cuLaunchCooperativeKernel(l.f, l.grid[0], l.grid[1], l.grid[2], l.block[0],
-                                                 l.block[1], l.block[2], l.shared, l.stream->obj,
-                                                 l.params);
-            else
-                r = d->cuLaunchKernel(l.f, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
-                                      l.block[2], l.shared, l.stream->obj, l.params, NULL);
-            cr_sched_launch_end(req->session, l.stream, r);
-        }
-        free(l.params);
-        if (r == CUDA_SUCCESS)
-            cr_session_count_launch(req->session);
-    }
-    cr_request_finish(req, r);
-}
-
-void cr_srv_cuLaunchKernel(cr_request_t *req)
-{
-    launch(req, 0);
-}
-
-void cr_srv_cuLaunchCooperativeKernel(cr_request_t *req)
-{
-    launch(req, 1);
-}
-
-/* [[id, value bytes]...] into attrs (at most MAX_ATTRS); events inside the values are the
- * session's ids, replaced by the driver's events. */
-static CUresult parse_attrs(cr_session_t *s, const msgpack_object_array *list,
-                            CUlaunchAttribute *attrs)
-{
-    if (list->size > MAX_ATTRS)
+    if (list->size > CR_MAX_LAUNCH_ATTRS)
         return CUDA_ERROR_INVALID_VALUE;
     for (uint32_t i = 0; i < list->size; i++) {
         const msgpack_object *e = &list->ptr[i];
+        CUlaunchAttribute *a = &l->attrs[i];
         uint64_t id;
-        memset(&attrs[i], 0, sizeof attrs[i]);
+        memset(a, 0, sizeof *a);
         if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 2 ||
             cr_obj_u64(&e->via.array.ptr[0], &id) ||
             e->via.array.ptr[1].type != MSGPACK_OBJECT_BIN ||
-            e->via.array.ptr[1].via.bin.size != sizeof attrs[i].value)
+            e->via.array.ptr[1].via.bin.size != sizeof a->value)
             return CUDA_ERROR_INVALID_VALUE;
-        attrs[i].id = (CUlaunchAttributeID)id;
-        memcpy(&attrs[i].value, e->via.array.ptr[1].via.bin.ptr, sizeof attrs[i].value);
-        CUresult r = cr_session_check_attribute(s, (unsigned)id, &attrs[i].value);
+        a->id = (CUlaunchAttributeID)id;
+        memcpy(&a->value, e->via.array.ptr[1].via.bin.ptr, sizeof a->value);
+        CUresult r = cr_session_check_attribute(s, (unsigned)id, &a->value);
         if (r != CUDA_SUCCESS)
             return r;
         if (id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT ||
             id == CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT) {
             CUevent *ev = id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT
-                              ? &attrs[i].value.programmaticEvent.event
-                              : &attrs[i].value.launchCompletionEvent.event;
+                              ? &a->value.programmaticEvent.event
+                              : &a->value.launchCompletionEvent.event;
             void *obj = cr_session_handle(s, CR_HT_CUevent, (uint64_t)(uintptr_t)*ev);
             if (!obj)
                 return CUDA_ERROR_INVALID_HANDLE;
             *ev = obj;
+            l->names_events = 1;
         }
+        l->nattrs++;
     }
     return CUDA_SUCCESS;
 }
 
-void cr_srv_cuLaunchKernelEx(cr_request_t *req)
+CUresult cr_launch_parse(cr_request_t *req, cr_launch_t *l)
+{
+    memset(l, 0, offsetof(cr_launch_t, attrs));
+    l->cooperative = req->hdr.opcode == CR_OP_cuLaunchCooperativeKernel;
+    CUresult r = parse_params(req, l);
+    if (r == CUDA_SUCCESS && req->hdr.opcode == CR_OP_cuLaunchKernelEx) {
+        const msgpack_object_array *list;
+        r = req->argc != 7 || cr_arg_array(req, 6, &list) ? CUDA_ERROR_INVALID_VALUE
+                                                          : parse_attrs(req->session, list, l);
+    } else if (r == CUDA_SUCCESS && req->argc != 6) {
+        r = CUDA_ERROR_INVALID_VALUE;
+    }
+    if (r != CUDA_SUCCESS)
+        cr_launch_clear(l);
+    return r;
+}
+
+void cr_launch_clear(cr_launch_t *l)
+{
+    free(l->params);
+    l->params = NULL;
+}
+
+/* cuLaunchKernel, cuLaunchCooperativeKernel and cuLaunchKernelEx: checked, admitted by the
+ * scheduler, measured. */
+static void launch(cr_request_t *req)
 {
     cr_session_t *s = req->session;
     const cr_driver_t *d = &cr_session_backend(s)->d;
-    launch_t l;
-    CUlaunchAttribute attrs[MAX_ATTRS];
-    const msgpack_object_array *list = NULL;
-    CUresult r = parse_launch(req, &l);
+    cr_launch_t l;
+    CUresult r = cr_launch_parse(req, &l);
     if (r != CUDA_SUCCESS) {
         cr_request_finish(req, r);
         return;
     }
-    if (req->argc != 7 || cr_arg_array(req, 6, &list))
-        r = CUDA_ERROR_INVALID_VALUE;
-    else
-        r = parse_attrs(s, list, attrs);
-    if (r == CUDA_SUCCESS) {
-        CUlaunchConfig config = {
-            .gridDimX = l.grid[0],
-            .gridDimY = l.grid[1],
-            .gridDimZ = l.grid[2],
-            .blockDimX = l.block[0],
-            .blockDimY = l.block[1],
-            .blockDimZ = l.block[2],
-            .sharedMemBytes = l.shared,
-            .hStream = l.stream->obj,
-            .attrs = attrs,
-            .numAttrs = list->size,
-        };
-        cr_session_stream_prepare(s, l.stream);
-        if (!d->cuLaunchKernelEx)
-            r = CUDA_ERROR_NOT_SUPPORTED;
-        else if ((r = cr_sched_launch_begin(s, l.stream)) == CUDA_SUCCESS) {
+    CUlaunchConfig config = {
+        .gridDimX = l.grid[0],
+        .gridDimY = l.grid[1],
+        .gridDimZ = l.grid[2],
+        .blockDimX = l.block[0],
+        .blockDimY = l.block[1],
+        .blockDimZ = l.block[2],
+        .sharedMemBytes = l.shared,
+        .hStream = l.stream->obj,
+        .attrs = l.attrs,
+        .numAttrs = l.nattrs,
+    };
+    cr_session_stream_prepare(s, l.stream);
+    if (req->hdr.opcode == CR_OP_cuLaunchKernelEx && !d->cuLaunchKernelEx)
+        r = CUDA_ERROR_NOT_SUPPORTED;
+    else if ((r = cr_sched_launch_begin(s, l.stream)) == CUDA_SUCCESS) {
+        if (req->hdr.opcode == CR_OP_cuLaunchKernelEx)
             r = d->cuLaunchKernelEx(&config, l.f, l.params, NULL);
-            cr_sched_launch_end(s, l.stream, r);
-        }
-        if (r == CUDA_SUCCESS)
-            cr_session_count_launch(s);
+        else if (l.cooperative)
+            r = d->cuLaunchCooperativeKernel(l.f, l.grid[0], l.grid[1], l.grid[2], l.block[0],
+                                             l.block[1], l.block[2], l.shared, l.stream->obj,
+                                             l.params);
+        else
+            r = d->cuLaunchKernel(l.f, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
+                                  l.block[2], l.shared, l.stream->obj, l.params, NULL);
+        cr_sched_launch_end(s, l.stream, r);
     }
-    free(l.params);
+    if (r == CUDA_SUCCESS)
+        cr_session_count_launches(s, 1);
+    cr_launch_clear(&l);
     cr_request_finish(req, r);
+}
+
+void cr_srv_cuLaunchKernel(cr_request_t *req)
+{
+    launch(req);
+}
+
+void cr_srv_cuLaunchCooperativeKernel(cr_request_t *req)
+{
+    launch(req);
+}
+
+void cr_srv_cuLaunchKernelEx(cr_request_t *req)
+{
+    launch(req);
 }
 
 /* [function, grid, block, shared, attributes] -> [CUresult, value] */
@@ -216,7 +211,7 @@ static void cluster_query(cr_request_t *req,
                           CUresult (*query)(int *, CUfunction, const CUlaunchConfig *))
 {
     cr_session_t *s = req->session;
-    CUlaunchAttribute attrs[MAX_ATTRS];
+    cr_launch_t l = {0};
     const msgpack_object_array *list;
     unsigned grid[3], block[3];
     uint64_t fid, shared;
@@ -231,7 +226,7 @@ static void cluster_query(cr_request_t *req,
     else if (!query)
         r = CUDA_ERROR_NOT_SUPPORTED;
     else
-        r = parse_attrs(s, list, attrs);
+        r = parse_attrs(s, list, &l);
     int value = 0;
     if (r == CUDA_SUCCESS) {
         CUlaunchConfig config = {
@@ -242,8 +237,8 @@ static void cluster_query(cr_request_t *req,
             .blockDimY = block[1],
             .blockDimZ = block[2],
             .sharedMemBytes = (unsigned)shared,
-            .attrs = attrs,
-            .numAttrs = list->size,
+            .attrs = l.attrs,
+            .numAttrs = l.nattrs,
         };
         r = query(&value, f, &config);
     }

@@ -132,9 +132,9 @@ void **cr_session_slot(cr_session_t *s, cr_session_slot_t slot)
     return &s->slots[slot];
 }
 
-void cr_session_count_launch(cr_session_t *s)
+void cr_session_count_launches(cr_session_t *s, uint64_t n)
 {
-    count(s, offsetof(cr_usage_t, launches), 1);
+    count(s, offsetof(cr_usage_t, launches), n);
 }
 
 void cr_session_count_copy(cr_session_t *s, int direction, uint64_t bytes)

@@ -79,7 +79,7 @@ int cr_session_closing(const cr_session_t *s);
 /* The slot a module keeps its per-session state in. */
 void **cr_session_slot(cr_session_t *s, cr_session_slot_t slot);
 /* Counts work for the session and its tenant. direction: CR_COPY_HTOD or CR_COPY_DTOH. */
-void cr_session_count_launch(cr_session_t *s);
+void cr_session_count_launches(cr_session_t *s, uint64_t n);
 /* Device time of the session's kernels (sched.c measures it). */
 void cr_session_count_device_time(cr_session_t *s, uint64_t ns);
 /* The session made a driver call: NVML lists it as a process using the GPU. */
