@@ -8,13 +8,15 @@
  * stream become the graph's memory, as an allocation node's (below), and frees of it free
  * nodes. A host function is kept when it names the client's host node (cuLaunchHostFunc's
  * second argument): the client runs it at every launch, as it runs any host function.
- * Launching the graph replays the kept requests, in the order they came, on the stream
- * the graph is launched on: each is
- * dispatched as if the client had just sent it, so it is checked (handles, memory the
- * tenant owns, launch layouts) and scheduled (admission, device time) like any other, at
- * every launch. A graph holds no device state of its own and works the same on every
- * backend; what it gives up is the driver's own graph, with its lower launch cost on the
- * device. Nodes run one after the other on the launch stream: the order they were captured
+ * An executable graph whose nodes are all kernels, memsets, device copies and event records
+ * and waits becomes, at its first launch, the driver's own graph (device_graph.c): the kept
+ * requests, checked as their handlers check them, chained in order; each launch rechecks
+ * what they name and is one driver call, scheduled as one unit. Any other executable graph
+ * (a host node, say), and one whose nodes would fail, is replayed: its kept requests, in
+ * the order they came, on the stream the graph is launched on, each dispatched as if the
+ * client had just sent it, so it is checked (handles, memory the tenant owns, launch
+ * layouts) and scheduled (admission, device time) like any other, at every launch. Either
+ * way nodes run one after the other on the launch stream: the order they were captured
  * or added in respects every dependency given then; an edge added later that goes
  * backwards is refused. The edges themselves are kept too, for the program to read back
  * (cuGraphGetEdges and the like, cuGraphExecUpdate's comparison): those the additions
@@ -45,6 +47,7 @@
 
 #include "array.h"
 #include "cr_server_hand.h"
+#include "device_graph.h"
 #include "log.h"
 #include "request.h"
 #include "scheduler.h"
@@ -103,10 +106,19 @@ typedef struct {
     size_t node_id_cap;
 } graph_t;
 
+/* Whether an executable graph runs as the driver's graph (device_graph.c). */
+typedef enum {
+    DEVICE_UNTRIED, /* not yet launched since it was made or its nodes changed */
+    DEVICE_BUILT,   /* `device` is its nodes as the driver's graph */
+    DEVICE_NEVER,   /* it has work the driver's graph cannot take: replayed */
+} device_state_t;
+
 typedef struct {
     graph_t *graph;  /* its own copy of the nodes */
     uint64_t source; /* the serial of the graph it was made from */
     uint64_t flags;  /* it was instantiated with */
+    device_state_t state;
+    cr_device_graph_t *device;
 } exec_t;
 
 typedef struct {
@@ -207,8 +219,18 @@ static void graph_unref(void *p)
 static void exec_free(void *p)
 {
     exec_t *e = p;
+    cr_device_graph_free(e->device);
     graph_unref(e->graph);
     free(e);
+}
+
+/* Its nodes changed (new arguments, turned on or off, updated): the driver's graph made of
+ * them is stale. */
+static void exec_changed(exec_t *e)
+{
+    cr_device_graph_free(e->device);
+    e->device = NULL;
+    e->state = DEVICE_UNTRIED;
 }
 
 /* The argument naming the stream of a request a capture keeps, or -1 for others. */
@@ -849,7 +871,7 @@ void cr_srv_cuGraphInstantiateWithFlags(cr_request_t *req)
     graph_t *copy = e ? graph_copy(g) : NULL;
     CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
     if (copy && cr_session_add_handle(s, CR_HT_CUgraphExec, e, 0, &id) == 0) {
-        *e = (exec_t){copy, g->serial, flags};
+        *e = (exec_t){copy, g->serial, flags, DEVICE_UNTRIED, NULL};
         r = CUDA_SUCCESS;
         if (cr_session_handle_attach(s, id, 0, e, exec_free) != 0) {
             cr_session_remove_handle(s, id);
@@ -904,8 +926,51 @@ static cr_request_t *node_request(cr_session_t *s, const node_t *n, uint64_t sid
     return req;
 }
 
-/* [executable graph, stream]: the graph's nodes, dispatched in order on that stream, or
- * kept by the capture that stream is under. */
+/* Makes e's nodes the driver's graph, unless one is work the driver's graph does not take
+ * as the server must have it (a host node, say) or would fail now: then e is replayed,
+ * until its nodes change. `sid`: a stream of the session's, which the requests name. */
+static void exec_build(cr_session_t *s, exec_t *e, uint64_t eid, uint64_t sid)
+{
+    const graph_t *g = e->graph;
+    cr_device_graph_t *dev = cr_device_graph_new(s, e->flags);
+    CUresult r = dev ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED;
+    size_t at = 0;
+    msgpack_zone zone;
+    msgpack_zone_init(&zone, 2048);
+    for (; r == CUDA_SUCCESS && at < g->count; at++) {
+        const node_t *n = &g->nodes[at];
+        /* empty nodes (allocations and frees too) order nothing in a chain; a hidden event
+         * record is no node of the graph on a GPU */
+        if (n->opcode == 0 || n->disabled || n->hidden)
+            continue;
+        cr_request_t *req = node_request(s, n, sid, &zone, 0);
+        r = req ? cr_device_graph_add(dev, req) : CUDA_ERROR_OUT_OF_MEMORY;
+        cr_request_free(req);
+        msgpack_zone_clear(&zone);
+    }
+    msgpack_zone_destroy(&zone);
+    if (r == CUDA_SUCCESS)
+        r = cr_device_graph_instantiate(dev);
+    if (r == CUDA_SUCCESS) {
+        size_t kernels, nodes = cr_device_graph_nodes(dev, &kernels);
+        CR_DEBUG("session %llu: executable graph %llu runs as the driver's graph (%zu nodes, "
+                 "%zu kernels)",
+                 (unsigned long long)cr_session_id(s), (unsigned long long)eid, nodes, kernels);
+        e->device = dev;
+        e->state = DEVICE_BUILT;
+        return;
+    }
+    cr_device_graph_free(dev);
+    /* out of memory may pass; anything else stays as it is until the nodes change */
+    e->state = r == CUDA_ERROR_OUT_OF_MEMORY ? DEVICE_UNTRIED : DEVICE_NEVER;
+    CR_DEBUG("session %llu: executable graph %llu is replayed node by node (node %zu: "
+             "error %d)",
+             (unsigned long long)cr_session_id(s), (unsigned long long)eid, at ? at - 1 : 0,
+             (int)r);
+}
+
+/* [executable graph, stream]: the driver's graph of its nodes launched on that stream, or
+ * its nodes dispatched in order there; refused on a capturing stream. */
 void cr_srv_cuGraphLaunch(cr_request_t *req)
 {
     cr_session_t *s = req->session;
@@ -915,7 +980,8 @@ void cr_srv_cuGraphLaunch(cr_request_t *req)
         return;
     }
     exec_t *e = cr_session_handle(s, CR_HT_CUgraphExec, eid);
-    if (!e || !cr_session_stream(s, sid)) {
+    cr_handle_t *stream = cr_session_stream(s, sid);
+    if (!e || !stream) {
         cr_request_finish(req, e ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_VALUE);
         return;
     }
@@ -927,6 +993,17 @@ void cr_srv_cuGraphLaunch(cr_request_t *req)
         cap->graph->invalid = 1;
         cr_request_finish(req, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
         return;
+    }
+    if (e->state == DEVICE_UNTRIED)
+        exec_build(s, e, eid, sid);
+    if (e->state == DEVICE_BUILT) {
+        if (cr_device_graph_current(e->device, s)) {
+            cr_request_finish(req, cr_device_graph_launch(e->device, s, stream));
+            return;
+        }
+        /* a function, event or memory it names is no longer what it was: the replay
+         * reports it as the requests would; the next launch builds again */
+        exec_changed(e);
     }
     g->refs++; /* a node's replay cannot destroy it, but keep that true */
     runner_t run = __atomic_load_n(&run_node, __ATOMIC_ACQUIRE);
@@ -951,16 +1028,20 @@ void cr_srv_cuGraphLaunch(cr_request_t *req)
     graph_unref(g);
 }
 
+/* [executable graph, stream]: makes the driver's graph ahead of the first launch. */
 void cr_srv_cuGraphUpload(cr_request_t *req)
 {
     cr_session_t *s = req->session;
     uint64_t eid, sid;
-    CUresult r = CUDA_SUCCESS; /* nothing to place on the device ahead of the launch */
+    exec_t *e = NULL;
+    CUresult r = CUDA_SUCCESS;
     if (req->argc != 2 || cr_arg_u64(req, 0, &eid) || cr_arg_u64(req, 1, &sid) ||
-        !cr_session_handle(s, CR_HT_CUgraphExec, eid))
+        !(e = cr_session_handle(s, CR_HT_CUgraphExec, eid)))
         r = CUDA_ERROR_INVALID_VALUE;
     else if (!cr_session_stream(s, sid))
         r = CUDA_ERROR_INVALID_HANDLE;
+    else if (e->state == DEVICE_UNTRIED && !capture_of(captures(s, 0), sid))
+        exec_build(s, e, eid, sid);
     cr_request_finish(req, r);
 }
 
@@ -1061,43 +1142,19 @@ static int deps_give(graph_t *g, deps_t *d)
 }
 
 /* Memory a memset or copy node names must be the session's when it is added (and again at
- * each launch, when the node runs as a request). */
+ * each launch). */
 static CUresult node_memory_ok(cr_session_t *s, uint16_t opcode, const msgpack_object_array *a)
 {
     uint64_t v[6] = {0};
     for (uint32_t i = 0; i < a->size && i < 6; i++)
         if (cr_obj_u64(&a->ptr[i], &v[i]))
             return CUDA_ERROR_INVALID_VALUE;
-    unsigned elem = 1;
-    switch (opcode) {
-    case CR_OP_cuMemsetD32Async:
-        elem += 2; /* fall through */
-    case CR_OP_cuMemsetD16Async:
-        elem += 1;              /* fall through */
-    case CR_OP_cuMemsetD8Async: /* [dst, value, count, stream] */
-        return v[2] <= UINT64_MAX / elem && cr_session_owns(s, v[0], v[2] * elem)
-                   ? CUDA_SUCCESS
-                   : CUDA_ERROR_INVALID_VALUE;
-    case CR_OP_cuMemsetD2D32Async:
-        elem += 2; /* fall through */
-    case CR_OP_cuMemsetD2D16Async:
-        elem += 1;                  /* fall through */
-    case CR_OP_cuMemsetD2D8Async: { /* [dst, pitch, value, width, height, stream] */
-        uint64_t row = v[3] * elem;
-        if (v[3] > UINT64_MAX / elem || (v[4] > 1 && v[1] < row) ||
-            (v[4] > 1 && v[1] > (UINT64_MAX - row) / (v[4] - 1)))
+    cr_extent_t ext[2];
+    int n = cr_memory_op_extents(opcode, v, ext);
+    for (int i = 0; i < n; i++)
+        if (!cr_session_owns(s, ext[i].start, ext[i].len))
             return CUDA_ERROR_INVALID_VALUE;
-        return !v[4] || cr_session_owns(s, v[0], v[1] * (v[4] - 1) + row)
-                   ? CUDA_SUCCESS
-                   : CUDA_ERROR_INVALID_VALUE;
-    }
-    case CR_OP_cuMemcpyDtoDAsync_v2: /* [dst, src, bytes, stream] */
-        return cr_session_owns(s, v[0], v[2]) && cr_session_owns(s, v[1], v[2])
-                   ? CUDA_SUCCESS
-                   : CUDA_ERROR_INVALID_VALUE;
-    default:
-        return CUDA_SUCCESS;
-    }
+    return n < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
 /* What kind of node a kept request is: nodes may change their arguments, not their kind. */
@@ -1528,6 +1585,8 @@ void cr_srv_cuGraphNodeSetParams(cr_request_t *req)
     if (r == CUDA_SUCCESS &&
         replace_args(g, n->index, (uint16_t)opcode, arg, &args, req->bulk, req->hdr.bulk_len) != 0)
         r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (e)
+        exec_changed(e); /* even a failed replacement may have changed the node */
     msgpack_zone_destroy(&zone);
     cr_request_finish(req, r);
 }
@@ -1579,6 +1638,7 @@ void cr_srv_cuGraphExecUpdate_v2(cr_request_t *req)
         copy->nodes[i].disabled = e->graph->nodes[i].disabled;
     graph_unref(e->graph); /* a launch replaying it holds its own reference */
     e->graph = copy;
+    exec_changed(e);
     reply_id(req, CUDA_SUCCESS, CU_GRAPH_EXEC_UPDATE_SUCCESS);
 }
 
@@ -1669,8 +1729,8 @@ void cr_srv_cuGraphAddMemFreeNode(cr_request_t *req)
 }
 
 /* The node of an executable graph a request names ([executable graph, node, ...]): its
- * copy in the executable graph, or NULL. */
-static node_t *exec_node(cr_request_t *req, uint32_t argc)
+ * copy in the executable graph, or NULL; *exec gets the executable graph. */
+static node_t *exec_node(cr_request_t *req, uint32_t argc, exec_t **exec)
 {
     cr_session_t *s = req->session;
     uint64_t eid, nid;
@@ -1679,6 +1739,7 @@ static node_t *exec_node(cr_request_t *req, uint32_t argc)
                     : NULL;
     node_ref_t *n =
         e && !cr_arg_u64(req, 1, &nid) ? cr_session_handle(s, CR_HT_CUgraphNode, nid) : NULL;
+    *exec = e;
     return n && n->graph->serial == e->source && n->index < e->graph->count
                ? &e->graph->nodes[n->index]
                : NULL;
@@ -1688,7 +1749,8 @@ static node_t *exec_node(cr_request_t *req, uint32_t argc)
  * empty node from the next launch on, until turned on again. */
 void cr_srv_cuGraphNodeSetEnabled(cr_request_t *req)
 {
-    node_t *n = exec_node(req, 3);
+    exec_t *e;
+    node_t *n = exec_node(req, 3, &e);
     uint64_t on;
     int kind = n ? node_kind(n->opcode) : 0;
     if (!n || cr_arg_u64(req, 2, &on) ||
@@ -1697,6 +1759,8 @@ void cr_srv_cuGraphNodeSetEnabled(cr_request_t *req)
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;
     }
+    if (n->disabled != !on)
+        exec_changed(e);
     n->disabled = !on;
     cr_request_finish(req, CUDA_SUCCESS);
 }
@@ -1704,7 +1768,8 @@ void cr_srv_cuGraphNodeSetEnabled(cr_request_t *req)
 /* [executable graph, node] -> 1 when it runs, 0 when turned off */
 void cr_srv_cuGraphNodeGetEnabled(cr_request_t *req)
 {
-    node_t *n = exec_node(req, 2);
+    exec_t *e;
+    node_t *n = exec_node(req, 2, &e);
     reply_id(req, n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE, n && !n->disabled);
 }
 

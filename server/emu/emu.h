@@ -82,6 +82,11 @@
     X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) X(cuOccupancyMaxPotentialBlockSize)    \
     X(cuOccupancyMaxPotentialBlockSizeWithFlags) X(cuOccupancyAvailableDynamicSMemPerBlock)        \
     X(cuOccupancyMaxPotentialClusterSize) X(cuOccupancyMaxActiveClusters)                          \
+    /* graph.c */                                                                                  \
+    X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphAddKernelNode_v2) X(cuGraphKernelNodeSetAttribute) \
+    X(cuGraphAddMemsetNode) X(cuGraphAddMemcpyNode) X(cuGraphAddEmptyNode)                         \
+    X(cuGraphAddEventRecordNode) X(cuGraphAddEventWaitNode) X(cuGraphInstantiateWithFlags)         \
+    X(cuGraphLaunch) X(cuGraphUpload) X(cuGraphExecDestroy)                                        \
     /* tensormap.c */                                                                              \
     X(cuTensorMapEncodeTiled) X(cuTensorMapEncodeIm2col)
 // clang-format on
@@ -433,6 +438,10 @@ cr__kernel_t *cr__kernel_get(uint64_t handle, cr__obj_t **owner);
 /* Attribute values for cuFuncGetAttribute/cuKernelGetAttribute. */
 CUresult cr__kernel_attribute(const cr__kernel_t *k, CUfunction_attribute attrib, int *value);
 int cr__kernel_max_threads(const cr__kernel_t *k);
+/* The parameter buffer a launch of f with these kernelParams or extra would pass (launch.c):
+ * CUDA_SUCCESS and *out (free it), *size its bytes; else the error the launch would get. */
+CUresult cr__launch_params(CUfunction f, void **kernelParams, void **extra, uint8_t **out,
+                           uint32_t *size);
 
 /* The device address and size of a global variable of lib. 0 or CR_ENOTFOUND. */
 int cr__library_global(const cr__library_t *lib, const char *name, uint64_t *address,

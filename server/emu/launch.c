@@ -277,6 +277,19 @@ invalid:
     return CUDA_ERROR_INVALID_VALUE;
 }
 
+CUresult cr__launch_params(CUfunction f, void **kernelParams, void **extra, uint8_t **out,
+                           uint32_t *size)
+{
+    cr__obj_t *owner = NULL;
+    cr__kernel_t *k = cr__kernel_get((uint64_t)(uintptr_t)f, &owner);
+    if (!k)
+        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult rc = build_params(k, kernelParams, extra, out);
+    *size = k->info->param_size;
+    cr__obj_unref(owner);
+    return rc;
+}
+
 typedef struct {
     uint32_t grid[3], block[3];
     uint32_t shared;

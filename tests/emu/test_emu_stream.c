@@ -1,6 +1,7 @@
 /* Emulated streams and events: in-order execution, host functions, events and elapsed time,
  * cross-stream waits, the legacy default stream, asynchronous copies (staging of pageable
- * sources), stream destruction with pending work, and stream-ordered allocation with pools. */
+ * sources), stream destruction with pending work, stream-ordered allocation with pools, and
+ * graphs. */
 #include "emu_test.h"
 
 #define ARENA (256ull << 20)
@@ -571,6 +572,69 @@ static void test_deferred_frees(void)
     CHECK_OK(cr_emu_cuStreamDestroy_v2(s));
 }
 
+/* Graphs as the server builds them: memset, copy, empty and event nodes chained, run in
+ * order at each launch on the launch stream; an executable graph is a copy of its graph. */
+static void test_graphs(void)
+{
+    const size_t n = 4096;
+    CUdeviceptr a, b;
+    CUstream s;
+    CUevent ev;
+    CUcontext ctx;
+    CHECK_OK(cr_emu_cuCtxGetCurrent(&ctx));
+    CHECK_OK(cr_emu_cuMemAlloc_v2(&a, n));
+    CHECK_OK(cr_emu_cuMemAlloc_v2(&b, n));
+    CHECK_OK(cr_emu_cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK_OK(cr_emu_cuEventCreate(&ev, 0));
+    CUgraph g, other;
+    CUgraphNode set, copy, empty, record, stray;
+    CHECK_OK(cr_emu_cuGraphCreate(&g, 0));
+    CHECK_OK(cr_emu_cuGraphCreate(&other, 0));
+    CHECK_CU(cr_emu_cuGraphCreate(&g, 1), CUDA_ERROR_INVALID_VALUE);
+    CUDA_MEMSET_NODE_PARAMS m = {
+        .dst = a, .value = 0x5a, .elementSize = 1, .width = n, .height = 1};
+    CHECK_OK(cr_emu_cuGraphAddMemsetNode(&set, g, NULL, 0, &m, ctx));
+    m.elementSize = 3;
+    CHECK_CU(cr_emu_cuGraphAddMemsetNode(&stray, g, NULL, 0, &m, ctx), CUDA_ERROR_INVALID_VALUE);
+    CUDA_MEMCPY3D c = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+                       .srcDevice = a,
+                       .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+                       .dstDevice = b,
+                       .WidthInBytes = n,
+                       .Height = 1,
+                       .Depth = 1};
+    CHECK_OK(cr_emu_cuGraphAddMemcpyNode(&copy, g, &set, 1, &c, ctx));
+    CHECK_OK(cr_emu_cuGraphAddEmptyNode(&empty, g, &copy, 1));
+    CHECK_OK(cr_emu_cuGraphAddEventRecordNode(&record, g, &empty, 1, ev));
+    /* a dependency must be a node of the same graph */
+    CHECK_CU(cr_emu_cuGraphAddEmptyNode(&stray, other, &record, 1), CUDA_ERROR_INVALID_VALUE);
+    CUgraphExec e;
+    CHECK_OK(cr_emu_cuGraphInstantiateWithFlags(&e, g, 0));
+    /* nodes added later are not the executable graph's */
+    m = (CUDA_MEMSET_NODE_PARAMS){
+        .dst = b, .value = 0x11, .elementSize = 1, .width = n, .height = 1};
+    CHECK_OK(cr_emu_cuGraphAddMemsetNode(&stray, g, &record, 1, &m, ctx));
+    CHECK_OK(cr_emu_cuGraphDestroy(g));
+    unsigned char out[4096];
+    for (int round = 0; round < 2; round++) {
+        CHECK_OK(cr_emu_cuMemsetD8_v2(a, 0, n));
+        CHECK_OK(cr_emu_cuMemsetD8_v2(b, 0, n));
+        CHECK_OK(cr_emu_cuGraphUpload(e, s));
+        CHECK_OK(cr_emu_cuGraphLaunch(e, s));
+        CHECK_OK(cr_emu_cuEventSynchronize(ev)); /* recorded after the copy */
+        CHECK_OK(cr_emu_cuMemcpyDtoH_v2(out, b, n));
+        CHECK_EQ_INT(out[0], 0x5a);
+        CHECK_EQ_INT(out[n - 1], 0x5a);
+    }
+    CHECK_CU(cr_emu_cuGraphLaunch(NULL, s), CUDA_ERROR_INVALID_VALUE);
+    CHECK_OK(cr_emu_cuGraphExecDestroy(e));
+    CHECK_OK(cr_emu_cuGraphDestroy(other));
+    CHECK_OK(cr_emu_cuEventDestroy_v2(ev));
+    CHECK_OK(cr_emu_cuStreamDestroy_v2(s));
+    CHECK_OK(cr_emu_cuMemFree_v2(a));
+    CHECK_OK(cr_emu_cuMemFree_v2(b));
+}
+
 int main(void)
 {
     test_setup(ARENA, NULL);
@@ -583,5 +647,6 @@ int main(void)
     test_ctx_synchronize();
     test_stream_ordered_allocation();
     test_deferred_frees();
+    test_graphs();
     CHECK_DONE();
 }

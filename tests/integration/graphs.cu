@@ -16,7 +16,8 @@
 // kinds; memset and host nodes' arguments changed in an executable graph and in a graph, a
 // node turned off and on; memory allocated and freed by nodes of a graph, and by
 // stream-ordered calls in a capture; user objects owned by the program and by graphs; a
-// capture into a graph the program made; kernel node attributes.
+// capture into a graph the program made; kernel node attributes; a graph whose module was
+// unloaded or memory freed after its first launch fails at the next.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -383,6 +384,111 @@ static void kernel_node_attributes(cudaStream_t s)
     CHECK_CUDA(cudaFree(x));
     CHECK_CUDA(cudaFree(y));
     printf("kernel node attributes set, read, copied and kept\n");
+}
+
+// What a graph names can go after its first launch, which made it the driver's graph on the
+// server: a kernel's module unloaded, a memset's memory freed. The next launch must fail, not
+// run a stale node (or write memory that may be another tenant's now).
+typedef CUresult (*load_fn)(CUmodule *, const void *);
+typedef CUresult (*function_fn)(CUfunction *, CUmodule, const char *);
+typedef CUresult (*unload_fn)(CUmodule);
+typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              unsigned, unsigned, CUstream, void **, void **);
+
+static void *driver_entry(const char *name)
+{
+    void *fn = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    CHECK_CUDA(cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q));
+    CHECK(fn && q == cudaDriverEntryPointSuccess, "no %s", name);
+    return fn;
+}
+
+static const char set_value_ptx[] = R"(.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry set_value(.param .u64 p, .param .u32 v)
+{
+    .reg .b64 %rd<2>;
+    .reg .b32 %r<2>;
+    ld.param.u64 %rd0, [p];
+    cvta.to.global.u64 %rd1, %rd0;
+    ld.param.u32 %r0, [v];
+    st.global.u32 [%rd1], %r0;
+    ret;
+}
+)";
+
+static unsigned read_word(const unsigned *dev)
+{
+    unsigned v = 0;
+    CHECK_CUDA(cudaMemcpy(&v, dev, sizeof v, cudaMemcpyDeviceToHost));
+    return v;
+}
+
+static void stale_after_first_launch(cudaStream_t s)
+{
+    load_fn load = (load_fn)driver_entry("cuModuleLoadData");
+    function_fn function = (function_fn)driver_entry("cuModuleGetFunction");
+    unload_fn unload = (unload_fn)driver_entry("cuModuleUnload");
+    launch_fn launch = (launch_fn)driver_entry("cuLaunchKernel");
+    unsigned *word;
+    CHECK_CUDA(cudaMalloc(&word, sizeof *word));
+    CHECK_CUDA(cudaMemset(word, 0, sizeof *word));
+
+    CUmodule mod;
+    CUfunction set_value;
+    CHECK(load(&mod, set_value_ptx) == CUDA_SUCCESS, "cuModuleLoadData");
+    CHECK(function(&set_value, mod, "set_value") == CUDA_SUCCESS, "cuModuleGetFunction");
+    unsigned seven = 7;
+    void *args[] = {&word, &seven};
+    cudaGraph_t g;
+    cudaGraphExec_t e;
+    CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CHECK(launch(set_value, 1, 1, 1, 1, 1, 1, 0, s, args, nullptr) == CUDA_SUCCESS,
+          "captured cuLaunchKernel");
+    CHECK_CUDA(cudaStreamEndCapture(s, &g));
+    CHECK_CUDA(cudaGraphInstantiate(&e, g, 0));
+    CHECK_CUDA(cudaGraphLaunch(e, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    CHECK(read_word(word) == 7, "the module's kernel in a graph wrote %u", read_word(word));
+    CHECK_CUDA(cudaMemset(word, 0, sizeof *word));
+    CHECK(unload(mod) == CUDA_SUCCESS, "cuModuleUnload");
+    cudaError_t launched = cudaGraphLaunch(e, s);
+    cudaError_t synced = cudaStreamSynchronize(s);
+    CHECK(launched != cudaSuccess || synced != cudaSuccess,
+          "a graph ran a kernel of a module unloaded after its first launch");
+    CHECK(read_word(word) == 0, "a stale kernel node wrote %u", read_word(word));
+    cudaGetLastError();
+    CHECK_CUDA(cudaGraphExecDestroy(e));
+    CHECK_CUDA(cudaGraphDestroy(g));
+
+    unsigned *gone;
+    CHECK_CUDA(cudaMalloc(&gone, 4096));
+    CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CHECK_CUDA(cudaMemsetAsync(gone, 0x11, 4096, s));
+    CHECK_CUDA(cudaMemsetAsync(word, 0x22, sizeof *word, s));
+    CHECK_CUDA(cudaStreamEndCapture(s, &g));
+    CHECK_CUDA(cudaGraphInstantiate(&e, g, 0));
+    CHECK_CUDA(cudaGraphLaunch(e, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    CHECK(read_word(gone) == 0x11111111u && read_word(word) == 0x22222222u,
+          "memset nodes wrote %#x and %#x", read_word(gone), read_word(word));
+    CHECK_CUDA(cudaMemset(word, 0, sizeof *word));
+    CHECK_CUDA(cudaFree(gone));
+    launched = cudaGraphLaunch(e, s);
+    synced = cudaStreamSynchronize(s);
+    CHECK(launched != cudaSuccess || synced != cudaSuccess,
+          "a graph wrote memory freed after its first launch");
+    cudaGetLastError();
+    // and again: it fails as long as it names the freed memory
+    launched = cudaGraphLaunch(e, s);
+    synced = cudaStreamSynchronize(s);
+    CHECK(launched != cudaSuccess || synced != cudaSuccess, "a second launch of it passed");
+    cudaGetLastError();
+    CHECK_CUDA(cudaGraphExecDestroy(e));
+    CHECK_CUDA(cudaGraphDestroy(g));
+    CHECK_CUDA(cudaFree(word));
 }
 
 int main(int argc, char **argv)
@@ -1016,6 +1122,7 @@ int main(int argc, char **argv)
     user_objects(y, s1);
     capture_into_graph(s1);
     kernel_node_attributes(s1);
+    stale_after_first_launch(s1);
     CHECK_CUDA(cudaEventDestroy(fork));
     CHECK_CUDA(cudaEventDestroy(join));
     CHECK_CUDA(cudaStreamDestroy(s1));

@@ -56,7 +56,10 @@ cr_cuda_test(mapped_limited PROGRAM mapped TRANSPORT unix ARGS limited 4
 cr_cuda_program(vmm)
 cr_cuda_test(vmm)
 cr_cuda_program(graphs)
-cr_cuda_test(graphs)
+# graphs of kernels, memsets, copies and events run as the driver's graphs; those with host
+# nodes (or nodes that fail) are replayed node by node: both forms must be taken
+cr_cuda_test(graphs RUN_ARGS --server-arg=--log --server-arg=debug
+  --expect-log "(?s)(?=.*runs as the driver's graph)(?=.*is replayed node by node)")
 cr_cuda_program(forks)
 cr_cuda_test(forks)
 # the JIT linker: two halves of device code compiled separately to PTX (-rdc), linked by

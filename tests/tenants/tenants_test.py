@@ -447,6 +447,39 @@ def check_priorities(server, path, ops):
            (-5, 0))
 
 
+def check_graph_after_free(path, ops):
+    """Alice's graph, launched once (the server then runs it as the driver's graph), names
+    memory she frees and bob is given: her later launches fail and never write his bytes."""
+    alice, bob = Client(path, ops, TOKENS['alice']), Client(path, ops, TOKENS['bob'])
+    size = 1 << 20
+    r, buf = alice.call('cuMemAlloc_v2', [True, size])
+    expect('alice allocates', r, SUCCESS)
+    stream = CLIENT_ID_BASE + 0x40
+    alice.send_async('cuStreamCreate', [stream, 1])
+    expect('alice captures', alice.call('cuStreamBeginCapture_v2', [stream, 0]), [SUCCESS])
+    alice.send_async('cuMemsetD8Async', [buf, 0x5a, size, stream])
+    r, graph = alice.call('cuStreamEndCapture', [stream])[:2]
+    expect('a graph of one memset', r, SUCCESS)
+    r, exe = alice.call('cuGraphInstantiateWithFlags', [graph, 0])[:2]
+    expect('instantiated', r, SUCCESS)
+    alice.send_async('cuGraphLaunch', [exe, stream])
+    expect('and launched', alice.call('cuStreamSynchronize', [stream]), [SUCCESS])
+    expect('it wrote her memory', alice.call('cuMemcpyDtoH_v2', [buf, 16, 0]), [SUCCESS])
+    expect('her bytes', alice.last_bulk, b'\x5a' * 16)
+    expect('alice frees the memory', alice.call('cuMemFree_v2', [buf]), [SUCCESS])
+    r, mine = bob.call('cuMemAlloc_v2', [True, size])
+    expect('bob is given the same memory', (r, mine), (SUCCESS, buf))
+    expect('bob writes it', bob.call('cuMemsetD8_v2', [mine, 0x42, size, 0]), [SUCCESS])
+    for _ in range(2):
+        alice.send_async('cuGraphLaunch', [exe, stream])
+        r = alice.call('cuStreamSynchronize', [stream])[0]
+        expect('her graph on memory she freed fails', r != SUCCESS, True)
+    expect('bob reads his memory', bob.call('cuMemcpyDtoH_v2', [mine, size, 0]), [SUCCESS])
+    expect('his bytes, untouched', bob.last_bulk == b'\x42' * size, True)
+    alice.sock.close()
+    bob.sock.close()
+
+
 def test(server, args, tenants_file):
     ops = read_opcodes(args.opcodes)
     path = server.address[len('unix:'):]
@@ -461,6 +494,8 @@ def test(server, args, tenants_file):
     check_vmm(args, server, path, ops)
     wait_free(path, ops, TOKENS['alice'], 64 * MiB)
     check_graph_memory(path, ops)
+    wait_free(path, ops, TOKENS['alice'], 64 * MiB)
+    check_graph_after_free(path, ops)
     wait_free(path, ops, TOKENS['alice'], 64 * MiB)
     check_reload(server, path, ops, tenants_file)
     check_priorities(server, path, ops)

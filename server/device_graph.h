@@ -1,0 +1,42 @@
+/* The driver's own graph for an executable graph (device_graph.c): what graph.c launches
+ * in one call instead of replaying its nodes one by one, when every node is work the
+ * driver's graph can hold (kernels, memsets, device copies, event records and waits). */
+#ifndef CR_SERVER_DEVICE_GRAPH_H
+#define CR_SERVER_DEVICE_GRAPH_H
+
+#include "request.h"
+#include "session.h"
+
+typedef struct cr_device_graph cr_device_graph_t;
+
+/* The device memory a memset or device-to-device copy request touches, from its arguments
+ * as numbers (v: the first six): the [start, start + len) ranges, 1 or 2, in out[]; 0 for
+ * other requests; -1 when the arguments overflow. */
+typedef struct {
+    CUdeviceptr start;
+    uint64_t len;
+} cr_extent_t;
+int cr_memory_op_extents(uint16_t opcode, const uint64_t v[6], cr_extent_t out[2]);
+
+/* Starts a driver graph for session s, to be instantiated with these flags
+ * (CUDA_GRAPH_INSTANTIATE_FLAG_*). NULL when out of memory. */
+cr_device_graph_t *cr_device_graph_new(cr_session_t *s, uint64_t flags);
+/* Adds the work of a node's request (decoded, as a replay would dispatch it), after the
+ * nodes added before. CUDA_SUCCESS; CUDA_ERROR_NOT_SUPPORTED for work the driver's graph
+ * does not take as the server must have it (then replay the graph); else the error the
+ * request would get now, or the driver's. */
+CUresult cr_device_graph_add(cr_device_graph_t *g, cr_request_t *req);
+/* Instantiates it once every node is added. */
+CUresult cr_device_graph_instantiate(cr_device_graph_t *g);
+/* 1 when everything it names is still the session's as when it was added: each function
+ * and event the same object, each memset's and copy's memory the session's (freed memory
+ * may be another tenant's now). Check before each launch. */
+int cr_device_graph_current(const cr_device_graph_t *g, cr_session_t *s);
+/* Launches it on the session's stream as one unit the scheduler admits and measures;
+ * its kernels count as the session's launches. */
+CUresult cr_device_graph_launch(cr_device_graph_t *g, cr_session_t *s, cr_handle_t *stream);
+/* Its nodes, and its kernels among them. */
+size_t cr_device_graph_nodes(const cr_device_graph_t *g, size_t *kernels);
+void cr_device_graph_free(cr_device_graph_t *g);
+
+#endif

@@ -1,0 +1,336 @@
+/* Graphs of the emulated device: the driver's graph API as far as the server builds graphs
+ * for it (server/device_graph.c): kernel, memset, copy, empty, event record and event wait
+ * nodes, instantiated and launched on a stream.
+ *
+ * A node may depend only on nodes added before it, so the order of addition is an order
+ * every dependency allows; a launch submits the nodes in that order to the launch stream,
+ * each as the call it stands for would be (a kernel as cuLaunchKernelEx with the node's
+ * attributes, a memset as cuMemsetD2D*Async, a copy as cuMemcpy3DAsync), so they run one
+ * after the other, checked as those calls check. Kernel parameters are copied when the node
+ * is added, as the driver copies them. An executable graph is a copy of the nodes; it holds
+ * no device state, so destroying it while its launches run is safe.
+ *
+ * Threads: like the driver's graphs, a graph and its executable graphs are used by one
+ * thread at a time (the server's session executor). */
+#include "emu.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_NODE_ATTRS 16
+
+typedef struct {
+    CUgraphNodeType type;
+    CUgraph owner;
+    /* a kernel */
+    CUfunction f;
+    unsigned grid[3], block[3], shared;
+    uint8_t *params;
+    uint32_t param_size;
+    CUlaunchAttribute attrs[MAX_NODE_ATTRS];
+    unsigned nattrs;
+    /* a memset, a copy, an event record or wait */
+    CUDA_MEMSET_NODE_PARAMS memset;
+    CUDA_MEMCPY3D copy;
+    CUevent event;
+} enode_t;
+
+typedef struct {
+    enode_t **nodes;
+    size_t count, cap;
+} egraph_t;
+
+static void node_free(enode_t *n)
+{
+    if (n) {
+        free(n->params);
+        free(n);
+    }
+}
+
+CUresult cr_emu_cuGraphCreate(CUgraph *phGraph, unsigned int flags)
+{
+    CR__ENTER();
+    if (!phGraph || flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    egraph_t *g = calloc(1, sizeof *g);
+    if (!g)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *phGraph = (CUgraph)g;
+    return CUDA_SUCCESS;
+}
+
+static void graph_free(egraph_t *g)
+{
+    for (size_t i = 0; i < g->count; i++)
+        node_free(g->nodes[i]);
+    free(g->nodes);
+    free(g);
+}
+
+CUresult cr_emu_cuGraphDestroy(CUgraph hGraph)
+{
+    CR__ENTER();
+    if (!hGraph)
+        return CUDA_ERROR_INVALID_VALUE;
+    graph_free((egraph_t *)hGraph);
+    return CUDA_SUCCESS;
+}
+
+/* Appends n (taken, freed on failure) to the graph after its dependencies, which must be
+ * the graph's own nodes. */
+static CUresult add(CUgraphNode *out, CUgraph hGraph, const CUgraphNode *deps, size_t ndeps,
+                    enode_t *n)
+{
+    egraph_t *g = (egraph_t *)hGraph;
+    CUresult rc = CUDA_ERROR_INVALID_VALUE;
+    if (!out || !g || (ndeps && !deps))
+        goto fail;
+    for (size_t i = 0; i < ndeps; i++)
+        if (!deps[i] || ((enode_t *)deps[i])->owner != hGraph)
+            goto fail;
+    if (g->count == g->cap) {
+        size_t cap = g->cap ? 2 * g->cap : 16;
+        enode_t **nodes = realloc(g->nodes, cap * sizeof *nodes);
+        rc = CUDA_ERROR_OUT_OF_MEMORY;
+        if (!nodes)
+            goto fail;
+        g->nodes = nodes;
+        g->cap = cap;
+    }
+    n->owner = hGraph;
+    g->nodes[g->count++] = n;
+    *out = (CUgraphNode)n;
+    return CUDA_SUCCESS;
+fail:
+    node_free(n);
+    return rc;
+}
+
+static enode_t *node_new(CUgraphNodeType type)
+{
+    enode_t *n = calloc(1, sizeof *n);
+    if (n)
+        n->type = type;
+    return n;
+}
+
+CUresult cr_emu_cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                        const CUgraphNode *dependencies, size_t numDependencies,
+                                        const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+    CR__ENTER();
+    if (!nodeParams || (!nodeParams->func && !nodeParams->kern))
+        return CUDA_ERROR_INVALID_VALUE;
+    enode_t *n = node_new(CU_GRAPH_NODE_TYPE_KERNEL);
+    if (!n)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    const CUDA_KERNEL_NODE_PARAMS *p = nodeParams;
+    n->f = p->func ? p->func : (CUfunction)p->kern; /* cuLaunchKernel takes either */
+    n->grid[0] = p->gridDimX, n->grid[1] = p->gridDimY, n->grid[2] = p->gridDimZ;
+    n->block[0] = p->blockDimX, n->block[1] = p->blockDimY, n->block[2] = p->blockDimZ;
+    n->shared = p->sharedMemBytes;
+    CUresult rc = cr__launch_params(n->f, p->kernelParams, p->extra, &n->params, &n->param_size);
+    if (rc != CUDA_SUCCESS) {
+        node_free(n);
+        return rc;
+    }
+    return add(phGraphNode, hGraph, dependencies, numDependencies, n);
+}
+
+CUresult cr_emu_cuGraphKernelNodeSetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr,
+                                              const CUkernelNodeAttrValue *value)
+{
+    CR__ENTER();
+    enode_t *n = (enode_t *)hNode;
+    if (!n || n->type != CU_GRAPH_NODE_TYPE_KERNEL || !value)
+        return CUDA_ERROR_INVALID_VALUE;
+    unsigned i = 0;
+    while (i < n->nattrs && n->attrs[i].id != attr)
+        i++;
+    if (i == MAX_NODE_ATTRS)
+        return CUDA_ERROR_INVALID_VALUE;
+    n->attrs[i].id = attr;
+    n->attrs[i].value = *value;
+    if (i == n->nattrs)
+        n->nattrs++;
+    return CUDA_SUCCESS;
+}
+
+CUresult cr_emu_cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                     const CUgraphNode *dependencies, size_t numDependencies,
+                                     const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx)
+{
+    CR__ENTER();
+    (void)ctx; /* the one context */
+    if (!memsetParams || (memsetParams->elementSize != 1 && memsetParams->elementSize != 2 &&
+                          memsetParams->elementSize != 4))
+        return CUDA_ERROR_INVALID_VALUE;
+    enode_t *n = node_new(CU_GRAPH_NODE_TYPE_MEMSET);
+    if (!n)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    n->memset = *memsetParams;
+    return add(phGraphNode, hGraph, dependencies, numDependencies, n);
+}
+
+CUresult cr_emu_cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                     const CUgraphNode *dependencies, size_t numDependencies,
+                                     const CUDA_MEMCPY3D *copyParams, CUcontext ctx)
+{
+    CR__ENTER();
+    (void)ctx;
+    if (!copyParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    enode_t *n = node_new(CU_GRAPH_NODE_TYPE_MEMCPY);
+    if (!n)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    n->copy = *copyParams;
+    return add(phGraphNode, hGraph, dependencies, numDependencies, n);
+}
+
+CUresult cr_emu_cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                    const CUgraphNode *dependencies, size_t numDependencies)
+{
+    CR__ENTER();
+    enode_t *n = node_new(CU_GRAPH_NODE_TYPE_EMPTY);
+    return n ? add(phGraphNode, hGraph, dependencies, numDependencies, n)
+             : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static CUresult add_event_node(CUgraphNode *out, CUgraph hGraph, const CUgraphNode *deps,
+                               size_t ndeps, CUevent event, CUgraphNodeType type)
+{
+    if (!event)
+        return CUDA_ERROR_INVALID_VALUE;
+    enode_t *n = node_new(type);
+    if (!n)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    n->event = event;
+    return add(out, hGraph, deps, ndeps, n);
+}
+
+CUresult cr_emu_cuGraphAddEventRecordNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                          const CUgraphNode *dependencies, size_t numDependencies,
+                                          CUevent event)
+{
+    CR__ENTER();
+    return add_event_node(phGraphNode, hGraph, dependencies, numDependencies, event,
+                          CU_GRAPH_NODE_TYPE_EVENT_RECORD);
+}
+
+CUresult cr_emu_cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                        const CUgraphNode *dependencies, size_t numDependencies,
+                                        CUevent event)
+{
+    CR__ENTER();
+    return add_event_node(phGraphNode, hGraph, dependencies, numDependencies, event,
+                          CU_GRAPH_NODE_TYPE_WAIT_EVENT);
+}
+
+CUresult cr_emu_cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                            unsigned long long flags)
+{
+    CR__ENTER();
+    const egraph_t *g = (const egraph_t *)hGraph;
+    if (!phGraphExec || !g || (flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH))
+        return CUDA_ERROR_INVALID_VALUE;
+    egraph_t *e = calloc(1, sizeof *e);
+    if (!e || (g->count && !(e->nodes = calloc(g->count, sizeof *e->nodes))))
+        goto oom;
+    for (; e->count < g->count; e->count++) {
+        const enode_t *from = g->nodes[e->count];
+        enode_t *n = malloc(sizeof *n);
+        if (!n)
+            goto oom;
+        *n = *from;
+        n->params = NULL;
+        e->nodes[e->count] = n;
+        if (from->param_size && !(n->params = malloc(from->param_size)))
+            goto oom;
+        if (from->param_size)
+            memcpy(n->params, from->params, from->param_size);
+    }
+    e->cap = e->count;
+    *phGraphExec = (CUgraphExec)e;
+    return CUDA_SUCCESS;
+oom:
+    if (e)
+        graph_free(e);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static CUresult launch_node(const enode_t *n, CUstream stream)
+{
+    switch (n->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL: {
+        size_t size = n->param_size;
+        void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, n->params, CU_LAUNCH_PARAM_BUFFER_SIZE,
+                         &size, CU_LAUNCH_PARAM_END};
+        CUlaunchConfig config = {
+            .gridDimX = n->grid[0],
+            .gridDimY = n->grid[1],
+            .gridDimZ = n->grid[2],
+            .blockDimX = n->block[0],
+            .blockDimY = n->block[1],
+            .blockDimZ = n->block[2],
+            .sharedMemBytes = n->shared,
+            .hStream = stream,
+            .attrs = (CUlaunchAttribute *)n->attrs,
+            .numAttrs = n->nattrs,
+        };
+        return cr_emu_cuLaunchKernelEx(&config, n->f, NULL, extra);
+    }
+    case CU_GRAPH_NODE_TYPE_MEMSET: {
+        const CUDA_MEMSET_NODE_PARAMS *m = &n->memset;
+        size_t pitch = m->height > 1 ? m->pitch : m->width * m->elementSize;
+        switch (m->elementSize) {
+        case 1:
+            return cr_emu_cuMemsetD2D8Async(m->dst, pitch, (unsigned char)m->value, m->width,
+                                            m->height, stream);
+        case 2:
+            return cr_emu_cuMemsetD2D16Async(m->dst, pitch, (unsigned short)m->value, m->width,
+                                             m->height, stream);
+        default:
+            return cr_emu_cuMemsetD2D32Async(m->dst, pitch, m->value, m->width, m->height, stream);
+        }
+    }
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+        return cr_emu_cuMemcpy3DAsync_v2(&n->copy, stream);
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+        return cr_emu_cuEventRecord(n->event, stream);
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+        return cr_emu_cuStreamWaitEvent(stream, n->event, 0);
+    default: /* empty */
+        return CUDA_SUCCESS;
+    }
+}
+
+CUresult cr_emu_cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+{
+    CR__ENTER();
+    const egraph_t *e = (const egraph_t *)hGraphExec;
+    if (!e)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < e->count; i++) {
+        CUresult rc = launch_node(e->nodes[i], hStream);
+        if (rc != CUDA_SUCCESS)
+            return rc;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult cr_emu_cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream)
+{
+    CR__ENTER();
+    (void)hStream; /* nothing to place on the device ahead of a launch */
+    return hGraphExec ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cr_emu_cuGraphExecDestroy(CUgraphExec hGraphExec)
+{
+    CR__ENTER();
+    if (!hGraphExec)
+        return CUDA_ERROR_INVALID_VALUE;
+    graph_free((egraph_t *)hGraphExec);
+    return CUDA_SUCCESS;
+}
