@@ -108,7 +108,10 @@ typedef struct {
 
 /* Whether an executable graph runs as the driver's graph (device_graph.c). */
 typedef enum {
-    DEVICE_UNTRIED, /* not yet launched since it was made or its nodes changed */
+    DEVICE_UNTRIED, /* not yet launched since it was made (or since EDITED) */
+    DEVICE_EDITED,  /* its nodes changed: the next launch replays them, the one after that
+                       builds, so that a program that edits before every launch pays a
+                       replay each time, not a build */
     DEVICE_BUILT,   /* `device` is its nodes as the driver's graph */
     DEVICE_NEVER,   /* it has work the driver's graph cannot take: replayed */
 } device_state_t;
@@ -230,7 +233,7 @@ static void exec_changed(exec_t *e)
 {
     cr_device_graph_free(e->device);
     e->device = NULL;
-    e->state = DEVICE_UNTRIED;
+    e->state = DEVICE_EDITED;
 }
 
 /* The argument naming the stream of a request a capture keeps, or -1 for others. */
@@ -994,7 +997,9 @@ void cr_srv_cuGraphLaunch(cr_request_t *req)
         cr_request_finish(req, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
         return;
     }
-    if (e->state == DEVICE_UNTRIED)
+    if (e->state == DEVICE_EDITED)
+        e->state = DEVICE_UNTRIED; /* replayed this time */
+    else if (e->state == DEVICE_UNTRIED)
         exec_build(s, e, eid, sid);
     if (e->state == DEVICE_BUILT) {
         if (cr_device_graph_current(e->device, s)) {
@@ -1002,8 +1007,9 @@ void cr_srv_cuGraphLaunch(cr_request_t *req)
             return;
         }
         /* a function, event or memory it names is no longer what it was: the replay
-         * reports it as the requests would; the next launch builds again */
+         * reports it as the requests would */
         exec_changed(e);
+        e->state = DEVICE_UNTRIED;
     }
     g->refs++; /* a node's replay cannot destroy it, but keep that true */
     runner_t run = __atomic_load_n(&run_node, __ATOMIC_ACQUIRE);
@@ -1040,8 +1046,9 @@ void cr_srv_cuGraphUpload(cr_request_t *req)
         r = CUDA_ERROR_INVALID_VALUE;
     else if (!cr_session_stream(s, sid))
         r = CUDA_ERROR_INVALID_HANDLE;
-    else if (e->state == DEVICE_UNTRIED && !capture_of(captures(s, 0), sid))
-        exec_build(s, e, eid, sid);
+    else if (e->state != DEVICE_BUILT && e->state != DEVICE_NEVER &&
+             !capture_of(captures(s, 0), sid))
+        exec_build(s, e, eid, sid); /* uploading says it will be launched as it is */
     cr_request_finish(req, r);
 }
 
