@@ -15,6 +15,12 @@
  * node), each memset's and copy's memory still the session's. Kernel parameters were
  * copied by the driver when their node was added, as the requests had them.
  *
+ * A node's new arguments (cuGraphExec*SetParams, cuGraphExecUpdate) and its turning off
+ * and on reach the executable graph in place (cuGraphExecKernelNodeSetParams and the like,
+ * cuGraphNodeSetEnabled), checked as at addition; what the driver cannot take in place (a
+ * kernel node with attributes, an event node) makes graph.c build again. Turned-off nodes
+ * are in the graph, turned off, and their checks wait until they are turned on.
+ *
  * Work it does not take: host functions (the client runs them), cuLaunchKernelEx
  * attributes that name events, memsets and copies of nothing; graph.c replays those graphs.
  *
@@ -32,18 +38,39 @@ typedef enum { CHECK_FUNCTION, CHECK_EVENT, CHECK_MEMORY } check_kind_t;
 
 typedef struct {
     check_kind_t kind;
+    size_t node;     /* the graph.c node it is for */
     uint64_t id;     /* a function's or event's id; a memory range's start */
     const void *obj; /* the function or event it named */
     uint64_t len;    /* a memory range's length */
 } check_t;
 
+/* A node's checks, as many for every request of its kind (a memset 1, a copy 2). */
+typedef struct {
+    check_t c[2];
+    unsigned n;
+} node_checks_t;
+
+/* What became of a graph.c node. */
+typedef struct {
+    CUgraphNode node; /* NULL: nothing (an empty node) */
+    uint8_t kind;     /* KERNEL, MEMORY or EVENT below */
+    uint8_t plain;    /* a kernel node without attributes: new arguments go in place */
+    uint8_t enabled;  /* turned on: its checks count */
+    uint32_t check;   /* its checks: [check, check + checks) */
+    uint32_t checks;
+} dnode_t;
+
+enum { KERNEL = 1, MEMORY, EVENT };
+
 struct cr_device_graph {
     const cr_backend_t *backend;
     uint64_t flags;
-    CUgraph graph; /* until instantiated */
+    CUgraph graph; /* its nodes are what the executable graph's updates name */
     CUgraphExec exec;
     CUgraphNode last; /* the chain's end */
     size_t nodes, kernels;
+    dnode_t *map; /* by graph.c node index */
+    size_t map_count;
     check_t *checks;
     size_t nchecks, cap;
 };
@@ -85,56 +112,96 @@ int cr_memory_op_extents(uint16_t opcode, const uint64_t v[6], cr_extent_t out[2
     }
 }
 
-cr_device_graph_t *cr_device_graph_new(cr_session_t *s, uint64_t flags)
+cr_device_graph_t *cr_device_graph_new(cr_session_t *s, uint64_t flags, size_t nodes)
 {
     const cr_backend_t *b = cr_session_backend(s);
     const cr_driver_t *d = &b->d;
     if (!d->cuGraphCreate || !d->cuGraphAddKernelNode_v2 || !d->cuGraphAddMemsetNode ||
         !d->cuGraphAddMemcpyNode || !d->cuGraphAddEventRecordNode || !d->cuGraphAddEventWaitNode ||
         !d->cuGraphKernelNodeSetAttribute || !d->cuGraphInstantiateWithFlags || !d->cuGraphLaunch ||
-        !d->cuGraphExecDestroy || !d->cuGraphDestroy)
+        !d->cuGraphExecDestroy || !d->cuGraphDestroy || !d->cuGraphNodeSetEnabled ||
+        !d->cuGraphExecKernelNodeSetParams_v2 || !d->cuGraphExecMemsetNodeSetParams ||
+        !d->cuGraphExecMemcpyNodeSetParams)
         return NULL;
     cr_device_graph_t *g = calloc(1, sizeof *g);
-    if (!g)
+    if (!g || !(g->map = calloc(nodes ? nodes : 1, sizeof *g->map))) {
+        free(g);
         return NULL;
+    }
     g->backend = b;
     g->flags = flags;
+    g->map_count = nodes;
     if (d->cuGraphCreate(&g->graph, 0) != CUDA_SUCCESS) {
+        free(g->map);
         free(g);
         return NULL;
     }
     return g;
 }
 
-static int check_add(cr_device_graph_t *g, check_kind_t kind, uint64_t id, const void *obj,
-                     uint64_t len)
+static void check_note(node_checks_t *nc, check_kind_t kind, uint64_t id, const void *obj,
+                       uint64_t len)
 {
-    if (g->nchecks == g->cap) {
+    nc->c[nc->n++] = (check_t){kind, 0, id, obj, len};
+}
+
+/* Node `index` is now `node` of this kind, with these checks: the chain goes on from it. */
+static CUresult added(cr_device_graph_t *g, size_t index, CUgraphNode node, uint8_t kind,
+                      const node_checks_t *nc)
+{
+    if (g->nchecks + nc->n > g->cap) {
         size_t cap = g->cap ? 2 * g->cap : 16;
         check_t *c = realloc(g->checks, cap * sizeof *c);
         if (!c)
-            return -1;
+            return CUDA_ERROR_OUT_OF_MEMORY;
         g->checks = c;
         g->cap = cap;
     }
-    g->checks[g->nchecks++] = (check_t){kind, id, obj, len};
-    return 0;
-}
-
-/* A node just added: the chain goes on from it. */
-static CUresult chained(cr_device_graph_t *g, CUresult r, CUgraphNode node)
-{
-    if (r == CUDA_SUCCESS) {
-        g->last = node;
-        g->nodes++;
+    dnode_t *m = &g->map[index];
+    *m = (dnode_t){node, kind, 0, 1, (uint32_t)g->nchecks, nc->n};
+    for (unsigned i = 0; i < nc->n; i++) {
+        g->checks[g->nchecks] = nc->c[i];
+        g->checks[g->nchecks++].node = index;
     }
-    return r;
+    g->last = node;
+    g->nodes++;
+    return CUDA_SUCCESS;
 }
 
-static CUresult add_kernel(cr_device_graph_t *g, cr_request_t *req)
+/* A node's checks replaced by those of its new arguments (as many). */
+static void rechecked(cr_device_graph_t *g, const dnode_t *m, const node_checks_t *nc)
+{
+    for (unsigned i = 0; i < nc->n && i < m->checks; i++) {
+        size_t node = g->checks[m->check + i].node;
+        g->checks[m->check + i] = nc->c[i];
+        g->checks[m->check + i].node = node;
+    }
+}
+
+/* The driver's kernel node for a parsed launch (params point into l). */
+static CUDA_KERNEL_NODE_PARAMS kernel_params(const cr_device_graph_t *g, cr_session_t *s,
+                                             const cr_launch_t *l)
+{
+    /* cudart names kernels by their CUkernel; the driver's node takes one in `kern` */
+    int is_kernel = cr_session_handle(s, CR_HT_CUkern, l->function_id) != NULL;
+    return (CUDA_KERNEL_NODE_PARAMS){
+        .func = is_kernel ? NULL : l->f,
+        .gridDimX = l->grid[0],
+        .gridDimY = l->grid[1],
+        .gridDimZ = l->grid[2],
+        .blockDimX = l->block[0],
+        .blockDimY = l->block[1],
+        .blockDimZ = l->block[2],
+        .sharedMemBytes = l->shared,
+        .kernelParams = l->params,
+        .kern = is_kernel ? (CUkernel)l->f : NULL,
+        .ctx = is_kernel ? g->backend->ctx : NULL,
+    };
+}
+
+static CUresult add_kernel(cr_device_graph_t *g, size_t index, cr_request_t *req)
 {
     const cr_driver_t *d = &g->backend->d;
-    cr_session_t *s = req->session;
     cr_launch_t l;
     CUresult r = cr_launch_parse(req, &l);
     if (r != CUDA_SUCCESS)
@@ -143,21 +210,7 @@ static CUresult add_kernel(cr_device_graph_t *g, cr_request_t *req)
         cr_launch_clear(&l);
         return CUDA_ERROR_NOT_SUPPORTED;
     }
-    /* cudart names kernels by their CUkernel; the driver's node takes one in `kern` */
-    int is_kernel = cr_session_handle(s, CR_HT_CUkern, l.function_id) != NULL;
-    CUDA_KERNEL_NODE_PARAMS p = {
-        .func = is_kernel ? NULL : l.f,
-        .gridDimX = l.grid[0],
-        .gridDimY = l.grid[1],
-        .gridDimZ = l.grid[2],
-        .blockDimX = l.block[0],
-        .blockDimY = l.block[1],
-        .blockDimZ = l.block[2],
-        .sharedMemBytes = l.shared,
-        .kernelParams = l.params,
-        .kern = is_kernel ? (CUkernel)l.f : NULL,
-        .ctx = is_kernel ? g->backend->ctx : NULL,
-    };
+    CUDA_KERNEL_NODE_PARAMS p = kernel_params(g, req->session, &l);
     CUgraphNode node;
     r = d->cuGraphAddKernelNode_v2(&node, g->graph, g->last ? &g->last : NULL, g->last ? 1 : 0, &p);
     for (unsigned i = 0; r == CUDA_SUCCESS && i < l.nattrs; i++)
@@ -167,17 +220,30 @@ static CUresult add_kernel(cr_device_graph_t *g, cr_request_t *req)
         CUkernelNodeAttrValue v = {.cooperative = 1};
         r = d->cuGraphKernelNodeSetAttribute(node, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &v);
     }
+    node_checks_t nc = {.n = 0};
+    check_note(&nc, CHECK_FUNCTION, l.function_id, l.f, 0);
+    int plain = !l.nattrs && !l.cooperative;
     cr_launch_clear(&l);
-    if (r == CUDA_SUCCESS && check_add(g, CHECK_FUNCTION, l.function_id, l.f, 0) != 0)
-        r = CUDA_ERROR_OUT_OF_MEMORY;
     if (r == CUDA_SUCCESS)
+        r = added(g, index, node, KERNEL, &nc);
+    if (r == CUDA_SUCCESS) {
+        g->map[index].plain = (uint8_t)plain;
         g->kernels++;
-    return chained(g, r, node);
+    }
+    return r;
 }
 
-static CUresult add_memory_op(cr_device_graph_t *g, cr_request_t *req, uint16_t opcode)
+/* A memset's or device copy's parameters as the driver's node takes them, and its checks:
+ * its memory must be the session's now. */
+typedef struct {
+    int copy;
+    CUDA_MEMCPY3D c;
+    CUDA_MEMSET_NODE_PARAMS m;
+} memory_op_t;
+
+static CUresult memory_op(cr_request_t *req, memory_op_t *op, node_checks_t *nc)
 {
-    const cr_driver_t *d = &g->backend->d;
+    uint16_t opcode = req->hdr.opcode;
     uint64_t v[6] = {0};
     for (uint32_t i = 0; i < req->argc && i < 6; i++)
         if (cr_arg_u64(req, i, &v[i]))
@@ -191,51 +257,55 @@ static CUresult add_memory_op(cr_device_graph_t *g, cr_request_t *req, uint16_t 
             return CUDA_ERROR_INVALID_VALUE;
         if (!ext[i].len) /* the driver's nodes take no empty work; a replay does */
             return CUDA_ERROR_NOT_SUPPORTED;
+        check_note(nc, CHECK_MEMORY, ext[i].start, NULL, ext[i].len);
     }
     if (n == 0)
         return CUDA_ERROR_NOT_SUPPORTED;
+    memset(op, 0, sizeof *op);
+    if ((op->copy = opcode == CR_OP_cuMemcpyDtoDAsync_v2)) {
+        op->c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+        op->c.srcDevice = v[1];
+        op->c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+        op->c.dstDevice = v[0];
+        op->c.WidthInBytes = v[2];
+        op->c.Height = 1;
+        op->c.Depth = 1;
+        return CUDA_SUCCESS;
+    }
+    int two_d = opcode == CR_OP_cuMemsetD2D8Async || opcode == CR_OP_cuMemsetD2D16Async ||
+                opcode == CR_OP_cuMemsetD2D32Async;
+    unsigned elem = opcode == CR_OP_cuMemsetD32Async || opcode == CR_OP_cuMemsetD2D32Async   ? 4
+                    : opcode == CR_OP_cuMemsetD16Async || opcode == CR_OP_cuMemsetD2D16Async ? 2
+                                                                                             : 1;
+    uint64_t value = two_d ? v[2] : v[1];
+    op->m.dst = v[0];
+    op->m.pitch = two_d ? v[1] : 0;
+    op->m.value = (unsigned)(elem == 4 ? value : value & (elem == 2 ? 0xffffu : 0xffu));
+    op->m.elementSize = elem;
+    op->m.width = two_d ? v[3] : v[2];
+    op->m.height = two_d ? v[4] : 1;
+    return CUDA_SUCCESS;
+}
+
+static CUresult add_memory_op(cr_device_graph_t *g, size_t index, cr_request_t *req)
+{
+    const cr_driver_t *d = &g->backend->d;
+    memory_op_t op;
+    node_checks_t nc = {.n = 0};
+    CUresult r = memory_op(req, &op, &nc);
+    if (r != CUDA_SUCCESS)
+        return r;
     CUgraphNode node;
-    CUresult r;
     CUcontext ctx = g->backend->ctx;
     const CUgraphNode *deps = g->last ? &g->last : NULL;
     size_t ndeps = g->last ? 1 : 0;
-    if (opcode == CR_OP_cuMemcpyDtoDAsync_v2) {
-        CUDA_MEMCPY3D c = {
-            .srcMemoryType = CU_MEMORYTYPE_DEVICE,
-            .srcDevice = v[1],
-            .dstMemoryType = CU_MEMORYTYPE_DEVICE,
-            .dstDevice = v[0],
-            .WidthInBytes = v[2],
-            .Height = 1,
-            .Depth = 1,
-        };
-        r = d->cuGraphAddMemcpyNode(&node, g->graph, deps, ndeps, &c, ctx);
-    } else {
-        int two_d = opcode == CR_OP_cuMemsetD2D8Async || opcode == CR_OP_cuMemsetD2D16Async ||
-                    opcode == CR_OP_cuMemsetD2D32Async;
-        unsigned elem = opcode == CR_OP_cuMemsetD32Async || opcode == CR_OP_cuMemsetD2D32Async ? 4
-                        : opcode == CR_OP_cuMemsetD16Async || opcode == CR_OP_cuMemsetD2D16Async
-                            ? 2
-                            : 1;
-        uint64_t value = two_d ? v[2] : v[1];
-        CUDA_MEMSET_NODE_PARAMS m = {
-            .dst = v[0],
-            .pitch = two_d ? v[1] : 0,
-            .value = (unsigned)(elem == 4 ? value : value & (elem == 2 ? 0xffffu : 0xffu)),
-            .elementSize = elem,
-            .width = two_d ? v[3] : v[2],
-            .height = two_d ? v[4] : 1,
-        };
-        r = d->cuGraphAddMemsetNode(&node, g->graph, deps, ndeps, &m, ctx);
-    }
-    for (int i = 0; r == CUDA_SUCCESS && i < n; i++)
-        if (check_add(g, CHECK_MEMORY, ext[i].start, NULL, ext[i].len) != 0)
-            r = CUDA_ERROR_OUT_OF_MEMORY;
-    return chained(g, r, node);
+    r = op.copy ? d->cuGraphAddMemcpyNode(&node, g->graph, deps, ndeps, &op.c, ctx)
+                : d->cuGraphAddMemsetNode(&node, g->graph, deps, ndeps, &op.m, ctx);
+    return r == CUDA_SUCCESS ? added(g, index, node, MEMORY, &nc) : r;
 }
 
 /* cuEventRecord(WithFlags) [event, stream, (flags)], cuStreamWaitEvent [stream, event, flags] */
-static CUresult add_event(cr_device_graph_t *g, cr_request_t *req, int wait)
+static CUresult add_event(cr_device_graph_t *g, size_t index, cr_request_t *req, int wait)
 {
     const cr_driver_t *d = &g->backend->d;
     uint64_t id;
@@ -249,21 +319,23 @@ static CUresult add_event(cr_device_graph_t *g, cr_request_t *req, int wait)
     size_t ndeps = g->last ? 1 : 0;
     CUresult r = wait ? d->cuGraphAddEventWaitNode(&node, g->graph, deps, ndeps, ev)
                       : d->cuGraphAddEventRecordNode(&node, g->graph, deps, ndeps, ev);
-    if (r == CUDA_SUCCESS && check_add(g, CHECK_EVENT, id, ev, 0) != 0)
-        r = CUDA_ERROR_OUT_OF_MEMORY;
-    return chained(g, r, node);
+    node_checks_t nc = {.n = 0};
+    check_note(&nc, CHECK_EVENT, id, ev, 0);
+    return r == CUDA_SUCCESS ? added(g, index, node, EVENT, &nc) : r;
 }
 
-CUresult cr_device_graph_add(cr_device_graph_t *g, cr_request_t *req)
+CUresult cr_device_graph_add(cr_device_graph_t *g, size_t index, cr_request_t *req, int enabled)
 {
-    if (!g->graph)
+    if (g->exec || index >= g->map_count || g->map[index].node)
         return CUDA_ERROR_INVALID_VALUE;
-    uint16_t opcode = req->hdr.opcode;
-    switch (opcode) {
+    CUresult r;
+    uint64_t flags;
+    switch (req->hdr.opcode) {
     case CR_OP_cuLaunchKernel:
     case CR_OP_cuLaunchKernelEx:
     case CR_OP_cuLaunchCooperativeKernel:
-        return add_kernel(g, req);
+        r = add_kernel(g, index, req);
+        break;
     case CR_OP_cuMemsetD8Async:
     case CR_OP_cuMemsetD16Async:
     case CR_OP_cuMemsetD32Async:
@@ -271,40 +343,92 @@ CUresult cr_device_graph_add(cr_device_graph_t *g, cr_request_t *req)
     case CR_OP_cuMemsetD2D16Async:
     case CR_OP_cuMemsetD2D32Async:
     case CR_OP_cuMemcpyDtoDAsync_v2:
-        return add_memory_op(g, req, opcode);
+        r = add_memory_op(g, index, req);
+        break;
     case CR_OP_cuEventRecord:
-        return add_event(g, req, 0);
-    case CR_OP_cuEventRecordWithFlags: { /* a record node, external or not */
-        uint64_t flags;
-        return req->argc == 3 && !cr_arg_u64(req, 2, &flags) &&
-                       (flags & ~(uint64_t)CU_EVENT_RECORD_EXTERNAL) == 0
-                   ? add_event(g, req, 0)
-                   : CUDA_ERROR_INVALID_VALUE;
-    }
-    case CR_OP_cuStreamWaitEvent: { /* a wait node, external or not */
-        uint64_t flags;
-        return req->argc == 3 && !cr_arg_u64(req, 2, &flags) &&
-                       (flags & ~(uint64_t)CU_EVENT_WAIT_EXTERNAL) == 0
-                   ? add_event(g, req, 1)
-                   : CUDA_ERROR_INVALID_VALUE;
-    }
+        r = add_event(g, index, req, 0);
+        break;
+    case CR_OP_cuEventRecordWithFlags: /* a record node, external or not */
+        r = req->argc == 3 && !cr_arg_u64(req, 2, &flags) &&
+                    (flags & ~(uint64_t)CU_EVENT_RECORD_EXTERNAL) == 0
+                ? add_event(g, index, req, 0)
+                : CUDA_ERROR_INVALID_VALUE;
+        break;
+    case CR_OP_cuStreamWaitEvent: /* a wait node, external or not */
+        r = req->argc == 3 && !cr_arg_u64(req, 2, &flags) &&
+                    (flags & ~(uint64_t)CU_EVENT_WAIT_EXTERNAL) == 0
+                ? add_event(g, index, req, 1)
+                : CUDA_ERROR_INVALID_VALUE;
+        break;
     default:
-        return CUDA_ERROR_NOT_SUPPORTED;
+        r = CUDA_ERROR_NOT_SUPPORTED;
     }
+    if (r == CUDA_SUCCESS && !enabled)
+        g->map[index].enabled = 0; /* turned off once instantiated */
+    return r;
 }
 
 CUresult cr_device_graph_instantiate(cr_device_graph_t *g)
 {
     const cr_driver_t *d = &g->backend->d;
-    if (!g->graph || g->exec)
+    if (g->exec)
         return CUDA_ERROR_INVALID_VALUE;
     /* node priorities are the only flag that changes how these nodes run */
     CUresult r = d->cuGraphInstantiateWithFlags(
         &g->exec, g->graph, g->flags & CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY);
-    if (r != CUDA_SUCCESS)
+    if (r != CUDA_SUCCESS) {
         g->exec = NULL;
-    else if (d->cuGraphDestroy(g->graph) == CUDA_SUCCESS) /* the executable graph is a copy */
-        g->graph = NULL;
+        return r;
+    }
+    for (size_t i = 0; r == CUDA_SUCCESS && i < g->map_count; i++)
+        if (g->map[i].node && !g->map[i].enabled)
+            r = d->cuGraphNodeSetEnabled(g->exec, g->map[i].node, 0);
+    return r;
+}
+
+CUresult cr_device_graph_update(cr_device_graph_t *g, size_t index, cr_request_t *req)
+{
+    const cr_driver_t *d = &g->backend->d;
+    dnode_t *m = index < g->map_count ? &g->map[index] : NULL;
+    if (!g->exec || !m || !m->node)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    node_checks_t nc = {.n = 0};
+    CUresult r;
+    if (m->kind == KERNEL) {
+        cr_launch_t l;
+        if (!m->plain || req->hdr.opcode != CR_OP_cuLaunchKernel)
+            return CUDA_ERROR_NOT_SUPPORTED; /* attributes stay with the node */
+        if ((r = cr_launch_parse(req, &l)) != CUDA_SUCCESS)
+            return r;
+        CUDA_KERNEL_NODE_PARAMS p = kernel_params(g, req->session, &l);
+        r = d->cuGraphExecKernelNodeSetParams_v2(g->exec, m->node, &p);
+        check_note(&nc, CHECK_FUNCTION, l.function_id, l.f, 0);
+        cr_launch_clear(&l);
+    } else if (m->kind == MEMORY) {
+        memory_op_t op;
+        if ((r = memory_op(req, &op, &nc)) != CUDA_SUCCESS)
+            return r;
+        if (nc.n != m->checks)
+            return CUDA_ERROR_NOT_SUPPORTED; /* a memset became a copy: graph.c refuses it */
+        CUcontext ctx = g->backend->ctx;
+        r = op.copy ? d->cuGraphExecMemcpyNodeSetParams(g->exec, m->node, &op.c, ctx)
+                    : d->cuGraphExecMemsetNodeSetParams(g->exec, m->node, &op.m, ctx);
+    } else {
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    if (r == CUDA_SUCCESS)
+        rechecked(g, m, &nc);
+    return r;
+}
+
+CUresult cr_device_graph_enable(cr_device_graph_t *g, size_t index, int on)
+{
+    dnode_t *m = index < g->map_count ? &g->map[index] : NULL;
+    if (!g->exec || !m || !m->node)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    CUresult r = g->backend->d.cuGraphNodeSetEnabled(g->exec, m->node, on ? 1 : 0);
+    if (r == CUDA_SUCCESS)
+        m->enabled = on ? 1 : 0;
     return r;
 }
 
@@ -312,6 +436,8 @@ int cr_device_graph_current(const cr_device_graph_t *g, cr_session_t *s)
 {
     for (size_t i = 0; i < g->nchecks; i++) {
         const check_t *c = &g->checks[i];
+        if (!g->map[c->node].enabled) /* a node turned off runs nothing */
+            continue;
         switch (c->kind) {
         case CHECK_FUNCTION: {
             CUfunction f;
@@ -365,6 +491,7 @@ void cr_device_graph_free(cr_device_graph_t *g)
         d->cuGraphExecDestroy(g->exec); /* the driver lets launches under way finish */
     if (g->graph)
         d->cuGraphDestroy(g->graph);
+    free(g->map);
     free(g->checks);
     free(g);
 }

@@ -18,19 +18,26 @@ typedef struct {
 } cr_extent_t;
 int cr_memory_op_extents(uint16_t opcode, const uint64_t v[6], cr_extent_t out[2]);
 
-/* Starts a driver graph for session s, to be instantiated with these flags
- * (CUDA_GRAPH_INSTANTIATE_FLAG_*). NULL when out of memory. */
-cr_device_graph_t *cr_device_graph_new(cr_session_t *s, uint64_t flags);
-/* Adds the work of a node's request (decoded, as a replay would dispatch it), after the
- * nodes added before. CUDA_SUCCESS; CUDA_ERROR_NOT_SUPPORTED for work the driver's graph
- * does not take as the server must have it (then replay the graph); else the error the
- * request would get now, or the driver's. */
-CUresult cr_device_graph_add(cr_device_graph_t *g, cr_request_t *req);
+/* Starts a driver graph for session s, standing for a graph.c graph of `nodes` nodes, to
+ * be instantiated with these flags (CUDA_GRAPH_INSTANTIATE_FLAG_*). NULL when out of memory
+ * or the backend lacks the driver's graph calls. */
+cr_device_graph_t *cr_device_graph_new(cr_session_t *s, uint64_t flags, size_t nodes);
+/* Adds the work of node `index`'s request (decoded, as a replay would dispatch it) after
+ * the nodes added before; turned off once instantiated unless `enabled`. CUDA_SUCCESS;
+ * CUDA_ERROR_NOT_SUPPORTED for work the driver's graph does not take as the server must
+ * have it (then replay the graph); else the error the request would get now, or the
+ * driver's. */
+CUresult cr_device_graph_add(cr_device_graph_t *g, size_t index, cr_request_t *req, int enabled);
 /* Instantiates it once every node is added. */
 CUresult cr_device_graph_instantiate(cr_device_graph_t *g);
-/* 1 when everything it names is still the session's as when it was added: each function
- * and event the same object, each memset's and copy's memory the session's (freed memory
- * may be another tenant's now). Check before each launch. */
+/* Node `index` has new arguments (its new request), or is turned on or off: applied to the
+ * instantiated graph in place, checked as when added. An error when it cannot be (the
+ * graph must then be built again). */
+CUresult cr_device_graph_update(cr_device_graph_t *g, size_t index, cr_request_t *req);
+CUresult cr_device_graph_enable(cr_device_graph_t *g, size_t index, int on);
+/* 1 when everything its turned-on nodes name is still the session's as when it was added
+ * or updated: each function and event the same object, each memset's and copy's memory the
+ * session's (freed memory may be another tenant's now). Check before each launch. */
 int cr_device_graph_current(const cr_device_graph_t *g, cr_session_t *s);
 /* Launches it on the session's stream as one unit the scheduler admits and measures;
  * its kernels count as the session's launches. */

@@ -322,6 +322,15 @@ static int set_deps(graph_t *g, size_t index, const uint32_t *idx, uint32_t n)
     return 0;
 }
 
+/* Whether two nodes are the same request (edges aside). */
+static int same_node(const node_t *a, const node_t *b)
+{
+    return a->opcode == b->opcode && a->body_len == b->body_len && a->bulk_len == b->bulk_len &&
+           (!a->body_len && !a->bulk_len
+                ? 1
+                : memcmp(a->bytes, b->bytes, a->body_len + a->bulk_len) == 0);
+}
+
 static int depends_on(const node_t *n, uint32_t index)
 {
     for (uint32_t i = 0; i < n->ndeps; i++)
@@ -935,7 +944,7 @@ static cr_request_t *node_request(cr_session_t *s, const node_t *n, uint64_t sid
 static void exec_build(cr_session_t *s, exec_t *e, uint64_t eid, uint64_t sid)
 {
     const graph_t *g = e->graph;
-    cr_device_graph_t *dev = cr_device_graph_new(s, e->flags);
+    cr_device_graph_t *dev = cr_device_graph_new(s, e->flags, g->count);
     CUresult r = dev ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED;
     size_t at = 0;
     msgpack_zone zone;
@@ -944,10 +953,10 @@ static void exec_build(cr_session_t *s, exec_t *e, uint64_t eid, uint64_t sid)
         const node_t *n = &g->nodes[at];
         /* empty nodes (allocations and frees too) order nothing in a chain; a hidden event
          * record is no node of the graph on a GPU */
-        if (n->opcode == 0 || n->disabled || n->hidden)
+        if (n->opcode == 0 || n->hidden)
             continue;
         cr_request_t *req = node_request(s, n, sid, &zone, 0);
-        r = req ? cr_device_graph_add(dev, req) : CUDA_ERROR_OUT_OF_MEMORY;
+        r = req ? cr_device_graph_add(dev, at, req, !n->disabled) : CUDA_ERROR_OUT_OF_MEMORY;
         cr_request_free(req);
         msgpack_zone_clear(&zone);
     }
@@ -970,6 +979,31 @@ static void exec_build(cr_session_t *s, exec_t *e, uint64_t eid, uint64_t sid)
              "error %d)",
              (unsigned long long)cr_session_id(s), (unsigned long long)eid, at ? at - 1 : 0,
              (int)r);
+}
+
+/* Node `index` of e has new arguments: they reach e's driver's graph in place, or it is
+ * dropped (built again later). */
+static void exec_node_changed(cr_session_t *s, exec_t *e, size_t index)
+{
+    const node_t *n = &e->graph->nodes[index];
+    if (e->state != DEVICE_BUILT) {
+        exec_changed(e);
+        return;
+    }
+    if (n->opcode == 0 || n->hidden) /* not in the driver's graph */
+        return;
+    msgpack_zone zone;
+    msgpack_zone_init(&zone, 1024);
+    cr_request_t *req = node_request(s, n, 0, &zone, 0);
+    CUresult r = req ? cr_device_graph_update(e->device, index, req) : CUDA_ERROR_OUT_OF_MEMORY;
+    cr_request_free(req);
+    msgpack_zone_destroy(&zone);
+    if (r != CUDA_SUCCESS) {
+        CR_DEBUG("session %llu: node %zu of an executable graph cannot change in place (error "
+                 "%d): its driver's graph is built again",
+                 (unsigned long long)cr_session_id(s), index, (int)r);
+        exec_changed(e);
+    }
 }
 
 /* [executable graph, stream]: the driver's graph of its nodes launched on that stream, or
@@ -1592,7 +1626,9 @@ void cr_srv_cuGraphNodeSetParams(cr_request_t *req)
     if (r == CUDA_SUCCESS &&
         replace_args(g, n->index, (uint16_t)opcode, arg, &args, req->bulk, req->hdr.bulk_len) != 0)
         r = CUDA_ERROR_OUT_OF_MEMORY;
-    if (e)
+    if (e && r == CUDA_SUCCESS)
+        exec_node_changed(s, e, n->index);
+    else if (e)
         exec_changed(e); /* even a failed replacement may have changed the node */
     msgpack_zone_destroy(&zone);
     cr_request_finish(req, r);
@@ -1643,9 +1679,12 @@ void cr_srv_cuGraphExecUpdate_v2(cr_request_t *req)
     }
     for (size_t i = 0; i < copy->count; i++) /* nodes turned off stay off */
         copy->nodes[i].disabled = e->graph->nodes[i].disabled;
-    graph_unref(e->graph); /* a launch replaying it holds its own reference */
+    graph_t *was = e->graph;
     e->graph = copy;
-    exec_changed(e);
+    for (size_t i = 0; i < copy->count; i++) /* the nodes that changed, in place if they can */
+        if (!same_node(&was->nodes[i], &copy->nodes[i]))
+            exec_node_changed(s, e, i);
+    graph_unref(was); /* a launch replaying it holds its own reference */
     reply_id(req, CUDA_SUCCESS, CU_GRAPH_EXEC_UPDATE_SUCCESS);
 }
 
@@ -1766,8 +1805,11 @@ void cr_srv_cuGraphNodeSetEnabled(cr_request_t *req)
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;
     }
-    if (n->disabled != !on)
+    if (n->disabled != !on && e->state == DEVICE_BUILT &&
+        cr_device_graph_enable(e->device, (size_t)(n - e->graph->nodes), (int)on) != CUDA_SUCCESS)
         exec_changed(e);
+    else if (n->disabled != !on && e->state == DEVICE_NEVER)
+        exec_changed(e); /* it may be buildable now */
     n->disabled = !on;
     cr_request_finish(req, CUDA_SUCCESS);
 }

@@ -86,7 +86,8 @@
     X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphAddKernelNode_v2) X(cuGraphKernelNodeSetAttribute) \
     X(cuGraphAddMemsetNode) X(cuGraphAddMemcpyNode) X(cuGraphAddEmptyNode)                         \
     X(cuGraphAddEventRecordNode) X(cuGraphAddEventWaitNode) X(cuGraphInstantiateWithFlags)         \
-    X(cuGraphLaunch) X(cuGraphUpload) X(cuGraphExecDestroy)                                        \
+    X(cuGraphLaunch) X(cuGraphUpload) X(cuGraphExecDestroy) X(cuGraphExecKernelNodeSetParams_v2)   \
+    X(cuGraphExecMemsetNodeSetParams) X(cuGraphExecMemcpyNodeSetParams) X(cuGraphNodeSetEnabled)   \
     /* tensormap.c */                                                                              \
     X(cuTensorMapEncodeTiled) X(cuTensorMapEncodeIm2col)
 // clang-format on

@@ -8,7 +8,9 @@
  * attributes, a memset as cuMemsetD2D*Async, a copy as cuMemcpy3DAsync), so they run one
  * after the other, checked as those calls check. Kernel parameters are copied when the node
  * is added, as the driver copies them. An executable graph is a copy of the nodes; it holds
- * no device state, so destroying it while its launches run is safe.
+ * no device state, so destroying it while its launches run is safe. Its kernel, memset and
+ * copy nodes may be given new parameters and turned off and on, by the graph's node they
+ * copy, as the driver allows.
  *
  * Threads: like the driver's graphs, a graph and its executable graphs are used by one
  * thread at a time (the server's session executor). */
@@ -19,9 +21,12 @@
 
 #define MAX_NODE_ATTRS 16
 
-typedef struct {
+typedef struct enode {
     CUgraphNodeType type;
     CUgraph owner;
+    size_t index;               /* its place in its graph */
+    const struct enode *origin; /* an executable graph's node: the graph's node it copies */
+    int disabled;               /* an executable graph's node turned off: it runs nothing */
     /* a kernel */
     CUfunction f;
     unsigned grid[3], block[3], shared;
@@ -99,6 +104,7 @@ static CUresult add(CUgraphNode *out, CUgraph hGraph, const CUgraphNode *deps, s
         g->cap = cap;
     }
     n->owner = hGraph;
+    n->index = g->count;
     g->nodes[g->count++] = n;
     *out = (CUgraphNode)n;
     return CUDA_SUCCESS;
@@ -243,6 +249,7 @@ CUresult cr_emu_cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hG
         if (!n)
             goto oom;
         *n = *from;
+        n->origin = from;
         n->params = NULL;
         e->nodes[e->count] = n;
         if (from->param_size && !(n->params = malloc(from->param_size)))
@@ -312,6 +319,8 @@ CUresult cr_emu_cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
     if (!e)
         return CUDA_ERROR_INVALID_VALUE;
     for (size_t i = 0; i < e->count; i++) {
+        if (e->nodes[i]->disabled)
+            continue;
         CUresult rc = launch_node(e->nodes[i], hStream);
         if (rc != CUDA_SUCCESS)
             return rc;
@@ -332,5 +341,78 @@ CUresult cr_emu_cuGraphExecDestroy(CUgraphExec hGraphExec)
     if (!hGraphExec)
         return CUDA_ERROR_INVALID_VALUE;
     graph_free((egraph_t *)hGraphExec);
+    return CUDA_SUCCESS;
+}
+
+/* The executable graph's copy of graph node hNode, of this type. */
+static enode_t *exec_node(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeType type)
+{
+    const egraph_t *e = (const egraph_t *)hGraphExec;
+    const enode_t *from = (const enode_t *)hNode;
+    if (!e || !from || from->index >= e->count)
+        return NULL;
+    enode_t *n = e->nodes[from->index];
+    return n->origin == from && n->type == type ? n : NULL;
+}
+
+CUresult cr_emu_cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                  const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+    CR__ENTER();
+    enode_t *n = exec_node(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_KERNEL);
+    const CUDA_KERNEL_NODE_PARAMS *p = nodeParams;
+    if (!n || !p || (!p->func && !p->kern))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUfunction f = p->func ? p->func : (CUfunction)p->kern;
+    uint8_t *params;
+    uint32_t size;
+    CUresult rc = cr__launch_params(f, p->kernelParams, p->extra, &params, &size);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    free(n->params);
+    n->params = params;
+    n->param_size = size;
+    n->f = f;
+    n->grid[0] = p->gridDimX, n->grid[1] = p->gridDimY, n->grid[2] = p->gridDimZ;
+    n->block[0] = p->blockDimX, n->block[1] = p->blockDimY, n->block[2] = p->blockDimZ;
+    n->shared = p->sharedMemBytes;
+    return CUDA_SUCCESS;
+}
+
+CUresult cr_emu_cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                               const CUDA_MEMSET_NODE_PARAMS *memsetParams,
+                                               CUcontext ctx)
+{
+    CR__ENTER();
+    (void)ctx;
+    enode_t *n = exec_node(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_MEMSET);
+    if (!n || !memsetParams || memsetParams->elementSize != n->memset.elementSize)
+        return CUDA_ERROR_INVALID_VALUE; /* the driver keeps the element size too */
+    n->memset = *memsetParams;
+    return CUDA_SUCCESS;
+}
+
+CUresult cr_emu_cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                               const CUDA_MEMCPY3D *copyParams, CUcontext ctx)
+{
+    CR__ENTER();
+    (void)ctx;
+    enode_t *n = exec_node(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_MEMCPY);
+    if (!n || !copyParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    n->copy = *copyParams;
+    return CUDA_SUCCESS;
+}
+
+CUresult cr_emu_cuGraphNodeSetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                      unsigned int isEnabled)
+{
+    CR__ENTER();
+    const enode_t *from = (const enode_t *)hNode;
+    enode_t *n = from ? exec_node(hGraphExec, hNode, from->type) : NULL;
+    if (!n || (n->type != CU_GRAPH_NODE_TYPE_KERNEL && n->type != CU_GRAPH_NODE_TYPE_MEMSET &&
+               n->type != CU_GRAPH_NODE_TYPE_MEMCPY))
+        return CUDA_ERROR_INVALID_VALUE;
+    n->disabled = !isEnabled;
     return CUDA_SUCCESS;
 }

@@ -16,7 +16,8 @@
 // kinds; memset and host nodes' arguments changed in an executable graph and in a graph, a
 // node turned off and on; memory allocated and freed by nodes of a graph, and by
 // stream-ordered calls in a capture; user objects owned by the program and by graphs; a
-// capture into a graph the program made; kernel node attributes; a graph whose module was
+// capture into a graph the program made; kernel node attributes; an executable graph's
+// nodes given new arguments and turned off and on after launches; a graph whose module was
 // unloaded or memory freed after its first launch fails at the next.
 #include <cstring>
 #include <string>
@@ -491,6 +492,72 @@ static void stale_after_first_launch(cudaStream_t s)
     CHECK_CUDA(cudaFree(word));
 }
 
+// An executable graph's memset, copy and kernel nodes given new arguments, and a node turned
+// off and on, after launches (the server has made it the driver's graph by then, and edits
+// it in place): each launch does what the node says at that time.
+static void edits_after_launches(float *x, float *y, cudaStream_t s)
+{
+    float *z;
+    CHECK_CUDA(cudaMalloc(&z, BYTES));
+    cudaGraph_t g;
+    CHECK_CUDA(cudaGraphCreate(&g, 0));
+    cudaMemsetParams mp = zeroing(y, N);
+    cudaGraphNode_t set, kernel, copy;
+    CHECK_CUDA(cudaGraphAddMemsetNode(&set, g, nullptr, 0, &mp));
+    float a = 2.0f, b = 1.0f;
+    int n = N;
+    float *kx = x, *ky = y;
+    void *args[] = {&kx, &ky, &a, &b, &n};
+    cudaKernelNodeParams kp = {};
+    kp.func = (void *)axpb;
+    kp.gridDim = dim3((N + 255) / 256);
+    kp.blockDim = dim3(256);
+    kp.kernelParams = args;
+    CHECK_CUDA(cudaGraphAddKernelNode(&kernel, g, &set, 1, &kp));
+    CHECK_CUDA(cudaGraphAddMemcpyNode1D(&copy, g, &kernel, 1, z, y, BYTES,
+                                        cudaMemcpyDeviceToDevice));
+    cudaGraphExec_t e;
+    CHECK_CUDA(cudaGraphInstantiate(&e, g, 0));
+    fill(x, 1.0f);
+    for (int i = 0; i < 3; i++)
+        CHECK_CUDA(cudaGraphLaunch(e, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    expect_all(z, 3.0f, "z = 2x + 1");
+    a = 4.0f; // the kernel node's new arguments
+    CHECK_CUDA(cudaGraphExecKernelNodeSetParams(e, kernel, &kp));
+    CHECK_CUDA(cudaGraphLaunch(e, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    expect_all(z, 5.0f, "z = 4x + 1 after new kernel arguments");
+    CHECK_CUDA(cudaGraphNodeSetEnabled(e, kernel, 0)); // y is only zeroed now
+    CHECK_CUDA(cudaGraphLaunch(e, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    expect_all(z, 0.0f, "z with the kernel node turned off");
+    CHECK_CUDA(cudaGraphNodeSetEnabled(e, kernel, 1));
+    CHECK_CUDA(cudaGraphLaunch(e, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    expect_all(z, 5.0f, "z with the kernel node on again");
+    // the copy to x instead of z, and the memset of y to 1.0f: x = 4x + 1 at each launch
+    CHECK_CUDA(cudaGraphExecMemcpyNodeSetParams1D(e, copy, x, y, BYTES,
+                                                  cudaMemcpyDeviceToDevice));
+    CHECK_CUDA(cudaGraphNodeSetEnabled(e, kernel, 0));
+    const float one = 1.0f;
+    memcpy(&mp.value, &one, 4);
+    CHECK_CUDA(cudaGraphExecMemsetNodeSetParams(e, set, &mp));
+    fill(z, 9.0f);
+    CHECK_CUDA(cudaGraphLaunch(e, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    expect_all(x, 1.0f, "x copied from y set to 1");
+    expect_all(z, 9.0f, "z, no longer the copy's");
+    CHECK_CUDA(cudaGraphNodeSetEnabled(e, kernel, 1));
+    for (int i = 0; i < 2; i++)
+        CHECK_CUDA(cudaGraphLaunch(e, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    expect_all(x, 21.0f, "x = 4(4 * 1 + 1) + 1 after two launches");
+    CHECK_CUDA(cudaGraphExecDestroy(e));
+    CHECK_CUDA(cudaGraphDestroy(g));
+    CHECK_CUDA(cudaFree(z));
+}
+
 int main(int argc, char **argv)
 {
     float *x, *y, *z;
@@ -508,6 +575,7 @@ int main(int argc, char **argv)
         user_objects(y, s1);
         capture_into_graph(s1);
         kernel_node_attributes(s1);
+        edits_after_launches(x, y, s1);
         printf("graphs: the parts the driver shares passed\n");
         return 0;
     }
@@ -1122,6 +1190,7 @@ int main(int argc, char **argv)
     user_objects(y, s1);
     capture_into_graph(s1);
     kernel_node_attributes(s1);
+    edits_after_launches(x, y, s1);
     stale_after_first_launch(s1);
     CHECK_CUDA(cudaEventDestroy(fork));
     CHECK_CUDA(cudaEventDestroy(join));
