@@ -1582,6 +1582,8 @@ CUresult cr_hand_cuGraphExecUpdate_v2(CUgraphExec exec, CUgraph graph,
                        : CU_GRAPH_EXEC_UPDATE_ERROR;
     info->errorNode = info->errorFromNode = NULL; /* node handles are not given out */
     cr_reply_done(&p, &u);
+    if (r == CUDA_SUCCESS)
+        cr_user_objects_replace((uint64_t)(uintptr_t)exec, (uint64_t)(uintptr_t)graph);
     return r;
 }
 

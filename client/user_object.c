@@ -305,3 +305,9 @@ void cr_user_objects_exec_gone(uint64_t id)
             deferred_step(d); /* a stream destroyed since: nothing to follow there */
     deferred_step(d);
 }
+
+void cr_user_objects_replace(uint64_t exec, uint64_t graph)
+{
+    cr_user_objects_exec_gone(exec); /* after the launches so far, as the driver does */
+    cr_user_objects_copy(graph, exec);
+}

@@ -17,6 +17,9 @@ CUresult cr_user_objects_release(uint64_t holder, CUuserObject object, unsigned 
 /* `to` (a graph or an executable graph just made) takes references to every user object
  * `from` holds, as many as it holds: a clone, an instantiation, a child graph node. */
 void cr_user_objects_copy(uint64_t from, uint64_t to);
+/* The executable graph `exec` was updated from `graph`: it holds references like graph's
+ * in place of its own, which go as if it were destroyed (cr_user_objects_exec_gone). */
+void cr_user_objects_replace(uint64_t exec, uint64_t graph);
 /* The graph `id` was destroyed: its references go now. */
 void cr_user_objects_graph_gone(uint64_t id);
 /* The executable graph `id` was launched on `stream`. */

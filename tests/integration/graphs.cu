@@ -182,8 +182,9 @@ static void event_nodes_and_older_entry_points(float *y, cudaStream_t s)
 
 // user objects: destructors run (on a thread of the driver's, some time after) once the
 // program's and the graphs' references are all gone; an executable graph keeps its
-// references until the work it was launched into is done
-static int destroyed[4];
+// references until the work it was launched into is done, and takes another graph's in
+// place of its own when updated from it
+static int destroyed[5];
 static void destroy_object(void *which)
 {
     __atomic_add_fetch(&destroyed[(size_t)which], 1, __ATOMIC_SEQ_CST);
@@ -265,6 +266,29 @@ static void user_objects(float *y, cudaStream_t s)
     CHECK(still_there(2), "destroyed while a child graph node's graph holds it");
     CHECK_CUDA(cudaGraphDestroy(parent));
     CHECK(destroyed_soon(2), "not destroyed with the last graph that held it");
+
+    // an executable graph updated from another graph holds that graph's references in place
+    // of its own
+    cudaGraph_t first, second;
+    CHECK_CUDA(cudaGraphCreate(&first, 0));
+    CHECK_CUDA(cudaGraphCreate(&second, 0));
+    CHECK_CUDA(cudaGraphAddMemsetNode(&set, first, nullptr, 0, &mp));
+    CHECK_CUDA(cudaGraphAddMemsetNode(&set, second, nullptr, 0, &mp));
+    cudaUserObject_t o2;
+    CHECK_CUDA(cudaUserObjectCreate(&o, (void *)3, destroy_object, 1, cudaUserObjectNoDestructorSync));
+    CHECK_CUDA(cudaUserObjectCreate(&o2, (void *)4, destroy_object, 1, cudaUserObjectNoDestructorSync));
+    CHECK_CUDA(cudaGraphRetainUserObject(first, o, 1, cudaGraphUserObjectMove));
+    CHECK_CUDA(cudaGraphRetainUserObject(second, o2, 1, cudaGraphUserObjectMove));
+    CHECK_CUDA(cudaGraphInstantiate(&ge, first, 0));
+    CHECK_CUDA(cudaGraphDestroy(first));
+    CHECK(still_there(3), "destroyed while an executable graph made from its graph holds it");
+    cudaGraphExecUpdateResultInfo info;
+    CHECK_CUDA(cudaGraphExecUpdate(ge, second, &info));
+    CHECK(destroyed_soon(3), "still held by an executable graph updated from another graph");
+    CHECK_CUDA(cudaGraphDestroy(second));
+    CHECK(still_there(4), "destroyed while an executable graph updated from its graph holds it");
+    CHECK_CUDA(cudaGraphExecDestroy(ge));
+    CHECK(destroyed_soon(4), "not destroyed with the executable graph updated from its graph");
     cudaGetLastError(); // the refusals above were the last error
     printf("user objects destroyed when their last reference went, graphs' included\n");
 }
