@@ -4,10 +4,10 @@
  * one; when every node is a kernel, a memset, a device-to-device copy, an event record or
  * wait (or empty), it builds one of these instead at the first launch: the same requests,
  * checked as their handlers check them (cr_launch_parse for kernels: the session's
- * function, its exact layout, attributes its tenant may have), added in their order as a
- * chain of the driver's nodes, so they run one after the other as a replay runs them, and
- * instantiated. A launch is then one driver call, admitted and measured by the scheduler as
- * one unit.
+ * function, its exact layout, attributes its tenant may have), added in their order with
+ * the edges graph.c keeps (so that branches may overlap, as in the driver's graph the
+ * program would have made), and instantiated. A launch is then one driver call, admitted
+ * and measured by the scheduler as one unit.
  *
  * What a replay checks at every launch is checked here before every launch too, from what
  * was recorded when the nodes were added: each function and event still the session's and
@@ -67,7 +67,8 @@ struct cr_device_graph {
     uint64_t flags;
     CUgraph graph; /* its nodes are what the executable graph's updates name */
     CUgraphExec exec;
-    CUgraphNode last; /* the chain's end */
+    CUgraphNode *deps; /* what the node being added depends on */
+    size_t ndeps, deps_cap;
     size_t nodes, kernels;
     dnode_t *map; /* by graph.c node index */
     size_t map_count;
@@ -145,7 +146,7 @@ static void check_note(node_checks_t *nc, check_kind_t kind, uint64_t id, const 
     nc->c[nc->n++] = (check_t){kind, 0, id, obj, len};
 }
 
-/* Node `index` is now `node` of this kind, with these checks: the chain goes on from it. */
+/* Node `index` is now `node` of this kind (0: empty), with these checks. */
 static CUresult added(cr_device_graph_t *g, size_t index, CUgraphNode node, uint8_t kind,
                       const node_checks_t *nc)
 {
@@ -163,7 +164,6 @@ static CUresult added(cr_device_graph_t *g, size_t index, CUgraphNode node, uint
         g->checks[g->nchecks] = nc->c[i];
         g->checks[g->nchecks++].node = index;
     }
-    g->last = node;
     g->nodes++;
     return CUDA_SUCCESS;
 }
@@ -212,7 +212,7 @@ static CUresult add_kernel(cr_device_graph_t *g, size_t index, cr_request_t *req
     }
     CUDA_KERNEL_NODE_PARAMS p = kernel_params(g, req->session, &l);
     CUgraphNode node;
-    r = d->cuGraphAddKernelNode_v2(&node, g->graph, g->last ? &g->last : NULL, g->last ? 1 : 0, &p);
+    r = d->cuGraphAddKernelNode_v2(&node, g->graph, g->deps, g->ndeps, &p);
     for (unsigned i = 0; r == CUDA_SUCCESS && i < l.nattrs; i++)
         if (l.attrs[i].id != CU_LAUNCH_ATTRIBUTE_IGNORE)
             r = d->cuGraphKernelNodeSetAttribute(node, l.attrs[i].id, &l.attrs[i].value);
@@ -297,10 +297,8 @@ static CUresult add_memory_op(cr_device_graph_t *g, size_t index, cr_request_t *
         return r;
     CUgraphNode node;
     CUcontext ctx = g->backend->ctx;
-    const CUgraphNode *deps = g->last ? &g->last : NULL;
-    size_t ndeps = g->last ? 1 : 0;
-    r = op.copy ? d->cuGraphAddMemcpyNode(&node, g->graph, deps, ndeps, &op.c, ctx)
-                : d->cuGraphAddMemsetNode(&node, g->graph, deps, ndeps, &op.m, ctx);
+    r = op.copy ? d->cuGraphAddMemcpyNode(&node, g->graph, g->deps, g->ndeps, &op.c, ctx)
+                : d->cuGraphAddMemsetNode(&node, g->graph, g->deps, g->ndeps, &op.m, ctx);
     return r == CUDA_SUCCESS ? added(g, index, node, MEMORY, &nc) : r;
 }
 
@@ -315,20 +313,53 @@ static CUresult add_event(cr_device_graph_t *g, size_t index, cr_request_t *req,
     if (!ev)
         return CUDA_ERROR_INVALID_HANDLE;
     CUgraphNode node;
-    const CUgraphNode *deps = g->last ? &g->last : NULL;
-    size_t ndeps = g->last ? 1 : 0;
-    CUresult r = wait ? d->cuGraphAddEventWaitNode(&node, g->graph, deps, ndeps, ev)
-                      : d->cuGraphAddEventRecordNode(&node, g->graph, deps, ndeps, ev);
+    CUresult r = wait ? d->cuGraphAddEventWaitNode(&node, g->graph, g->deps, g->ndeps, ev)
+                      : d->cuGraphAddEventRecordNode(&node, g->graph, g->deps, g->ndeps, ev);
     node_checks_t nc = {.n = 0};
     check_note(&nc, CHECK_EVENT, id, ev, 0);
     return r == CUDA_SUCCESS ? added(g, index, node, EVENT, &nc) : r;
 }
 
-CUresult cr_device_graph_add(cr_device_graph_t *g, size_t index, cr_request_t *req, int enabled)
+/* g->deps: the driver's nodes of these graph.c nodes, all added before. */
+static CUresult deps_of(cr_device_graph_t *g, const uint32_t *deps, uint32_t ndeps)
+{
+    if (ndeps > g->deps_cap) {
+        CUgraphNode *d = realloc(g->deps, ndeps * sizeof *d);
+        if (!d)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        g->deps = d;
+        g->deps_cap = ndeps;
+    }
+    for (uint32_t i = 0; i < ndeps; i++)
+        if (deps[i] >= g->map_count || !(g->deps[i] = g->map[deps[i]].node))
+            return CUDA_ERROR_INVALID_VALUE; /* graph.c keeps no edge to what is not here */
+    g->ndeps = ndeps;
+    return CUDA_SUCCESS;
+}
+
+CUresult cr_device_graph_add_empty(cr_device_graph_t *g, size_t index, const uint32_t *deps,
+                                   uint32_t ndeps)
 {
     if (g->exec || index >= g->map_count || g->map[index].node)
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult r;
+    CUresult r = deps_of(g, deps, ndeps);
+    CUgraphNode node;
+    if (r == CUDA_SUCCESS)
+        r = g->backend->d.cuGraphAddEmptyNode(&node, g->graph, g->deps, g->ndeps);
+    node_checks_t none = {.n = 0};
+    if (r == CUDA_SUCCESS && (r = added(g, index, node, 0, &none)) == CUDA_SUCCESS)
+        g->nodes--; /* not work */
+    return r;
+}
+
+CUresult cr_device_graph_add(cr_device_graph_t *g, size_t index, cr_request_t *req, int enabled,
+                             const uint32_t *deps, uint32_t ndeps)
+{
+    if (g->exec || index >= g->map_count || g->map[index].node)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = deps_of(g, deps, ndeps);
+    if (r != CUDA_SUCCESS)
+        return r;
     uint64_t flags;
     switch (req->hdr.opcode) {
     case CR_OP_cuLaunchKernel:
@@ -492,6 +523,7 @@ void cr_device_graph_free(cr_device_graph_t *g)
     if (g->graph)
         d->cuGraphDestroy(g->graph);
     free(g->map);
+    free(g->deps);
     free(g->checks);
     free(g);
 }

@@ -1,6 +1,7 @@
 /* The driver's own graph for an executable graph (device_graph.c): what graph.c launches
  * in one call instead of replaying its nodes one by one, when every node is work the
- * driver's graph can hold (kernels, memsets, device copies, event records and waits). */
+ * driver's graph can hold (kernels, memsets, device copies, event records and waits,
+ * empty nodes), with the graph's edges. */
 #ifndef CR_SERVER_DEVICE_GRAPH_H
 #define CR_SERVER_DEVICE_GRAPH_H
 
@@ -22,12 +23,16 @@ int cr_memory_op_extents(uint16_t opcode, const uint64_t v[6], cr_extent_t out[2
  * be instantiated with these flags (CUDA_GRAPH_INSTANTIATE_FLAG_*). NULL when out of memory
  * or the backend lacks the driver's graph calls. */
 cr_device_graph_t *cr_device_graph_new(cr_session_t *s, uint64_t flags, size_t nodes);
-/* Adds the work of node `index`'s request (decoded, as a replay would dispatch it) after
- * the nodes added before; turned off once instantiated unless `enabled`. CUDA_SUCCESS;
- * CUDA_ERROR_NOT_SUPPORTED for work the driver's graph does not take as the server must
- * have it (then replay the graph); else the error the request would get now, or the
- * driver's. */
-CUresult cr_device_graph_add(cr_device_graph_t *g, size_t index, cr_request_t *req, int enabled);
+/* Adds the work of node `index`'s request (decoded, as a replay would dispatch it),
+ * depending on the nodes `deps` (graph.c indices of nodes added before); turned off once
+ * instantiated unless `enabled`. CUDA_SUCCESS; CUDA_ERROR_NOT_SUPPORTED for work the
+ * driver's graph does not take as the server must have it (then replay the graph); else
+ * the error the request would get now, or the driver's. */
+CUresult cr_device_graph_add(cr_device_graph_t *g, size_t index, cr_request_t *req, int enabled,
+                             const uint32_t *deps, uint32_t ndeps);
+/* Adds node `index` as an empty node (an allocation, a free, a child graph's end...). */
+CUresult cr_device_graph_add_empty(cr_device_graph_t *g, size_t index, const uint32_t *deps,
+                                   uint32_t ndeps);
 /* Instantiates it once every node is added. */
 CUresult cr_device_graph_instantiate(cr_device_graph_t *g);
 /* Node `index` has new arguments (its new request), or is turned on or off: applied to the

@@ -10,18 +10,19 @@
  * second argument): the client runs it at every launch, as it runs any host function.
  * An executable graph whose nodes are all kernels, memsets, device copies and event records
  * and waits becomes, at its first launch, the driver's own graph (device_graph.c): the kept
- * requests, checked as their handlers check them, chained in order; each launch rechecks
- * what they name and is one driver call, scheduled as one unit. Any other executable graph
- * (a host node, say), and one whose nodes would fail, is replayed: its kept requests, in
- * the order they came, on the stream the graph is launched on, each dispatched as if the
- * client had just sent it, so it is checked (handles, memory the tenant owns, launch
- * layouts) and scheduled (admission, device time) like any other, at every launch. Either
- * way nodes run one after the other on the launch stream: the order they were captured
- * or added in respects every dependency given then; an edge added later that goes
- * backwards is refused. The edges themselves are kept too, for the program to read back
- * (cuGraphGetEdges and the like, cuGraphExecUpdate's comparison): those the additions
- * name, and a capture's, each captured node depending on its stream's last node and on
- * what the streams it waited on had done when their events were recorded. A destroyed
+ * requests, checked as their handlers check them, with the graph's edges (a child graph's
+ * nodes as a chain); each launch rechecks what they name and is one driver call,
+ * scheduled as one unit. Any other executable graph (a host node, say), and one whose
+ * nodes would fail, is replayed: its kept requests, in the order they came, one after the
+ * other on the stream the graph is launched on, each dispatched as if the client had just
+ * sent it, so it is checked (handles, memory the tenant owns, launch layouts) and
+ * scheduled (admission, device time) like any other, at every launch. The order nodes
+ * were captured or added in respects every dependency given then; an edge added later
+ * that goes backwards is refused. The edges are kept, for the driver's graph and for the
+ * program to read back (cuGraphGetEdges and the like, cuGraphExecUpdate's comparison):
+ * those the additions name, and a capture's, each captured node depending on its stream's
+ * last node and on what the streams it waited on had done when their events were
+ * recorded. A destroyed
  * node leaves an empty place, so that every index stays. An executable graph is a copy
  * of its graph's nodes, whose nodes may be turned off (they then run as empty nodes) and
  * given other arguments.
@@ -949,16 +950,39 @@ static void exec_build(cr_session_t *s, exec_t *e, uint64_t eid, uint64_t sid)
     size_t at = 0;
     msgpack_zone zone;
     msgpack_zone_init(&zone, 2048);
+    int64_t run_last = -1; /* the last node added of the child graph's nodes under way */
     for (; r == CUDA_SUCCESS && at < g->count; at++) {
         const node_t *n = &g->nodes[at];
-        /* empty nodes (allocations and frees too) order nothing in a chain; a hidden event
-         * record is no node of the graph on a GPU */
-        if (n->opcode == 0 || n->hidden)
+        /* a hidden event record is no node of the graph on a GPU (nothing depends on it);
+         * nothing depends on a destroyed node's place either */
+        if (n->hidden || n->removed)
             continue;
-        cr_request_t *req = node_request(s, n, sid, &zone, 0);
-        r = req ? cr_device_graph_add(dev, at, req, !n->disabled) : CUDA_ERROR_OUT_OF_MEMORY;
-        cr_request_free(req);
-        msgpack_zone_clear(&zone);
+        /* A child graph's nodes keep no edges of their own (they are copied in order):
+         * they run as a chain, its first after what the child graph node depends on, and
+         * the empty node that stands for the child graph after its last. */
+        uint32_t one = (uint32_t)run_last;
+        const uint32_t *deps = n->deps;
+        uint32_t ndeps = n->ndeps;
+        if (run_last >= 0 && (n->inner || at == 0 || g->nodes[at - 1].inner)) {
+            deps = &one;
+            ndeps = 1;
+        } else if (n->inner) {
+            size_t end = at;
+            while (end < g->count && g->nodes[end].inner)
+                end++;
+            deps = end < g->count ? g->nodes[end].deps : NULL;
+            ndeps = end < g->count ? g->nodes[end].ndeps : 0;
+        }
+        if (n->opcode == 0) {
+            r = cr_device_graph_add_empty(dev, at, deps, ndeps);
+        } else {
+            cr_request_t *req = node_request(s, n, sid, &zone, 0);
+            r = req ? cr_device_graph_add(dev, at, req, !n->disabled, deps, ndeps)
+                    : CUDA_ERROR_OUT_OF_MEMORY;
+            cr_request_free(req);
+            msgpack_zone_clear(&zone);
+        }
+        run_last = n->inner ? (int64_t)at : -1;
     }
     msgpack_zone_destroy(&zone);
     if (r == CUDA_SUCCESS)
