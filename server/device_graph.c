@@ -18,7 +18,7 @@
  * A node's new arguments (cuGraphExec*SetParams, cuGraphExecUpdate) and its turning off
  * and on reach the executable graph in place (cuGraphExecKernelNodeSetParams and the like,
  * cuGraphNodeSetEnabled), checked as at addition; what the driver cannot take in place (a
- * kernel node with attributes, an event node) makes graph.c build again. Turned-off nodes
+ * kernel node with attributes) makes graph.c build again. Turned-off nodes
  * are in the graph, turned off, and their checks wait until they are turned on.
  *
  * Work it does not take: host functions (the client runs them), cuLaunchKernelEx
@@ -53,14 +53,14 @@ typedef struct {
 /* What became of a graph.c node. */
 typedef struct {
     CUgraphNode node; /* NULL: nothing (an empty node) */
-    uint8_t kind;     /* KERNEL, MEMORY or EVENT below */
+    uint8_t kind;     /* KERNEL, MEMORY, RECORD or WAIT below; 0: empty */
     uint8_t plain;    /* a kernel node without attributes: new arguments go in place */
     uint8_t enabled;  /* turned on: its checks count */
     uint32_t check;   /* its checks: [check, check + checks) */
     uint32_t checks;
 } dnode_t;
 
-enum { KERNEL = 1, MEMORY, EVENT };
+enum { KERNEL = 1, MEMORY, RECORD, WAIT };
 
 struct cr_device_graph {
     const cr_backend_t *backend;
@@ -122,7 +122,8 @@ cr_device_graph_t *cr_device_graph_new(cr_session_t *s, uint64_t flags, size_t n
         !d->cuGraphKernelNodeSetAttribute || !d->cuGraphInstantiateWithFlags || !d->cuGraphLaunch ||
         !d->cuGraphExecDestroy || !d->cuGraphDestroy || !d->cuGraphNodeSetEnabled ||
         !d->cuGraphExecKernelNodeSetParams_v2 || !d->cuGraphExecMemsetNodeSetParams ||
-        !d->cuGraphExecMemcpyNodeSetParams)
+        !d->cuGraphExecMemcpyNodeSetParams || !d->cuGraphExecEventRecordNodeSetEvent ||
+        !d->cuGraphExecEventWaitNodeSetEvent)
         return NULL;
     cr_device_graph_t *g = calloc(1, sizeof *g);
     if (!g || !(g->map = calloc(nodes ? nodes : 1, sizeof *g->map))) {
@@ -164,7 +165,8 @@ static CUresult added(cr_device_graph_t *g, size_t index, CUgraphNode node, uint
         g->checks[g->nchecks] = nc->c[i];
         g->checks[g->nchecks++].node = index;
     }
-    g->nodes++;
+    if (kind) /* work */
+        g->nodes++;
     return CUDA_SUCCESS;
 }
 
@@ -317,7 +319,7 @@ static CUresult add_event(cr_device_graph_t *g, size_t index, cr_request_t *req,
                       : d->cuGraphAddEventRecordNode(&node, g->graph, g->deps, g->ndeps, ev);
     node_checks_t nc = {.n = 0};
     check_note(&nc, CHECK_EVENT, id, ev, 0);
-    return r == CUDA_SUCCESS ? added(g, index, node, EVENT, &nc) : r;
+    return r == CUDA_SUCCESS ? added(g, index, node, wait ? WAIT : RECORD, &nc) : r;
 }
 
 /* g->deps: the driver's nodes of these graph.c nodes, all added before. */
@@ -347,9 +349,7 @@ CUresult cr_device_graph_add_empty(cr_device_graph_t *g, size_t index, const uin
     if (r == CUDA_SUCCESS)
         r = g->backend->d.cuGraphAddEmptyNode(&node, g->graph, g->deps, g->ndeps);
     node_checks_t none = {.n = 0};
-    if (r == CUDA_SUCCESS && (r = added(g, index, node, 0, &none)) == CUDA_SUCCESS)
-        g->nodes--; /* not work */
-    return r;
+    return r == CUDA_SUCCESS ? added(g, index, node, 0, &none) : r;
 }
 
 CUresult cr_device_graph_add(cr_device_graph_t *g, size_t index, cr_request_t *req, int enabled,
@@ -444,6 +444,18 @@ CUresult cr_device_graph_update(cr_device_graph_t *g, size_t index, cr_request_t
         CUcontext ctx = g->backend->ctx;
         r = op.copy ? d->cuGraphExecMemcpyNodeSetParams(g->exec, m->node, &op.c, ctx)
                     : d->cuGraphExecMemsetNodeSetParams(g->exec, m->node, &op.m, ctx);
+    } else if (m->kind == RECORD || m->kind == WAIT) {
+        int wait = m->kind == WAIT;
+        uint64_t id;
+        if (wait != (req->hdr.opcode == CR_OP_cuStreamWaitEvent) ||
+            cr_arg_u64(req, wait ? 1 : 0, &id))
+            return CUDA_ERROR_NOT_SUPPORTED;
+        CUevent ev = cr_session_handle(req->session, CR_HT_CUevent, id);
+        if (!ev)
+            return CUDA_ERROR_INVALID_HANDLE;
+        r = wait ? d->cuGraphExecEventWaitNodeSetEvent(g->exec, m->node, ev)
+                 : d->cuGraphExecEventRecordNodeSetEvent(g->exec, m->node, ev);
+        check_note(&nc, CHECK_EVENT, id, ev, 0);
     } else {
         return CUDA_ERROR_NOT_SUPPORTED;
     }

@@ -47,7 +47,7 @@ int cr_device_graph_current(const cr_device_graph_t *g, cr_session_t *s);
 /* Launches it on the session's stream as one unit the scheduler admits and measures;
  * its kernels count as the session's launches. */
 CUresult cr_device_graph_launch(cr_device_graph_t *g, cr_session_t *s, cr_handle_t *stream);
-/* Its nodes, and its kernels among them. */
+/* Its nodes of work (empty ones aside), and its kernels among them. */
 size_t cr_device_graph_nodes(const cr_device_graph_t *g, size_t *kernels);
 void cr_device_graph_free(cr_device_graph_t *g);
 

@@ -88,6 +88,7 @@
     X(cuGraphAddEventRecordNode) X(cuGraphAddEventWaitNode) X(cuGraphInstantiateWithFlags)         \
     X(cuGraphLaunch) X(cuGraphUpload) X(cuGraphExecDestroy) X(cuGraphExecKernelNodeSetParams_v2)   \
     X(cuGraphExecMemsetNodeSetParams) X(cuGraphExecMemcpyNodeSetParams) X(cuGraphNodeSetEnabled)   \
+    X(cuGraphExecEventRecordNodeSetEvent) X(cuGraphExecEventWaitNodeSetEvent)                      \
     /* tensormap.c */                                                                              \
     X(cuTensorMapEncodeTiled) X(cuTensorMapEncodeIm2col)
 // clang-format on

@@ -9,8 +9,8 @@
  * after the other, checked as those calls check. Kernel parameters are copied when the node
  * is added, as the driver copies them. An executable graph is a copy of the nodes; it holds
  * no device state, so destroying it while its launches run is safe. Its kernel, memset and
- * copy nodes may be given new parameters and turned off and on, by the graph's node they
- * copy, as the driver allows.
+ * copy nodes may be given new parameters and turned off and on, and its event nodes other
+ * events, by the graph's node they copy, as the driver allows.
  *
  * Threads: like the driver's graphs, a graph and its executable graphs are used by one
  * thread at a time (the server's session executor). */
@@ -415,4 +415,28 @@ CUresult cr_emu_cuGraphNodeSetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode,
         return CUDA_ERROR_INVALID_VALUE;
     n->disabled = !isEnabled;
     return CUDA_SUCCESS;
+}
+
+static CUresult set_event(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeType type,
+                          CUevent event)
+{
+    enode_t *n = exec_node(hGraphExec, hNode, type);
+    if (!n || !event)
+        return CUDA_ERROR_INVALID_VALUE;
+    n->event = event;
+    return CUDA_SUCCESS;
+}
+
+CUresult cr_emu_cuGraphExecEventRecordNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                   CUevent event)
+{
+    CR__ENTER();
+    return set_event(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event);
+}
+
+CUresult cr_emu_cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                 CUevent event)
+{
+    CR__ENTER();
+    return set_event(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event);
 }
