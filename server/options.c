@@ -228,9 +228,10 @@ static const cr_option_t table[] = {
      .deflt = "16GiB",
      .min = 1,
      SIZE(max_shared),
-     .help = "memory a client on this host may share with the server (its page-locked "
-             "memory and copy staging), which the server pins; past it page-locked memory "
-             "stays the client's (copies of it then use the socket, kernels cannot reach it)"},
+     .help = "memory a tenant's clients on this host may share with the server together "
+             "(their page-locked memory and copy staging), which the server pins; past it "
+             "page-locked memory stays the client's (copies of it then use the socket, "
+             "kernels cannot reach it)"},
     {.name = "no-shm",
      FLAG(no_shm),
      .help = "decline shared memory from clients on Unix sockets (their bytes then travel "

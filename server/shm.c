@@ -43,7 +43,7 @@ typedef struct {
 } region_t;
 
 static int enabled = 1;
-static uint64_t max_bytes = UINT64_MAX; /* a session's regions together (--max-shared) */
+static uint64_t max_bytes = UINT64_MAX; /* a tenant's regions together (--max-shared) */
 
 void cr_shm_set_enabled(int on)
 {
@@ -53,6 +53,29 @@ void cr_shm_set_enabled(int on)
 void cr_shm_set_limit(uint64_t bytes)
 {
     max_bytes = bytes;
+}
+
+/* The server pins every region: a tenant's sessions together may share at most max_bytes.
+ * Takes `size` bytes of its tenant's room (0), or says there is none (-1). */
+static int share_take(cr_session_t *s, uint64_t size)
+{
+    cr_tenant_t *t = cr_session_tenant(s);
+    if (!t)
+        return size > max_bytes ? -1 : 0;
+    uint64_t now = __atomic_load_n(&t->shared, __ATOMIC_RELAXED);
+    do {
+        if (size > max_bytes || now > max_bytes - size)
+            return -1;
+    } while (!__atomic_compare_exchange_n(&t->shared, &now, now + size, 0, __ATOMIC_ACQ_REL,
+                                          __ATOMIC_RELAXED));
+    return 0;
+}
+
+static void share_give(cr_session_t *s, uint64_t size)
+{
+    cr_tenant_t *t = cr_session_tenant(s);
+    if (t)
+        __atomic_sub_fetch(&t->shared, size, __ATOMIC_ACQ_REL);
 }
 
 static void region_free(const cr_backend_t *b, region_t *r)
@@ -122,8 +145,7 @@ static region_t *region_map(const cr_backend_t *b, int fd, uint64_t size, int at
 /* A session's regions (its slot; the executor's, but also read by its waiter tasks). */
 typedef struct {
     pthread_mutex_t lock;
-    cr_idmap_t regions; /* id -> region_t * */
-    uint64_t bytes;     /* of all its regions: each is page-locked (host memory it pins) */
+    cr_idmap_t regions; /* id -> region_t *; each taken from its tenant's room (share_take) */
     int announced;      /* logged that the session shares memory */
 } regions_t;
 
@@ -158,12 +180,10 @@ void cr_srv_shm_attach(cr_request_t *req)
         regions_t *rs = regions_of(s, 1);
         int taken = 0;
         size_t count = 0;
-        uint64_t shared = 0;
         if (rs) {
             pthread_mutex_lock(&rs->lock);
             taken = cr_idmap_get(&rs->regions, id, &unused);
             count = rs->regions.count;
-            shared = rs->bytes;
             pthread_mutex_unlock(&rs->lock);
         }
         if (!rs)
@@ -172,16 +192,17 @@ void cr_srv_shm_attach(cr_request_t *req)
             why = "region id in use";
         else if (count >= MAX_REGIONS)
             why = "too many regions", result = CUDA_ERROR_OUT_OF_MEMORY;
-        else if (size > max_bytes || shared > max_bytes - size) /* the server would pin it */
-            why = "more than a session may share (--max-shared)", result = CUDA_ERROR_OUT_OF_MEMORY;
-        else if ((r = region_map(cr_session_backend(s), fd, size, at_window != 0, &why)) != NULL) {
+        else if (share_take(s, size) != 0) /* the server would pin it */
+            why = "more than a tenant may share (--max-shared)", result = CUDA_ERROR_OUT_OF_MEMORY;
+        else if (!(r = region_map(cr_session_backend(s), fd, size, at_window != 0, &why)))
+            share_give(s, size);
+        else {
             pthread_mutex_lock(&rs->lock);
             int err = cr_idmap_put(&rs->regions, id, (uint64_t)(uintptr_t)r);
-            if (!err)
-                rs->bytes += r->size;
             pthread_mutex_unlock(&rs->lock);
             if (err) {
                 region_free(cr_session_backend(s), r);
+                share_give(s, size);
                 r = NULL;
                 why = "out of memory", result = CUDA_ERROR_OUT_OF_MEMORY;
             } else {
@@ -251,9 +272,9 @@ void cr_srv_shm_detach(cr_request_t *req)
     if (rs) {
         pthread_mutex_lock(&rs->lock);
         found = cr_idmap_remove(&rs->regions, id, &v);
-        if (found)
-            rs->bytes -= ((const region_t *)(uintptr_t)v)->size;
         pthread_mutex_unlock(&rs->lock);
+        if (found) /* room for others now: its pages go once the streams are past it */
+            share_give(s, ((const region_t *)(uintptr_t)v)->size);
     }
     if (!found) {
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
@@ -301,8 +322,10 @@ void cr_shm_release_all(cr_session_t *s)
     *cr_session_slot(s, CR_SLOT_SHM) = NULL;
     size_t pos = 0;
     uint64_t id, v;
-    while (cr_idmap_next(&rs->regions, &pos, &id, &v))
+    while (cr_idmap_next(&rs->regions, &pos, &id, &v)) {
+        share_give(s, ((const region_t *)(uintptr_t)v)->size);
         region_free(cr_session_backend(s), (region_t *)(uintptr_t)v);
+    }
     cr_idmap_free(&rs->regions);
     pthread_mutex_destroy(&rs->lock);
     free(rs);

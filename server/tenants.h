@@ -55,6 +55,7 @@ typedef struct cr_tenant_s {
     uint64_t used;         /* device memory charged */
     uint64_t sessions;     /* connected now */
     uint64_t queued_bytes; /* its sessions' requests waiting to run (atomic) */
+    uint64_t shared;       /* host memory its sessions share with the server (shm.c; atomic) */
     uint64_t sessions_total;
     cr_usage_t usage;
     cr_sched_tenant_t sched;

@@ -3,7 +3,8 @@
 and offers the server descriptors it must refuse (none, unsealed, not a memfd, smaller
 than claimed), then a good region it must use for copies in both directions, with copies
 outside it refused. A client that floods the server with descriptors loses its
-connection; the server keeps serving the others.
+connection; the server keeps serving the others. Two clients of one tenant together share
+no more than --max-shared.
 
   shm_hostile.py --server BIN --opcodes codegen/opcodes.txt
 """
@@ -19,6 +20,8 @@ import run  # noqa: E402  (the integration harness: Server)
 
 from wire import (Client, Failure, INVALID_VALUE, NOT_SUPPORTED, SUCCESS,  # noqa: E402
                   expect, read_opcodes)
+
+OUT_OF_MEMORY = 2
 
 
 def memfd(size, seal=True):
@@ -98,6 +101,20 @@ def hostile(server, opcodes):
     again = Client(path, opcodes)
     expect('the server still serves', again.call('cuMemAlloc_v2', [True, 4096])[0], SUCCESS)
 
+    # the server pins what clients share: --max-shared bounds a tenant's sessions together
+    first, second = Client(path, opcodes), Client(path, opcodes)
+    a, b = memfd(2 << 20), memfd(2 << 20)
+    expect('a first client shares 2 MiB', first.call('@shm_attach', [1, 2 << 20], [a])[0],
+           SUCCESS)
+    expect('a second of the same tenant may not share 2 MiB more (3 MiB in all)',
+           second.call('@shm_attach', [1, 2 << 20], [b])[0], OUT_OF_MEMORY)
+    expect('the first detaches', first.call('@shm_detach', [1])[0], SUCCESS)
+    expect('then the second may', second.call('@shm_attach', [1, 2 << 20], [b])[0], SUCCESS)
+    os.close(a)
+    os.close(b)
+    first.sock.close()
+    second.sock.close()
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -106,6 +123,7 @@ def main():
     args = ap.parse_args()
     opcodes = read_opcodes(args.opcodes)
     return run.with_server('shm_hostile.py', args.server, lambda server: hostile(server, opcodes),
+                           extra=['--max-shared', '3MiB'],
                            errors=(Failure, AssertionError, ConnectionError, OSError))
 
 
