@@ -1600,8 +1600,8 @@ CUresult cr_hand_cuGraphExecUpdate(CUgraphExec exec, CUgraph graph, CUgraphNode 
 }
 
 /* The DOT file of a graph as the server runs it: its nodes in their order, each named by
- * the call it stands for, a child graph's nodes in a cluster of their own; the edges are
- * that order (the server runs a graph's nodes one after the other). */
+ * the call it stands for, with the edges the graph keeps; a child graph's nodes in a
+ * cluster of their own, one after the other (they keep no edges of their own). */
 static int small_uint(const msgpack_object *o, uint64_t *v)
 {
     if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
