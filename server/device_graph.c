@@ -18,8 +18,8 @@
  * A node's new arguments (cuGraphExec*SetParams, cuGraphExecUpdate) and its turning off
  * and on reach the executable graph in place (cuGraphExecKernelNodeSetParams and the like,
  * cuGraphNodeSetEnabled), checked as at addition; what the driver cannot take in place (a
- * kernel node with attributes) makes graph.c build again. Turned-off nodes
- * are in the graph, turned off, and their checks wait until they are turned on.
+ * kernel node with attributes) makes graph.c build again. Turned-off nodes are in the
+ * graph, turned off, and their checks wait until they are turned on.
  *
  * Work it does not take: host functions (the client runs them), cuLaunchKernelEx
  * attributes that name events, memsets and copies of nothing; graph.c replays those graphs.
@@ -52,7 +52,7 @@ typedef struct {
 
 /* What became of a graph.c node. */
 typedef struct {
-    CUgraphNode node; /* NULL: nothing (an empty node) */
+    CUgraphNode node; /* NULL: none (a hidden or destroyed graph.c node) */
     uint8_t kind;     /* KERNEL, MEMORY, RECORD or WAIT below; 0: empty */
     uint8_t plain;    /* a kernel node without attributes: new arguments go in place */
     uint8_t enabled;  /* turned on: its checks count */
