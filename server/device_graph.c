@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "cr_opcodes.h"
 #include "handlers.h"
 #include "scheduler.h"
@@ -151,14 +152,9 @@ static void check_note(node_checks_t *nc, check_kind_t kind, uint64_t id, const 
 static CUresult added(cr_device_graph_t *g, size_t index, CUgraphNode node, uint8_t kind,
                       const node_checks_t *nc)
 {
-    if (g->nchecks + nc->n > g->cap) {
-        size_t cap = g->cap ? 2 * g->cap : 16;
-        check_t *c = realloc(g->checks, cap * sizeof *c);
-        if (!c)
+    for (unsigned i = 0; i < nc->n; i++)
+        if (cr_array_room((void **)&g->checks, &g->cap, g->nchecks + i, sizeof *g->checks))
             return CUDA_ERROR_OUT_OF_MEMORY;
-        g->checks = c;
-        g->cap = cap;
-    }
     dnode_t *m = &g->map[index];
     *m = (dnode_t){node, kind, 0, 1, (uint32_t)g->nchecks, nc->n};
     for (unsigned i = 0; i < nc->n; i++) {
@@ -304,12 +300,16 @@ static CUresult add_memory_op(cr_device_graph_t *g, size_t index, cr_request_t *
     return r == CUDA_SUCCESS ? added(g, index, node, MEMORY, &nc) : r;
 }
 
-/* cuEventRecord(WithFlags) [event, stream, (flags)], cuStreamWaitEvent [stream, event, flags] */
-static CUresult add_event(cr_device_graph_t *g, size_t index, cr_request_t *req, int wait)
+/* cuEventRecord(WithFlags) [event, stream, (flags)], cuStreamWaitEvent [stream, event, flags]:
+ * a record or wait node, external or not. */
+static CUresult add_event(cr_device_graph_t *g, size_t index, cr_request_t *req)
 {
     const cr_driver_t *d = &g->backend->d;
-    uint64_t id;
-    if (cr_arg_u64(req, wait ? 1 : 0, &id))
+    int wait = req->hdr.opcode == CR_OP_cuStreamWaitEvent;
+    uint64_t id, flags = 0;
+    uint64_t external = wait ? CU_EVENT_WAIT_EXTERNAL : CU_EVENT_RECORD_EXTERNAL;
+    if (cr_arg_u64(req, wait ? 1 : 0, &id) ||
+        (req->argc > 2 && (cr_arg_u64(req, 2, &flags) || (flags & ~external))))
         return CUDA_ERROR_INVALID_VALUE;
     CUevent ev = cr_session_handle(req->session, CR_HT_CUevent, id);
     if (!ev)
@@ -360,7 +360,6 @@ CUresult cr_device_graph_add(cr_device_graph_t *g, size_t index, cr_request_t *r
     CUresult r = deps_of(g, deps, ndeps);
     if (r != CUDA_SUCCESS)
         return r;
-    uint64_t flags;
     switch (req->hdr.opcode) {
     case CR_OP_cuLaunchKernel:
     case CR_OP_cuLaunchKernelEx:
@@ -377,19 +376,9 @@ CUresult cr_device_graph_add(cr_device_graph_t *g, size_t index, cr_request_t *r
         r = add_memory_op(g, index, req);
         break;
     case CR_OP_cuEventRecord:
-        r = add_event(g, index, req, 0);
-        break;
-    case CR_OP_cuEventRecordWithFlags: /* a record node, external or not */
-        r = req->argc == 3 && !cr_arg_u64(req, 2, &flags) &&
-                    (flags & ~(uint64_t)CU_EVENT_RECORD_EXTERNAL) == 0
-                ? add_event(g, index, req, 0)
-                : CUDA_ERROR_INVALID_VALUE;
-        break;
-    case CR_OP_cuStreamWaitEvent: /* a wait node, external or not */
-        r = req->argc == 3 && !cr_arg_u64(req, 2, &flags) &&
-                    (flags & ~(uint64_t)CU_EVENT_WAIT_EXTERNAL) == 0
-                ? add_event(g, index, req, 1)
-                : CUDA_ERROR_INVALID_VALUE;
+    case CR_OP_cuEventRecordWithFlags:
+    case CR_OP_cuStreamWaitEvent:
+        r = add_event(g, index, req);
         break;
     default:
         r = CUDA_ERROR_NOT_SUPPORTED;

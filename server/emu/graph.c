@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
+
 #define MAX_NODE_ATTRS 16
 
 typedef struct enode {
@@ -94,15 +96,9 @@ static CUresult add(CUgraphNode *out, CUgraph hGraph, const CUgraphNode *deps, s
     for (size_t i = 0; i < ndeps; i++)
         if (!deps[i] || ((enode_t *)deps[i])->owner != hGraph)
             goto fail;
-    if (g->count == g->cap) {
-        size_t cap = g->cap ? 2 * g->cap : 16;
-        enode_t **nodes = realloc(g->nodes, cap * sizeof *nodes);
-        rc = CUDA_ERROR_OUT_OF_MEMORY;
-        if (!nodes)
-            goto fail;
-        g->nodes = nodes;
-        g->cap = cap;
-    }
+    rc = CUDA_ERROR_OUT_OF_MEMORY;
+    if (cr_array_room((void **)&g->nodes, &g->cap, g->count, sizeof *g->nodes))
+        goto fail;
     n->owner = hGraph;
     n->index = g->count;
     g->nodes[g->count++] = n;
