@@ -21,6 +21,7 @@
 #include "array.h"
 #include "client.h"
 #include "cr_opcodes.h"
+#include "request.h"
 #include "stream.h"
 
 typedef struct {
@@ -255,8 +256,55 @@ CUresult cr_hand_cuStreamGetCaptureInfo(CUstream stream, CUstreamCaptureStatus *
     return CUDA_SUCCESS;
 }
 
-/* The graph being built is the server's: no handle of it, nor of its nodes, is given out
- * before the capture ends. */
+/* The nodes a capturing stream's next work depends on, as the driver answers them: an
+ * array it owns until the next such call (here: the thread's next). */
+static __thread CUgraphNode *tails;
+static __thread size_t tails_cap;
+
+/* [stream] -> [graph, [nodes]]: the graph being captured into and the stream's last nodes,
+ * asked of the server only when the program wants them (to add nodes to the graph). */
+static CUresult capture_graph(uint64_t wire, CUgraph *graph, const CUgraphNode **deps,
+                              size_t *count)
+{
+    cr_client_t *cl = cr_client();
+    cr_msg_t m;
+    int err = cr_msg_begin(cl->conn, &m, CR_OP_cuStreamGetCaptureInfo_v3);
+    if (err)
+        return cr_transport_error(err);
+    msgpack_pack_array(&m.pk, 1);
+    msgpack_pack_uint64(&m.pk, wire);
+    cr_pending_t p = {0};
+    msgpack_unpacked u;
+    CUresult r = cr_call(&m, &p, &u);
+    const msgpack_object *a = u.data.via.array.ptr;
+    if (r == CUDA_SUCCESS &&
+        (u.data.via.array.size != 3 || a[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+         a[2].type != MSGPACK_OBJECT_ARRAY))
+        r = CUDA_ERROR_UNKNOWN;
+    uint32_t n = r == CUDA_SUCCESS ? a[2].via.array.size : 0;
+    if (n && cr_array_room((void **)&tails, &tails_cap, n - 1, sizeof *tails))
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    for (uint32_t i = 0; r == CUDA_SUCCESS && i < n; i++) {
+        if (a[2].via.array.ptr[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+            r = CUDA_ERROR_UNKNOWN;
+        else
+            tails[i] = (CUgraphNode)(uintptr_t)a[2].via.array.ptr[i].via.u64;
+    }
+    if (r == CUDA_SUCCESS) {
+        if (graph)
+            *graph = (CUgraph)(uintptr_t)a[1].via.u64;
+        if (deps)
+            *deps = n ? tails : NULL;
+        if (count)
+            *count = n;
+    }
+    cr_reply_done(&p, &u);
+    return r;
+}
+
+/* The status is answered here; the graph and the stream's last nodes, when asked for,
+ * by the server (the graph then has a handle, which the capture's end gives too). Every
+ * edge is a default one. */
 CUresult cr_hand_cuStreamGetCaptureInfo_v3(CUstream stream, CUstreamCaptureStatus *status,
                                            cuuint64_t *id, CUgraph *graph, const CUgraphNode **deps,
                                            const CUgraphEdgeData **edges, size_t *count)
@@ -272,7 +320,11 @@ CUresult cr_hand_cuStreamGetCaptureInfo_v3(CUstream stream, CUstreamCaptureStatu
         *edges = NULL;
     if (count)
         *count = 0;
-    return CUDA_SUCCESS;
+    uint64_t wire;
+    if (*status != CU_STREAM_CAPTURE_STATUS_ACTIVE || (!graph && !deps && !count) ||
+        cr_stream_wire_id(stream, &wire) != CUDA_SUCCESS)
+        return CUDA_SUCCESS;
+    return capture_graph(wire, graph, deps, count);
 }
 
 /* cudart 13 and cuBLAS ask this one (the v3 without edges) before their launches. */
@@ -283,8 +335,9 @@ CUresult cr_hand_cuStreamGetCaptureInfo_v2(CUstream stream, CUstreamCaptureStatu
     return cr_hand_cuStreamGetCaptureInfo_v3(stream, status, id, graph, deps, NULL, count);
 }
 
-/* The captured work keeps its order whatever the dependencies say (a stricter order than
- * asked is still a valid one); no node handle is ever given out, so none can be named. */
+/* Nodes named (of the capture's graph, from cuStreamGetCaptureInfo or added to it) become
+ * what the stream's next work depends on, at the server; with none named the captured
+ * work keeps its order (a stricter order than asked is still a valid one). */
 CUresult cr_hand_cuStreamUpdateCaptureDependencies_v2(CUstream stream, CUgraphNode *deps,
                                                       const CUgraphEdgeData *edges, size_t count,
                                                       unsigned flags)
@@ -296,11 +349,31 @@ CUresult cr_hand_cuStreamUpdateCaptureDependencies_v2(CUstream stream, CUgraphNo
         return r;
     if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
         return CUDA_ERROR_ILLEGAL_STATE;
-    if (count || /* names a node: none exists on this side */
+    if ((count && !deps) || count > UINT32_MAX ||
         (flags != CU_STREAM_ADD_CAPTURE_DEPENDENCIES &&
          flags != CU_STREAM_SET_CAPTURE_DEPENDENCIES))
         return CUDA_ERROR_INVALID_VALUE;
-    return CUDA_SUCCESS;
+    if (!count) /* adding nothing; setting nothing keeps a stricter order, still a valid one */
+        return CUDA_SUCCESS;
+    uint64_t wire;
+    if ((r = cr_stream_wire_id(stream, &wire)) != CUDA_SUCCESS)
+        return r;
+    /* [stream, [nodes], flags] */
+    cr_msg_t m;
+    int err = cr_msg_begin(cr_client()->conn, &m, CR_OP_cuStreamUpdateCaptureDependencies_v2);
+    if (err)
+        return cr_transport_error(err);
+    msgpack_pack_array(&m.pk, 3);
+    msgpack_pack_uint64(&m.pk, wire);
+    msgpack_pack_array(&m.pk, (uint32_t)count);
+    for (size_t i = 0; i < count; i++)
+        msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)deps[i]);
+    msgpack_pack_uint64(&m.pk, flags);
+    cr_pending_t p = {0};
+    msgpack_unpacked u;
+    r = cr_call(&m, &p, &u);
+    cr_reply_done(&p, &u);
+    return r;
 }
 
 CUresult cr_hand_cuStreamUpdateCaptureDependencies(CUstream stream, CUgraphNode *deps, size_t count,

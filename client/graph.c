@@ -11,6 +11,9 @@
  *                               kernel node: cuLaunchKernel's arguments and parameter bytes),
  *                               its stream 0; opcode 0 is an empty node
  *   cuGraphAddChildGraphNode    [graph, dependencies, child graph] -> node
+ *   cuGraphConditionalHandleCreate  [graph, default value, flags] -> handle
+ *   cuGraphAddNode_v2           [graph, dependencies, handle, type, size] -> [node, [bodies]]:
+ *                               a conditional node and its body graphs
  *   cuGraphAddMemAllocNode      [graph, dependencies, bytes] -> [node, address]: allocated
  *                               now, kept across launches (server/graph.c)
  *   cuGraphAddMemFreeNode       [graph, dependencies, address] -> node
@@ -298,11 +301,15 @@ CUresult cr_hand_cuGraphExecDestroy(CUgraphExec exec)
     return r;
 }
 
+static void bodies_forget(CUgraph graph);
+
 CUresult cr_hand_cuGraphDestroy(CUgraph graph)
 {
     CUresult r = call2(CR_OP_cuGraphDestroy, (uint64_t)(uintptr_t)graph, 0, 0, NULL);
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
         cr_user_objects_graph_gone((uint64_t)(uintptr_t)graph);
+        bodies_forget(graph);
+    }
     return r;
 }
 
@@ -777,6 +784,114 @@ CUresult cr_hand_cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph graph, const C
     return memory_node(CR_OP_cuGraphAddMemFreeNode, node, graph, deps, n, dptr, NULL);
 }
 
+/* --- conditional nodes --- */
+
+/* The driver answers a conditional node with an array of its bodies that it owns for the
+ * node's life: kept here by the node's graph (conditional nodes are never in a body: the
+ * server refuses a child graph that has them), freed when that graph is destroyed. */
+typedef struct bodies {
+    struct bodies *next;
+    CUgraph graph;
+    CUgraph list[];
+} bodies_t;
+
+static bodies_t *bodies_kept;
+static pthread_mutex_t bodies_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void bodies_forget(CUgraph graph)
+{
+    pthread_mutex_lock(&bodies_lock);
+    for (bodies_t **at = &bodies_kept; *at;) {
+        bodies_t *b = *at;
+        if (b->graph == graph) {
+            *at = b->next;
+            free(b);
+        } else {
+            at = &b->next;
+        }
+    }
+    pthread_mutex_unlock(&bodies_lock);
+}
+
+CUresult cr_hand_cuGraphConditionalHandleCreate(CUgraphConditionalHandle *handle, CUgraph graph,
+                                                CUcontext ctx, unsigned int dflt,
+                                                unsigned int flags)
+{
+    (void)ctx; /* the server's one context runs every node */
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!handle || !graph)
+        return CUDA_ERROR_INVALID_VALUE;
+    cr_msg_t m;
+    int err = cr_msg_begin(cl->conn, &m, CR_OP_cuGraphConditionalHandleCreate);
+    if (err)
+        return cr_transport_error(err);
+    msgpack_pack_array(&m.pk, 3);
+    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)graph);
+    msgpack_pack_uint64(&m.pk, dflt);
+    msgpack_pack_uint64(&m.pk, flags);
+    uint64_t h = 0;
+    CUresult r = cr_call_u64(&m, &h);
+    if (r == CUDA_SUCCESS)
+        *handle = h;
+    return r;
+}
+
+/* A conditional node: the server makes it and its bodies, whose handles come back. */
+static CUresult conditional_node(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                 size_t n, CUDA_CONDITIONAL_NODE_PARAMS *p)
+{
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!node || !graph || (n && !deps) || n > UINT32_MAX || !p->size)
+        return CUDA_ERROR_INVALID_VALUE;
+    bodies_t *kept = malloc(sizeof *kept + (size_t)p->size * sizeof *kept->list);
+    if (!kept)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    cr_msg_t m;
+    int err = cr_msg_begin(cl->conn, &m, CR_OP_cuGraphAddNode_v2);
+    if (err) {
+        free(kept);
+        return cr_transport_error(err);
+    }
+    msgpack_pack_array(&m.pk, 5);
+    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)graph);
+    pack_handles(&m.pk, (const void *const *)deps, n);
+    msgpack_pack_uint64(&m.pk, p->handle);
+    msgpack_pack_uint64(&m.pk, (uint64_t)p->type);
+    msgpack_pack_uint64(&m.pk, p->size);
+    cr_pending_t pend = {0};
+    msgpack_unpacked u;
+    CUresult r = cr_call(&m, &pend, &u);
+    const msgpack_object *a = u.data.via.array.ptr;
+    if (r == CUDA_SUCCESS &&
+        (u.data.via.array.size != 3 || a[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+         a[2].type != MSGPACK_OBJECT_ARRAY || a[2].via.array.size != p->size))
+        r = CUDA_ERROR_UNKNOWN;
+    for (uint32_t i = 0; r == CUDA_SUCCESS && i < p->size; i++) {
+        const msgpack_object *id = &a[2].via.array.ptr[i];
+        if (id->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+            r = CUDA_ERROR_UNKNOWN;
+        else
+            kept->list[i] = (CUgraph)(uintptr_t)id->via.u64;
+    }
+    if (r == CUDA_SUCCESS) {
+        *node = (CUgraphNode)(uintptr_t)a[1].via.u64;
+        kept->graph = graph;
+        p->phGraph_out = kept->list;
+        pthread_mutex_lock(&bodies_lock);
+        kept->next = bodies_kept;
+        bodies_kept = kept;
+        pthread_mutex_unlock(&bodies_lock);
+        kept = NULL;
+    }
+    cr_reply_done(&pend, &u);
+    free(kept);
+    return r;
+}
+
 /* The generic form, for the kinds above. */
 CUresult cr_hand_cuGraphAddNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
                                 CUgraphNodeParams *p)
@@ -795,6 +910,8 @@ CUresult cr_hand_cuGraphAddNode(CUgraphNode *node, CUgraph graph, const CUgraphN
     }
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
         return cr_hand_cuGraphAddMemFreeNode(node, graph, deps, n, p->free.dptr);
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+        return conditional_node(node, graph, deps, n, &p->conditional);
     default: {
         node_args_t a;
         return add_described(node, graph, deps, n, &a, args_of(&a, p));

@@ -24,6 +24,14 @@
  * Work it does not take: host functions (the client runs them), cuLaunchKernelEx
  * attributes that name events, memsets and copies of nothing; graph.c replays those graphs.
  *
+ * Conditional nodes: their handles are made against a driver graph before any node names
+ * them (an anchor, one per graph.c graph that has handles), and the node must be in that
+ * graph, so a graph with conditional nodes is built in its anchor: its nodes, and its
+ * conditional nodes' bodies' nodes in the bodies the driver made for them. Once
+ * instantiated the nodes leave the anchor (destroying a conditional node destroys its
+ * bodies), so that the next build, of this graph or a copy, starts from an empty one;
+ * such a driver's graph takes no change in place (graph.c builds it again).
+ *
  * Threads: the session's executor only (graph.c's discipline). */
 #include "device_graph.h"
 
@@ -54,6 +62,8 @@ typedef struct {
 /* What became of a graph.c node. */
 typedef struct {
     CUgraphNode node; /* NULL: none (a hidden or destroyed graph.c node) */
+    CUgraph *bodies;  /* a conditional node's, the driver's array */
+    unsigned nbodies;
     uint8_t kind;     /* KERNEL, MEMORY, RECORD or WAIT below; 0: empty */
     uint8_t plain;    /* a kernel node without attributes: new arguments go in place */
     uint8_t enabled;  /* turned on: its checks count */
@@ -66,7 +76,12 @@ enum { KERNEL = 1, MEMORY, RECORD, WAIT };
 struct cr_device_graph {
     const cr_backend_t *backend;
     uint64_t flags;
-    CUgraph graph; /* its nodes are what the executable graph's updates name */
+    CUgraph graph;  /* its nodes are what the executable graph's updates name */
+    CUgraph target; /* where nodes are added now: the graph, or a conditional node's body */
+    cr_graph_anchor_t *anchor; /* graph is the anchor's */
+    CUgraphNode *tops;         /* the nodes added to the anchor's graph */
+    size_t ntops, tops_cap;
+    int detached; /* they left it */
     CUgraphExec exec;
     CUgraphNode *deps; /* what the node being added depends on */
     size_t ndeps, deps_cap;
@@ -114,7 +129,72 @@ int cr_memory_op_extents(uint16_t opcode, const uint64_t v[6], cr_extent_t out[2
     }
 }
 
-cr_device_graph_t *cr_device_graph_new(cr_session_t *s, uint64_t flags, size_t nodes)
+#define MAX_ANCHOR_HANDLES 4096 /* conditional handles of one graph */
+
+struct cr_graph_anchor {
+    unsigned refs;
+    const cr_backend_t *backend;
+    CUgraph graph;
+    uint64_t *handles;
+    size_t nhandles, cap;
+};
+
+cr_graph_anchor_t *cr_graph_anchor_new(cr_session_t *s)
+{
+    const cr_backend_t *b = cr_session_backend(s);
+    if (!b->d.cuGraphCreate || !b->d.cuGraphDestroy || !b->d.cuGraphConditionalHandleCreate ||
+        !b->d.cuGraphAddNode_v2 || !b->d.cuGraphDestroyNode)
+        return NULL;
+    cr_graph_anchor_t *a = calloc(1, sizeof *a);
+    if (!a || b->d.cuGraphCreate(&a->graph, 0) != CUDA_SUCCESS) {
+        free(a);
+        return NULL;
+    }
+    a->refs = 1;
+    a->backend = b;
+    return a;
+}
+
+void cr_graph_anchor_ref(cr_graph_anchor_t *a)
+{
+    a->refs++;
+}
+
+void cr_graph_anchor_unref(cr_graph_anchor_t *a)
+{
+    if (!a || --a->refs > 0)
+        return;
+    a->backend->d.cuGraphDestroy(a->graph);
+    free(a->handles);
+    free(a);
+}
+
+CUresult cr_graph_anchor_handle(cr_graph_anchor_t *a, unsigned dflt, unsigned flags,
+                                uint64_t *handle)
+{
+    if (flags & ~CU_GRAPH_COND_ASSIGN_DEFAULT)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (a->nhandles >= MAX_ANCHOR_HANDLES ||
+        cr_array_room((void **)&a->handles, &a->cap, a->nhandles, sizeof *a->handles))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUgraphConditionalHandle h;
+    CUresult r = a->backend->d.cuGraphConditionalHandleCreate(&h, a->graph, a->backend->ctx,
+                                                              dflt, flags);
+    if (r == CUDA_SUCCESS)
+        *handle = a->handles[a->nhandles++] = h;
+    return r;
+}
+
+int cr_graph_anchor_owns(const cr_graph_anchor_t *a, uint64_t handle)
+{
+    for (size_t i = 0; a && i < a->nhandles; i++)
+        if (a->handles[i] == handle)
+            return 1;
+    return 0;
+}
+
+cr_device_graph_t *cr_device_graph_new(cr_session_t *s, uint64_t flags, size_t nodes,
+                                       cr_graph_anchor_t *anchor)
 {
     const cr_backend_t *b = cr_session_backend(s);
     const cr_driver_t *d = &b->d;
@@ -134,11 +214,16 @@ cr_device_graph_t *cr_device_graph_new(cr_session_t *s, uint64_t flags, size_t n
     g->backend = b;
     g->flags = flags;
     g->map_count = nodes;
-    if (d->cuGraphCreate(&g->graph, 0) != CUDA_SUCCESS) {
+    if (anchor) {
+        cr_graph_anchor_ref(anchor);
+        g->anchor = anchor;
+        g->graph = anchor->graph;
+    } else if (d->cuGraphCreate(&g->graph, 0) != CUDA_SUCCESS) {
         free(g->map);
         free(g);
         return NULL;
     }
+    g->target = g->graph;
     return g;
 }
 
@@ -155,8 +240,15 @@ static CUresult added(cr_device_graph_t *g, size_t index, CUgraphNode node, uint
     for (unsigned i = 0; i < nc->n; i++)
         if (cr_array_room((void **)&g->checks, &g->cap, g->nchecks + i, sizeof *g->checks))
             return CUDA_ERROR_OUT_OF_MEMORY;
+    if (g->anchor && g->target == g->graph) {
+        if (cr_array_room((void **)&g->tops, &g->tops_cap, g->ntops, sizeof *g->tops)) {
+            g->backend->d.cuGraphDestroyNode(node);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        g->tops[g->ntops++] = node;
+    }
     dnode_t *m = &g->map[index];
-    *m = (dnode_t){node, kind, 0, 1, (uint32_t)g->nchecks, nc->n};
+    *m = (dnode_t){node, NULL, 0, kind, 0, 1, (uint32_t)g->nchecks, nc->n};
     for (unsigned i = 0; i < nc->n; i++) {
         g->checks[g->nchecks] = nc->c[i];
         g->checks[g->nchecks++].node = index;
@@ -210,7 +302,7 @@ static CUresult add_kernel(cr_device_graph_t *g, size_t index, cr_request_t *req
     }
     CUDA_KERNEL_NODE_PARAMS p = kernel_params(g, req->session, &l);
     CUgraphNode node;
-    r = d->cuGraphAddKernelNode_v2(&node, g->graph, g->deps, g->ndeps, &p);
+    r = d->cuGraphAddKernelNode_v2(&node, g->target, g->deps, g->ndeps, &p);
     for (unsigned i = 0; r == CUDA_SUCCESS && i < l.nattrs; i++)
         if (l.attrs[i].id != CU_LAUNCH_ATTRIBUTE_IGNORE)
             r = d->cuGraphKernelNodeSetAttribute(node, l.attrs[i].id, &l.attrs[i].value);
@@ -295,8 +387,8 @@ static CUresult add_memory_op(cr_device_graph_t *g, size_t index, cr_request_t *
         return r;
     CUgraphNode node;
     CUcontext ctx = g->backend->ctx;
-    r = op.copy ? d->cuGraphAddMemcpyNode(&node, g->graph, g->deps, g->ndeps, &op.c, ctx)
-                : d->cuGraphAddMemsetNode(&node, g->graph, g->deps, g->ndeps, &op.m, ctx);
+    r = op.copy ? d->cuGraphAddMemcpyNode(&node, g->target, g->deps, g->ndeps, &op.c, ctx)
+                : d->cuGraphAddMemsetNode(&node, g->target, g->deps, g->ndeps, &op.m, ctx);
     return r == CUDA_SUCCESS ? added(g, index, node, MEMORY, &nc) : r;
 }
 
@@ -315,8 +407,8 @@ static CUresult add_event(cr_device_graph_t *g, size_t index, cr_request_t *req)
     if (!ev)
         return CUDA_ERROR_INVALID_HANDLE;
     CUgraphNode node;
-    CUresult r = wait ? d->cuGraphAddEventWaitNode(&node, g->graph, g->deps, g->ndeps, ev)
-                      : d->cuGraphAddEventRecordNode(&node, g->graph, g->deps, g->ndeps, ev);
+    CUresult r = wait ? d->cuGraphAddEventWaitNode(&node, g->target, g->deps, g->ndeps, ev)
+                      : d->cuGraphAddEventRecordNode(&node, g->target, g->deps, g->ndeps, ev);
     node_checks_t nc = {.n = 0};
     check_note(&nc, CHECK_EVENT, id, ev, 0);
     return r == CUDA_SUCCESS ? added(g, index, node, wait ? WAIT : RECORD, &nc) : r;
@@ -347,7 +439,7 @@ CUresult cr_device_graph_add_empty(cr_device_graph_t *g, size_t index, const uin
     CUresult r = deps_of(g, deps, ndeps);
     CUgraphNode node;
     if (r == CUDA_SUCCESS)
-        r = g->backend->d.cuGraphAddEmptyNode(&node, g->graph, g->deps, g->ndeps);
+        r = g->backend->d.cuGraphAddEmptyNode(&node, g->target, g->deps, g->ndeps);
     node_checks_t none = {.n = 0};
     return r == CUDA_SUCCESS ? added(g, index, node, 0, &none) : r;
 }
@@ -388,6 +480,54 @@ CUresult cr_device_graph_add(cr_device_graph_t *g, size_t index, cr_request_t *r
     return r;
 }
 
+CUresult cr_device_graph_add_conditional(cr_device_graph_t *g, size_t index, uint64_t handle,
+                                         unsigned type, unsigned size, const uint32_t *deps,
+                                         uint32_t ndeps)
+{
+    if (g->exec || !g->anchor || index >= g->map_count || g->map[index].node ||
+        !cr_graph_anchor_owns(g->anchor, handle))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = deps_of(g, deps, ndeps);
+    if (r != CUDA_SUCCESS)
+        return r;
+    CUgraphNodeParams p = {.type = CU_GRAPH_NODE_TYPE_CONDITIONAL};
+    p.conditional = (CUDA_CONDITIONAL_NODE_PARAMS){
+        .handle = handle,
+        .type = (CUgraphConditionalNodeType)type,
+        .size = size,
+        .ctx = g->backend->ctx,
+    };
+    CUgraphNode node;
+    r = g->backend->d.cuGraphAddNode_v2(&node, g->target, g->deps, NULL, g->ndeps, &p);
+    node_checks_t none = {.n = 0};
+    if (r == CUDA_SUCCESS && (r = added(g, index, node, 0, &none)) == CUDA_SUCCESS) {
+        g->map[index].bodies = p.conditional.phGraph_out;
+        g->map[index].nbodies = size;
+    }
+    return r;
+}
+
+CUgraph cr_device_graph_enter(cr_device_graph_t *g, size_t index, unsigned body)
+{
+    CUgraph outer = g->target;
+    if (index < g->map_count && body < g->map[index].nbodies)
+        g->target = g->map[index].bodies[body];
+    return outer;
+}
+
+void cr_device_graph_leave(cr_device_graph_t *g, CUgraph outer)
+{
+    g->target = outer;
+}
+
+/* Takes the nodes out of the anchor's graph (their executable graph keeps its own copy). */
+static void detach(cr_device_graph_t *g)
+{
+    for (size_t i = 0; g->anchor && !g->detached && i < g->ntops; i++)
+        g->backend->d.cuGraphDestroyNode(g->tops[i]);
+    g->detached = 1;
+}
+
 CUresult cr_device_graph_instantiate(cr_device_graph_t *g)
 {
     const cr_driver_t *d = &g->backend->d;
@@ -403,6 +543,8 @@ CUresult cr_device_graph_instantiate(cr_device_graph_t *g)
     for (size_t i = 0; r == CUDA_SUCCESS && i < g->map_count; i++)
         if (g->map[i].node && !g->map[i].enabled)
             r = d->cuGraphNodeSetEnabled(g->exec, g->map[i].node, 0);
+    if (g->anchor)
+        detach(g);
     return r;
 }
 
@@ -410,7 +552,7 @@ CUresult cr_device_graph_update(cr_device_graph_t *g, size_t index, cr_request_t
 {
     const cr_driver_t *d = &g->backend->d;
     dnode_t *m = index < g->map_count ? &g->map[index] : NULL;
-    if (!g->exec || !m || !m->node)
+    if (!g->exec || !m || !m->node || g->anchor)
         return CUDA_ERROR_NOT_SUPPORTED;
     node_checks_t nc = {.n = 0};
     CUresult r;
@@ -456,7 +598,7 @@ CUresult cr_device_graph_update(cr_device_graph_t *g, size_t index, cr_request_t
 CUresult cr_device_graph_enable(cr_device_graph_t *g, size_t index, int on)
 {
     dnode_t *m = index < g->map_count ? &g->map[index] : NULL;
-    if (!g->exec || !m || !m->node)
+    if (!g->exec || !m || !m->node || g->anchor)
         return CUDA_ERROR_NOT_SUPPORTED;
     CUresult r = g->backend->d.cuGraphNodeSetEnabled(g->exec, m->node, on ? 1 : 0);
     if (r == CUDA_SUCCESS)
@@ -521,8 +663,13 @@ void cr_device_graph_free(cr_device_graph_t *g)
     const cr_driver_t *d = &g->backend->d;
     if (g->exec)
         d->cuGraphExecDestroy(g->exec); /* the driver lets launches under way finish */
-    if (g->graph)
+    if (g->anchor) {
+        detach(g);
+        cr_graph_anchor_unref(g->anchor);
+    } else if (g->graph) {
         d->cuGraphDestroy(g->graph);
+    }
+    free(g->tops);
     free(g->map);
     free(g->deps);
     free(g->checks);

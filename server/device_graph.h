@@ -19,10 +19,29 @@ typedef struct {
 } cr_extent_t;
 int cr_memory_op_extents(uint16_t opcode, const uint64_t v[6], cr_extent_t out[2]);
 
-/* Starts a driver graph for session s, standing for a graph.c graph of `nodes` nodes, to
- * be instantiated with these flags (CUDA_GRAPH_INSTANTIATE_FLAG_*). NULL when out of memory
- * or the backend lacks the driver's graph calls. */
-cr_device_graph_t *cr_device_graph_new(cr_session_t *s, uint64_t flags, size_t nodes);
+/* The driver's graph that a graph's conditional handles are made against
+ * (cuGraphConditionalHandleCreate needs one before any node names the handle): empty, but
+ * while an executable graph of it is built (cr_device_graph_new with it), since the nodes
+ * naming its handles must be in it. Shared, counted, by the graph, its conditional nodes'
+ * bodies, its copies and their driver's graphs. */
+typedef struct cr_graph_anchor cr_graph_anchor_t;
+cr_graph_anchor_t *cr_graph_anchor_new(cr_session_t *s); /* NULL: out of memory, unsupported */
+void cr_graph_anchor_ref(cr_graph_anchor_t *a);
+void cr_graph_anchor_unref(cr_graph_anchor_t *a);
+/* A new handle (CU_GRAPH_COND_ASSIGN_DEFAULT or 0 in flags), or the driver's error. */
+CUresult cr_graph_anchor_handle(cr_graph_anchor_t *a, unsigned dflt, unsigned flags,
+                                uint64_t *handle);
+/* 1 when `handle` was made against a. */
+int cr_graph_anchor_owns(const cr_graph_anchor_t *a, uint64_t handle);
+
+/* Starts a driver graph for session s, standing for a graph.c graph of `nodes` nodes (its
+ * bodies' nodes included, numbered after), to be instantiated with these flags
+ * (CUDA_GRAPH_INSTANTIATE_FLAG_*), in `anchor`'s graph when not NULL (a graph with
+ * conditional nodes: its nodes then leave the anchor once instantiated, so that nothing
+ * can change in place: cr_device_graph_update and _enable refuse). NULL when out of
+ * memory or the backend lacks the driver's graph calls. */
+cr_device_graph_t *cr_device_graph_new(cr_session_t *s, uint64_t flags, size_t nodes,
+                                       cr_graph_anchor_t *anchor);
 /* Adds the work of node `index`'s request (decoded, as a replay would dispatch it),
  * depending on the nodes `deps` (graph.c indices of nodes added before); turned off once
  * instantiated unless `enabled`. CUDA_SUCCESS; CUDA_ERROR_NOT_SUPPORTED for work the
@@ -33,6 +52,15 @@ CUresult cr_device_graph_add(cr_device_graph_t *g, size_t index, cr_request_t *r
 /* Adds node `index` as an empty node (an allocation, a free, a child graph's end...). */
 CUresult cr_device_graph_add_empty(cr_device_graph_t *g, size_t index, const uint32_t *deps,
                                    uint32_t ndeps);
+/* Adds node `index` as a conditional node of this type (CU_GRAPH_COND_TYPE_*) with `size`
+ * bodies, on a handle of the anchor; its bodies' nodes are added after it, each body's
+ * between cr_device_graph_enter(g, index, body) and cr_device_graph_leave(g, the value
+ * enter returned). */
+CUresult cr_device_graph_add_conditional(cr_device_graph_t *g, size_t index, uint64_t handle,
+                                         unsigned type, unsigned size, const uint32_t *deps,
+                                         uint32_t ndeps);
+CUgraph cr_device_graph_enter(cr_device_graph_t *g, size_t index, unsigned body);
+void cr_device_graph_leave(cr_device_graph_t *g, CUgraph outer);
 /* Instantiates it once every node is added. */
 CUresult cr_device_graph_instantiate(cr_device_graph_t *g);
 /* Node `index` has new arguments (its new request), or is turned on or off: applied to the

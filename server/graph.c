@@ -61,6 +61,17 @@
  * in the session's kept bytes so that empty nodes are bounded too */
 #define NODE_COST (sizeof(node_t) + sizeof(uint64_t))
 
+typedef struct graph graph_t;
+
+/* A conditional node's: its handle (made against its graph's anchor), its kind
+ * (CU_GRAPH_COND_TYPE_*) and its bodies, graphs of their own that the program fills through
+ * their handles (children of the node's graph's handle). */
+typedef struct {
+    uint64_t handle;
+    uint32_t type, size;
+    graph_t *bodies[];
+} cond_t;
+
 typedef struct {
     uint16_t opcode;    /* 0: an empty node */
     uint8_t stream_arg; /* which argument names the stream */
@@ -76,6 +87,7 @@ typedef struct {
                          of the graph, as on a GPU (edges go past it) */
     uint32_t ndeps;   /* its edges: the nodes it depends on, by index (never inner ones) */
     uint32_t *deps;
+    cond_t *cond; /* a conditional node's (type CONDITIONAL) */
 } node_t;
 
 static int node_kind(uint16_t opcode);
@@ -92,7 +104,7 @@ typedef struct {
     int freed_in_graph;
 } graph_mem_t;
 
-typedef struct {
+struct graph {
     unsigned refs;   /* its handle or its capture, and a launch replaying it */
     uint64_t serial; /* unique in the process: what an executable graph was made from */
     uint64_t origin; /* the serial of the graph it is a clone of, 0 for none */
@@ -105,7 +117,10 @@ typedef struct {
     size_t mem_count, mem_cap;
     uint64_t *node_ids; /* the handle id given out for each node, 0 for none yet */
     size_t node_id_cap;
-} graph_t;
+    cr_graph_anchor_t *anchor; /* what its conditional handles are made against, or NULL */
+    uint8_t body;              /* a conditional node's body */
+    uint32_t conds;            /* its conditional nodes */
+};
 
 /* Whether an executable graph runs as the driver's graph (device_graph.c). */
 typedef enum {
@@ -123,6 +138,7 @@ typedef struct {
     uint64_t flags;  /* it was instantiated with */
     device_state_t state;
     cr_device_graph_t *device;
+    CUresult error; /* why the driver's graph could not be built (NEVER) */
 } exec_t;
 
 typedef struct {
@@ -137,6 +153,8 @@ typedef struct {
 } deps_t;
 
 static int deps_read(cr_session_t *s, const graph_t *g, const msgpack_object *o, deps_t *d);
+static void exec_build(cr_session_t *s, exec_t *e, uint64_t eid, uint64_t sid);
+static CUresult node_handle(cr_session_t *s, graph_t *g, size_t index, uint64_t *id);
 
 static uint64_t next_serial = 1; /* atomic */
 
@@ -202,6 +220,15 @@ static void mem_unref(graph_mem_t *m)
     free(m);
 }
 
+static void graph_unref(void *p);
+
+static void cond_free(cond_t *c)
+{
+    for (uint32_t i = 0; c && i < c->size; i++)
+        graph_unref(c->bodies[i]);
+    free(c);
+}
+
 static void graph_unref(void *p)
 {
     graph_t *g = p;
@@ -214,7 +241,9 @@ static void graph_unref(void *p)
     for (size_t i = 0; i < g->count; i++) {
         free(g->nodes[i].bytes);
         free(g->nodes[i].deps);
+        cond_free(g->nodes[i].cond);
     }
+    cr_graph_anchor_unref(g->anchor);
     *g->account -= g->bytes;
     free(g->nodes);
     free(g);
@@ -229,12 +258,13 @@ static void exec_free(void *p)
 }
 
 /* Its nodes changed (new arguments, turned on or off, updated): the driver's graph made of
- * them is stale. */
+ * them is stale. A graph with conditional nodes cannot be replayed: it is built again at
+ * its next launch. */
 static void exec_changed(exec_t *e)
 {
     cr_device_graph_free(e->device);
     e->device = NULL;
-    e->state = DEVICE_EDITED;
+    e->state = e->graph->conds ? DEVICE_UNTRIED : DEVICE_EDITED;
 }
 
 /* The argument naming the stream of a request a capture keeps, or -1 for others. */
@@ -432,6 +462,10 @@ static CUresult drop_last(graph_t *g)
     *g->account -= size;
     free(n->bytes);
     free(n->deps);
+    if (n->cond) {
+        g->conds--;
+        cond_free(n->cond);
+    }
     return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
@@ -439,6 +473,24 @@ static int keep(graph_t *g, const cr_request_t *req, int arg)
 {
     return keep_bytes(g, req->hdr.opcode, arg, req->body, req->hdr.body_len, req->bulk,
                       req->hdr.bulk_len);
+}
+
+static graph_t *graph_copy(const graph_t *g);
+
+/* A copy of c, its bodies copied too, or NULL. */
+static cond_t *cond_copy(const cond_t *c)
+{
+    cond_t *copy = calloc(1, sizeof *copy + c->size * sizeof *copy->bodies);
+    if (!copy)
+        return NULL;
+    copy->handle = c->handle;
+    copy->type = c->type;
+    for (; copy->size < c->size; copy->size++)
+        if (!(copy->bodies[copy->size] = graph_copy(c->bodies[copy->size]))) {
+            cond_free(copy);
+            return NULL;
+        }
+    return copy;
 }
 
 /* Appends a copy of n to g, with its edges when with_deps (their indices stay right when
@@ -454,6 +506,11 @@ static int keep_node(graph_t *g, const node_t *n, int with_deps)
     copy->disabled = n->disabled;
     copy->removed = n->removed;
     copy->hidden = n->hidden;
+    if (n->cond) {
+        if (!(copy->cond = cond_copy(n->cond)))
+            return drop_last(g), -1;
+        g->conds++;
+    }
     return with_deps ? set_deps(g, g->count - 1, n->deps, n->ndeps) : 0;
 }
 
@@ -488,6 +545,12 @@ static int hold_mem(graph_t *g, graph_mem_t *m)
 static graph_t *graph_copy(const graph_t *g)
 {
     graph_t *copy = graph_new(g->account);
+    if (copy && g->anchor) {
+        cr_graph_anchor_ref(g->anchor);
+        copy->anchor = g->anchor;
+    }
+    if (copy)
+        copy->body = g->body;
     for (size_t i = 0; copy && i < g->count; i++) {
         if (keep_node(copy, &g->nodes[i], 1) != 0) {
             graph_unref(copy);
@@ -636,7 +699,7 @@ int cr_graph_capture(cr_request_t *req)
                     origin = &c->caps[i];
             if (!origin || !cr_session_stream(req->session, sid))
                 return 0; /* an unknown stream: the wait fails as usual */
-            capture_t joined = {sid, origin->origin, m->graph, NULL, 0};
+            capture_t joined = {sid, origin->origin, m->graph, NULL, 0, origin->into};
             if (c->count >= MAX_CAPTURING ||
                 cr_array_room((void **)&c->caps, &c->cap, c->count, sizeof *c->caps) ||
                 join_tails(&joined, m) != 0) {
@@ -814,6 +877,87 @@ void cr_srv_cuStreamBeginCapture_v2(cr_request_t *req)
     cr_request_finish(req, CUDA_SUCCESS);
 }
 
+/* [stream] -> [graph, [nodes]]: the graph a stream captures into and the nodes its next
+ * work will depend on, for the program to add nodes to it (a conditional node, say). A
+ * capture of a graph of its own gives it a handle now, as a capture into a graph the
+ * program made has; the capture's end answers that handle. */
+void cr_srv_cuStreamGetCaptureInfo_v3(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    uint64_t sid;
+    capture_t *cap = req->argc == 1 && !cr_arg_u64(req, 0, &sid) ? capture_of(captures(s, 0), sid)
+                                                                 : NULL;
+    if (!cap) {
+        reply_id(req, CUDA_ERROR_ILLEGAL_STATE, 0);
+        return;
+    }
+    graph_t *g = cap->graph;
+    CUresult r = CUDA_SUCCESS;
+    if (!cap->into) {
+        uint64_t id;
+        if (cr_session_add_handle(s, CR_HT_CUgraph, g, 0, &id) != 0) {
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        } else if (g->refs++, cr_session_handle_attach(s, id, 0, g, graph_unref) != 0) {
+            g->refs--;
+            cr_session_remove_handle(s, id);
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        } else { /* every stream in the capture captures into it now */
+            captures_t *c = captures(s, 0);
+            for (size_t i = 0; i < c->count; i++)
+                if (c->caps[i].graph == g)
+                    c->caps[i].into = id;
+        }
+    }
+    uint64_t *ids = cap->ntails ? calloc(cap->ntails, sizeof *ids) : NULL;
+    if (cap->ntails && !ids)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    for (uint32_t i = 0; r == CUDA_SUCCESS && i < cap->ntails; i++)
+        r = node_handle(s, g, cap->tails[i], &ids[i]);
+    cr_reply_t reply;
+    if (cr_reply_begin(req, &reply, r, 2) == 0) {
+        msgpack_pack_uint64(&reply.pk, r == CUDA_SUCCESS ? cap->into : 0);
+        msgpack_pack_array(&reply.pk, r == CUDA_SUCCESS ? cap->ntails : 0);
+        for (uint32_t i = 0; r == CUDA_SUCCESS && i < cap->ntails; i++)
+            msgpack_pack_uint64(&reply.pk, ids[i]);
+        cr_reply_send(req, &reply, 0);
+    }
+    free(ids);
+    cr_request_free(req);
+}
+
+/* [stream, [nodes], flags]: the stream's next work depends on these nodes of its capture's
+ * graph (CU_STREAM_SET_CAPTURE_DEPENDENCIES) or on them too (ADD). */
+void cr_srv_cuStreamUpdateCaptureDependencies_v2(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    uint64_t sid, flags;
+    capture_t *cap = req->argc == 3 && !cr_arg_u64(req, 0, &sid) && !cr_arg_u64(req, 2, &flags)
+                         ? capture_of(captures(s, 0), sid)
+                         : NULL;
+    deps_t d = {NULL, 0};
+    if (!cap) {
+        cr_request_finish(req, CUDA_ERROR_ILLEGAL_STATE);
+        return;
+    }
+    if ((flags != CU_STREAM_ADD_CAPTURE_DEPENDENCIES &&
+         flags != CU_STREAM_SET_CAPTURE_DEPENDENCIES) ||
+        !deps_read(s, cap->graph, &req->args[1], &d)) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    if (flags == CU_STREAM_SET_CAPTURE_DEPENDENCIES) {
+        free(cap->tails);
+        cap->tails = d.idx;
+        cap->ntails = d.n;
+        cr_request_finish(req, CUDA_SUCCESS);
+        return;
+    }
+    mark_t added = {0, cap->graph, d.idx, d.n}; /* joined as an event's stream would be */
+    CUresult r = join_tails(cap, &added) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    free(d.idx);
+    cr_request_finish(req, r);
+}
+
 void cr_srv_cuStreamEndCapture(cr_request_t *req)
 {
     cr_session_t *s = req->session;
@@ -884,12 +1028,18 @@ void cr_srv_cuGraphInstantiateWithFlags(cr_request_t *req)
     graph_t *copy = e ? graph_copy(g) : NULL;
     CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
     if (copy && cr_session_add_handle(s, CR_HT_CUgraphExec, e, 0, &id) == 0) {
-        *e = (exec_t){copy, g->serial, flags, DEVICE_UNTRIED, NULL};
+        *e = (exec_t){copy, g->serial, flags, DEVICE_UNTRIED, NULL, CUDA_SUCCESS};
         r = CUDA_SUCCESS;
         if (cr_session_handle_attach(s, id, 0, e, exec_free) != 0) {
             cr_session_remove_handle(s, id);
             exec_free(e);
             r = CUDA_ERROR_OUT_OF_MEMORY;
+        } else if (copy->conds) { /* it has no replay to fall back on: built now */
+            exec_build(s, e, id, 0);
+            if (e->state != DEVICE_BUILT) {
+                r = e->error;
+                cr_session_remove_handle(s, id);
+            }
         }
     } else {
         graph_unref(copy);
@@ -939,20 +1089,30 @@ static cr_request_t *node_request(cr_session_t *s, const node_t *n, uint64_t sid
     return req;
 }
 
-/* Makes e's nodes the driver's graph, unless one is work the driver's graph does not take
- * as the server must have it (a host node, say) or would fail now: then e is replayed,
- * until its nodes change. `sid`: a stream of the session's, which the requests name. */
-static void exec_build(cr_session_t *s, exec_t *e, uint64_t eid, uint64_t sid)
+/* The nodes of g and of its conditional nodes' bodies, all levels. */
+static size_t tree_count(const graph_t *g)
 {
-    const graph_t *g = e->graph;
-    cr_device_graph_t *dev = cr_device_graph_new(s, e->flags, g->count);
-    CUresult r = dev ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED;
-    size_t at = 0;
+    size_t n = g->count;
+    for (size_t i = 0; i < g->count; i++)
+        for (uint32_t b = 0; g->nodes[i].cond && b < g->nodes[i].cond->size; b++)
+            n += tree_count(g->nodes[i].cond->bodies[b]);
+    return n;
+}
+
+/* Adds g's nodes to dev, node i as dev's node base + i, its conditional nodes' bodies' nodes
+ * numbered from *next on (which it advances). `sid`: a stream of the session's, which the
+ * requests name. CUDA_SUCCESS or why not (*at: the node that failed). */
+static CUresult build_nodes(cr_session_t *s, cr_device_graph_t *dev, const graph_t *g, size_t base,
+                            size_t *next, uint64_t sid, size_t *at)
+{
+    CUresult r = CUDA_SUCCESS;
     msgpack_zone zone;
     msgpack_zone_init(&zone, 2048);
+    uint32_t *deps = NULL;
     int64_t run_last = -1; /* the last node added of the child graph's nodes under way */
-    for (; r == CUDA_SUCCESS && at < g->count; at++) {
-        const node_t *n = &g->nodes[at];
+    for (size_t i = 0; r == CUDA_SUCCESS && i < g->count; i++) {
+        const node_t *n = &g->nodes[i];
+        *at = base + i;
         /* a hidden event record is no node of the graph on a GPU (nothing depends on it);
          * nothing depends on a destroyed node's place either */
         if (n->hidden || n->removed)
@@ -961,37 +1121,71 @@ static void exec_build(cr_session_t *s, exec_t *e, uint64_t eid, uint64_t sid)
          * they run as a chain, its first after what the child graph node depends on, and
          * the empty node that stands for the child graph after its last. */
         uint32_t one = (uint32_t)run_last;
-        const uint32_t *deps = n->deps;
+        const uint32_t *local = n->deps;
         uint32_t ndeps = n->ndeps;
-        if (run_last >= 0 && (n->inner || at == 0 || g->nodes[at - 1].inner)) {
-            deps = &one;
+        if (run_last >= 0 && (n->inner || i == 0 || g->nodes[i - 1].inner)) {
+            local = &one;
             ndeps = 1;
         } else if (n->inner) {
-            size_t end = at;
+            size_t end = i;
             while (end < g->count && g->nodes[end].inner)
                 end++;
-            deps = end < g->count ? g->nodes[end].deps : NULL;
+            local = end < g->count ? g->nodes[end].deps : NULL;
             ndeps = end < g->count ? g->nodes[end].ndeps : 0;
         }
-        if (n->opcode == 0) {
-            r = cr_device_graph_add_empty(dev, at, deps, ndeps);
+        uint32_t *grown = ndeps ? realloc(deps, ndeps * sizeof *deps) : deps;
+        if (ndeps && !grown) {
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+            break;
+        }
+        deps = grown;
+        for (uint32_t k = 0; k < ndeps; k++)
+            deps[k] = (uint32_t)(base + local[k]);
+        if (n->cond) {
+            r = cr_device_graph_add_conditional(dev, base + i, n->cond->handle, n->cond->type,
+                                                n->cond->size, deps, ndeps);
+            for (uint32_t b = 0; r == CUDA_SUCCESS && b < n->cond->size; b++) {
+                const graph_t *body = n->cond->bodies[b];
+                size_t body_base = *next;
+                *next += body->count;
+                CUgraph outer = cr_device_graph_enter(dev, base + i, b);
+                r = build_nodes(s, dev, body, body_base, next, sid, at);
+                cr_device_graph_leave(dev, outer);
+            }
+        } else if (n->opcode == 0) {
+            r = cr_device_graph_add_empty(dev, base + i, deps, ndeps);
         } else {
             cr_request_t *req = node_request(s, n, sid, &zone, 0);
-            r = req ? cr_device_graph_add(dev, at, req, !n->disabled, deps, ndeps)
+            r = req ? cr_device_graph_add(dev, base + i, req, !n->disabled, deps, ndeps)
                     : CUDA_ERROR_OUT_OF_MEMORY;
             cr_request_free(req);
             msgpack_zone_clear(&zone);
         }
-        run_last = n->inner ? (int64_t)at : -1;
+        run_last = n->inner ? (int64_t)i : -1;
     }
+    free(deps);
     msgpack_zone_destroy(&zone);
+    return r;
+}
+
+/* Makes e's nodes the driver's graph, unless one is work the driver's graph does not take
+ * as the server must have it (a host node, say) or would fail now: then e is replayed,
+ * until its nodes change (a graph with conditional nodes cannot be: e->error says why).
+ * `sid`: a stream of the session's, which the requests name. */
+static void exec_build(cr_session_t *s, exec_t *e, uint64_t eid, uint64_t sid)
+{
+    const graph_t *g = e->graph;
+    size_t total = tree_count(g), next = g->count, at = 0;
+    cr_device_graph_t *dev = cr_device_graph_new(s, e->flags, total, g->conds ? g->anchor : NULL);
+    CUresult r = dev ? build_nodes(s, dev, g, 0, &next, sid, &at) : CUDA_ERROR_NOT_SUPPORTED;
     if (r == CUDA_SUCCESS)
         r = cr_device_graph_instantiate(dev);
     if (r == CUDA_SUCCESS) {
         size_t kernels, nodes = cr_device_graph_nodes(dev, &kernels);
         CR_DEBUG("session %llu: executable graph %llu runs as the driver's graph (%zu nodes, "
-                 "%zu kernels)",
-                 (unsigned long long)cr_session_id(s), (unsigned long long)eid, nodes, kernels);
+                 "%zu kernels%s)",
+                 (unsigned long long)cr_session_id(s), (unsigned long long)eid, nodes, kernels,
+                 g->conds ? ", conditional nodes" : "");
         e->device = dev;
         e->state = DEVICE_BUILT;
         return;
@@ -999,10 +1193,10 @@ static void exec_build(cr_session_t *s, exec_t *e, uint64_t eid, uint64_t sid)
     cr_device_graph_free(dev);
     /* out of memory may pass; anything else stays as it is until the nodes change */
     e->state = r == CUDA_ERROR_OUT_OF_MEMORY ? DEVICE_UNTRIED : DEVICE_NEVER;
-    CR_DEBUG("session %llu: executable graph %llu is replayed node by node (node %zu: "
-             "error %d)",
-             (unsigned long long)cr_session_id(s), (unsigned long long)eid, at ? at - 1 : 0,
-             (int)r);
+    e->error = r;
+    CR_DEBUG("session %llu: executable graph %llu %s (node %zu: error %d)",
+             (unsigned long long)cr_session_id(s), (unsigned long long)eid,
+             g->conds ? "cannot be built" : "is replayed node by node", at, (int)r);
 }
 
 /* Node `index` of e has new arguments: they reach e's driver's graph in place, or it is
@@ -1053,6 +1247,16 @@ void cr_srv_cuGraphLaunch(cr_request_t *req)
                   capture is then invalid (seen on an H100, driver 580) */
         cap->graph->invalid = 1;
         cr_request_finish(req, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+        return;
+    }
+    if (g->conds) { /* built again when edited or no longer current: never replayed */
+        if (e->state == DEVICE_BUILT && !cr_device_graph_current(e->device, s))
+            exec_changed(e);
+        if (e->state != DEVICE_BUILT)
+            exec_build(s, e, eid, sid);
+        cr_request_finish(req, e->state == DEVICE_BUILT
+                                   ? cr_device_graph_launch(e->device, s, stream)
+                                   : e->error);
         return;
     }
     if (e->state == DEVICE_EDITED)
@@ -1129,7 +1333,14 @@ void cr_srv_cuGraphExecDestroy(cr_request_t *req)
 
 void cr_srv_cuGraphDestroy(cr_request_t *req)
 {
-    destroy(req, CR_HT_CUgraph);
+    uint64_t id;
+    const graph_t *g = req->argc == 1 && !cr_arg_u64(req, 0, &id)
+                           ? cr_session_handle(req->session, CR_HT_CUgraph, id)
+                           : NULL;
+    if (g && g->body) /* it goes with its conditional node */
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+    else
+        destroy(req, CR_HT_CUgraph);
 }
 
 /* --- graphs built node by node ---------------------------------------------------------------- */
@@ -1493,6 +1704,113 @@ void cr_srv_cuGraphAddNode(cr_request_t *req)
     reply_node(req, g, g->count - 1);
 }
 
+/* [graph, default value, flags] -> a conditional handle for nodes of the graph (a body's
+ * are its top graph's: the driver takes a handle in the graph it was made for and in its
+ * children), made against the graph's anchor */
+void cr_srv_cuGraphConditionalHandleCreate(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    uint64_t gid, dflt, flags, handle = 0;
+    graph_t *g = req->argc == 3 && !cr_arg_u64(req, 0, &gid) && !cr_arg_u64(req, 1, &dflt) &&
+                         !cr_arg_u64(req, 2, &flags) && dflt <= UINT32_MAX
+                     ? cr_session_handle(s, CR_HT_CUgraph, gid)
+                     : NULL;
+    CUresult r = g && flags <= UINT32_MAX ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS && !g->anchor && !(g->anchor = cr_graph_anchor_new(s)))
+        r = CUDA_ERROR_NOT_SUPPORTED;
+    if (r == CUDA_SUCCESS)
+        r = cr_graph_anchor_handle(g->anchor, (unsigned)dflt, (unsigned)flags, &handle);
+    reply_id(req, r, handle);
+}
+
+/* Gives conditional node `node` (a handle id) of g handles for its bodies into ids:
+ * children of the node's handle, as the driver's bodies go with their node. */
+static CUresult body_handles(cr_session_t *s, graph_t *g, uint64_t node, uint64_t *ids)
+{
+    node_ref_t *ref = cr_session_handle(s, CR_HT_CUgraphNode, node);
+    const cond_t *c = ref ? g->nodes[ref->index].cond : NULL;
+    for (uint32_t b = 0; c && b < c->size; b++) {
+        graph_t *body = c->bodies[b];
+        if (cr_session_add_child_handle(s, CR_HT_CUgraph, body, ref, &ids[b]) != 0)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        body->refs++;
+        if (cr_session_handle_attach(s, ids[b], 0, body, graph_unref) != 0) {
+            body->refs--;
+            cr_session_remove_handle(s, ids[b]);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+#define MAX_BODIES 1024 /* of a switch node */
+
+/* [graph, dependencies, handle, type, size] -> [node, [bodies]]: a conditional node (the
+ * driver's form of cuGraphAddNode; every other kind comes as cuGraphAddNode) on a handle
+ * made for the graph, with `size` empty bodies for the program to fill. */
+void cr_srv_cuGraphAddNode_v2(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    uint64_t gid, handle, type, size;
+    graph_t *g = req->argc == 5 && !cr_arg_u64(req, 0, &gid) && !cr_arg_u64(req, 2, &handle) &&
+                         !cr_arg_u64(req, 3, &type) && !cr_arg_u64(req, 4, &size)
+                     ? cr_session_handle(s, CR_HT_CUgraph, gid)
+                     : NULL;
+    deps_t d = {NULL, 0};
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    if (g && cr_graph_anchor_owns(g->anchor, handle) && size >= 1 &&
+        ((type == CU_GRAPH_COND_TYPE_IF && size <= 2) ||
+         (type == CU_GRAPH_COND_TYPE_WHILE && size == 1) ||
+         (type == CU_GRAPH_COND_TYPE_SWITCH && size <= MAX_BODIES)) &&
+        deps_read(s, g, &req->args[1], &d))
+        r = CUDA_SUCCESS;
+    cond_t *c = r == CUDA_SUCCESS ? calloc(1, sizeof *c + size * sizeof *c->bodies) : NULL;
+    if (r == CUDA_SUCCESS && !c)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    for (; c && c->size < size; c->size++) {
+        graph_t *body = graph_new(g->account);
+        if (!body) {
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+            break;
+        }
+        body->body = 1;
+        body->anchor = g->anchor;
+        cr_graph_anchor_ref(g->anchor);
+        c->bodies[c->size] = body;
+    }
+    if (r == CUDA_SUCCESS) {
+        c->handle = handle;
+        c->type = (uint32_t)type;
+    }
+    if (r == CUDA_SUCCESS && keep_bytes(g, 0, 0, NULL, 0, NULL, 0) != 0)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (r == CUDA_SUCCESS) {
+        node_t *n = &g->nodes[g->count - 1];
+        n->type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+        n->cond = c;
+        g->conds++;
+        c = NULL;
+        if (deps_give(g, &d) != 0)
+            r = drop_last(g);
+    }
+    cond_free(c);
+    free(d.idx);
+    uint64_t node = 0, bodies[MAX_BODIES];
+    if (r == CUDA_SUCCESS)
+        r = node_handle(s, g, g->count - 1, &node);
+    if (r == CUDA_SUCCESS)
+        r = body_handles(s, g, node, bodies);
+    cr_reply_t reply;
+    if (cr_reply_begin(req, &reply, r, 2) == 0) {
+        msgpack_pack_uint64(&reply.pk, r == CUDA_SUCCESS ? node : 0);
+        msgpack_pack_array(&reply.pk, r == CUDA_SUCCESS ? (uint32_t)size : 0);
+        for (uint64_t b = 0; r == CUDA_SUCCESS && b < size; b++)
+            msgpack_pack_uint64(&reply.pk, bodies[b]);
+        cr_reply_send(req, &reply, 0);
+    }
+    cr_request_free(req);
+}
+
 /* [graph, dependencies, child graph] -> a node standing for a copy of the child's nodes */
 void cr_srv_cuGraphAddChildGraphNode(cr_request_t *req)
 {
@@ -1508,7 +1826,9 @@ void cr_srv_cuGraphAddChildGraphNode(cr_request_t *req)
         reply_id(req, CUDA_ERROR_INVALID_VALUE, 0);
         return;
     }
-    if (child->mem_count) { /* a graph with memory nodes cannot be a child, as on a GPU */
+    /* a graph with memory nodes cannot be a child, as on a GPU; one with conditional nodes
+     * is not copied (its handles are its own graph's) */
+    if (child->mem_count || child->conds) {
         free(d.idx);
         reply_id(req, CUDA_ERROR_NOT_SUPPORTED, 0);
         return;
@@ -1690,7 +2010,9 @@ void cr_srv_cuGraphExecUpdate_v2(cr_request_t *req)
                      CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
             return;
         }
-        if (now->opcode != next->opcode) {
+        if (now->opcode != next->opcode || !now->cond != !next->cond ||
+            (now->cond && (now->cond->type != next->cond->type ||
+                           now->cond->size != next->cond->size))) {
             reply_id(req, CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE,
                      CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED);
             return;
@@ -1705,7 +2027,9 @@ void cr_srv_cuGraphExecUpdate_v2(cr_request_t *req)
         copy->nodes[i].disabled = e->graph->nodes[i].disabled;
     graph_t *was = e->graph;
     e->graph = copy;
-    for (size_t i = 0; i < copy->count; i++) /* the nodes that changed, in place if they can */
+    if (copy->conds) /* its bodies may have changed too: built again at the next launch */
+        exec_changed(e);
+    for (size_t i = 0; !copy->conds && i < copy->count; i++) /* in place if they can */
         if (!same_node(&was->nodes[i], &copy->nodes[i]))
             exec_node_changed(s, e, i);
     graph_unref(was); /* a launch replaying it holds its own reference */
@@ -2043,6 +2367,11 @@ void cr_srv_cuGraphDestroyNode(cr_request_t *req)
         gone->bulk_len = 0;
         gone->opcode = 0;
         gone->removed = 1;
+        if (gone->cond) { /* its bodies' handles go with the node's */
+            cond_free(gone->cond);
+            gone->cond = NULL;
+            g->conds--;
+        }
         g->bytes -= size;
         *g->account -= size;
     }

@@ -89,6 +89,7 @@
     X(cuGraphLaunch) X(cuGraphUpload) X(cuGraphExecDestroy) X(cuGraphExecKernelNodeSetParams_v2)   \
     X(cuGraphExecMemsetNodeSetParams) X(cuGraphExecMemcpyNodeSetParams) X(cuGraphNodeSetEnabled)   \
     X(cuGraphExecEventRecordNodeSetEvent) X(cuGraphExecEventWaitNodeSetEvent)                      \
+    X(cuGraphConditionalHandleCreate) X(cuGraphAddNode_v2) X(cuGraphDestroyNode)                   \
     /* tensormap.c */                                                                              \
     X(cuTensorMapEncodeTiled) X(cuTensorMapEncodeIm2col)
 // clang-format on

@@ -12,6 +12,16 @@
  * copy nodes may be given new parameters and turned off and on, and its event nodes other
  * events, by the graph's node they copy, as the driver allows.
  *
+ * Conditional nodes (cuGraphAddNode): a conditional handle is the device address of a
+ * 32-bit value, made against a graph created by cuGraphCreate (its root: a body's handles
+ * are its root's) and freed with it; device code sets it with cudaGraphSetConditional,
+ * which the PTX interpreter runs as a store there. A launch first sets each of its
+ * handles that has CU_GRAPH_COND_ASSIGN_DEFAULT to its default (a stream-ordered memset),
+ * and at a conditional node waits for the stream, reads the value and runs the body it
+ * selects (IF, IF/ELSE, SWITCH) or runs the body while it is non-zero (WHILE): the work
+ * before it has run, as on a GPU. Bodies are graphs of their own, owned by their node;
+ * cuGraphDestroyNode takes a node (and its bodies) out of its graph.
+ *
  * Threads: like the driver's graphs, a graph and its executable graphs are used by one
  * thread at a time (the server's session executor). */
 #include "emu.h"
@@ -40,16 +50,35 @@ typedef struct enode {
     CUDA_MEMSET_NODE_PARAMS memset;
     CUDA_MEMCPY3D copy;
     CUevent event;
+    /* a conditional */
+    CUgraphConditionalNodeType cond_type;
+    CUdeviceptr handle; /* where its value is */
+    unsigned cond_default, cond_flags;
+    unsigned size; /* its bodies */
+    CUgraph *bodies;
 } enode_t;
 
 typedef struct {
-    enode_t **nodes;
+    CUdeviceptr value; /* the handle */
+    unsigned dflt, flags;
+} ehandle_t;
+
+typedef struct egraph {
+    enode_t **nodes; /* NULL: a destroyed node's place */
     size_t count, cap;
+    struct egraph *root; /* a body's: the graph made by cuGraphCreate it is in; NULL there */
+    ehandle_t *handles;  /* the root's conditional handles */
+    size_t nhandles, handle_cap;
 } egraph_t;
+
+static void graph_free(egraph_t *g);
 
 static void node_free(enode_t *n)
 {
     if (n) {
+        for (unsigned i = 0; n->bodies && i < n->size; i++)
+            graph_free((egraph_t *)n->bodies[i]);
+        free(n->bodies);
         free(n->params);
         free(n);
     }
@@ -69,8 +98,13 @@ CUresult cr_emu_cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 
 static void graph_free(egraph_t *g)
 {
+    if (!g)
+        return;
     for (size_t i = 0; i < g->count; i++)
         node_free(g->nodes[i]);
+    for (size_t i = 0; i < g->nhandles; i++)
+        cr_emu_cuMemFree_v2(g->handles[i].value);
+    free(g->handles);
     free(g->nodes);
     free(g);
 }
@@ -229,6 +263,42 @@ CUresult cr_emu_cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph
                           CU_GRAPH_NODE_TYPE_WAIT_EVENT);
 }
 
+/* An executable copy of g's nodes (bodies too), each knowing the node it copies; NULL when
+ * out of memory. */
+static egraph_t *exec_copy(const egraph_t *g)
+{
+    egraph_t *e = calloc(1, sizeof *e);
+    if (!e || (g->count && !(e->nodes = calloc(g->count, sizeof *e->nodes))))
+        goto oom;
+    for (; e->count < g->count; e->count++) {
+        const enode_t *from = g->nodes[e->count];
+        if (!from)
+            continue;
+        enode_t *n = malloc(sizeof *n);
+        if (!n)
+            goto oom;
+        *n = *from;
+        n->origin = from;
+        n->params = NULL;
+        n->bodies = NULL;
+        e->nodes[e->count] = n;
+        if (from->param_size && !(n->params = malloc(from->param_size)))
+            goto oom;
+        if (from->param_size)
+            memcpy(n->params, from->params, from->param_size);
+        if (from->bodies && !(n->bodies = calloc(from->size, sizeof *n->bodies)))
+            goto oom;
+        for (unsigned b = 0; from->bodies && b < from->size; b++)
+            if (!(n->bodies[b] = (CUgraph)exec_copy((const egraph_t *)from->bodies[b])))
+                goto oom;
+    }
+    e->cap = e->count;
+    return e;
+oom:
+    graph_free(e);
+    return NULL;
+}
+
 CUresult cr_emu_cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
                                             unsigned long long flags)
 {
@@ -236,30 +306,11 @@ CUresult cr_emu_cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hG
     const egraph_t *g = (const egraph_t *)hGraph;
     if (!phGraphExec || !g || (flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH))
         return CUDA_ERROR_INVALID_VALUE;
-    egraph_t *e = calloc(1, sizeof *e);
-    if (!e || (g->count && !(e->nodes = calloc(g->count, sizeof *e->nodes))))
-        goto oom;
-    for (; e->count < g->count; e->count++) {
-        const enode_t *from = g->nodes[e->count];
-        enode_t *n = malloc(sizeof *n);
-        if (!n)
-            goto oom;
-        *n = *from;
-        n->origin = from;
-        n->params = NULL;
-        e->nodes[e->count] = n;
-        if (from->param_size && !(n->params = malloc(from->param_size)))
-            goto oom;
-        if (from->param_size)
-            memcpy(n->params, from->params, from->param_size);
-    }
-    e->cap = e->count;
+    egraph_t *e = exec_copy(g);
+    if (!e)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     *phGraphExec = (CUgraphExec)e;
     return CUDA_SUCCESS;
-oom:
-    if (e)
-        graph_free(e);
-    return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 static CUresult launch_node(const enode_t *n, CUstream stream)
@@ -308,20 +359,76 @@ static CUresult launch_node(const enode_t *n, CUstream stream)
     }
 }
 
+static CUresult run_nodes(const egraph_t *e, CUstream stream);
+
+/* A conditional node: the work before it done, its value read, its body or bodies run. */
+static CUresult run_conditional(const enode_t *n, CUstream stream)
+{
+    for (;;) {
+        CUresult rc = cr_emu_cuStreamSynchronize(stream);
+        if (rc != CUDA_SUCCESS)
+            return rc;
+        uint32_t v = __atomic_load_n((const uint32_t *)(uintptr_t)n->handle, __ATOMIC_ACQUIRE);
+        const egraph_t *body = NULL;
+        switch (n->cond_type) {
+        case CU_GRAPH_COND_TYPE_IF:
+            body = v ? (egraph_t *)n->bodies[0] : n->size > 1 ? (egraph_t *)n->bodies[1] : NULL;
+            break;
+        case CU_GRAPH_COND_TYPE_SWITCH:
+            body = v < n->size ? (egraph_t *)n->bodies[v] : NULL;
+            break;
+        default: /* WHILE */
+            body = v ? (egraph_t *)n->bodies[0] : NULL;
+        }
+        if (!body)
+            return CUDA_SUCCESS;
+        if ((rc = run_nodes(body, stream)) != CUDA_SUCCESS ||
+            n->cond_type != CU_GRAPH_COND_TYPE_WHILE)
+            return rc;
+    }
+}
+
+static CUresult run_nodes(const egraph_t *e, CUstream stream)
+{
+    for (size_t i = 0; i < e->count; i++) {
+        const enode_t *n = e->nodes[i];
+        if (!n || n->disabled)
+            continue;
+        CUresult rc = n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL ? run_conditional(n, stream)
+                                                                : launch_node(n, stream);
+        if (rc != CUDA_SUCCESS)
+            return rc;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* Sets every handle of e's conditional nodes (bodies' too) that asks for it to its default,
+ * in stream order. */
+static CUresult assign_defaults(const egraph_t *e, CUstream stream)
+{
+    for (size_t i = 0; i < e->count; i++) {
+        const enode_t *n = e->nodes[i];
+        if (!n || n->type != CU_GRAPH_NODE_TYPE_CONDITIONAL)
+            continue;
+        CUresult rc = CUDA_SUCCESS;
+        if (n->cond_flags & CU_GRAPH_COND_ASSIGN_DEFAULT)
+            rc = cr_emu_cuMemsetD32Async(n->handle, n->cond_default, 1, stream);
+        for (unsigned b = 0; rc == CUDA_SUCCESS && b < n->size; b++)
+            rc = assign_defaults((const egraph_t *)n->bodies[b], stream);
+        if (rc != CUDA_SUCCESS)
+            return rc;
+    }
+    return CUDA_SUCCESS;
+}
+
 CUresult cr_emu_cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 {
     CR__ENTER();
     const egraph_t *e = (const egraph_t *)hGraphExec;
     if (!e)
         return CUDA_ERROR_INVALID_VALUE;
-    for (size_t i = 0; i < e->count; i++) {
-        if (e->nodes[i]->disabled)
-            continue;
-        CUresult rc = launch_node(e->nodes[i], hStream);
-        if (rc != CUDA_SUCCESS)
-            return rc;
-    }
-    return CUDA_SUCCESS;
+    CUresult rc = assign_defaults(e, hStream);
+    return rc == CUDA_SUCCESS ? run_nodes(e, hStream) : rc;
 }
 
 CUresult cr_emu_cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream)
@@ -435,4 +542,95 @@ CUresult cr_emu_cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec, CUgraph
 {
     CR__ENTER();
     return set_event(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event);
+}
+
+/* --- conditional nodes --- */
+
+static egraph_t *root_of(egraph_t *g)
+{
+    return g->root ? g->root : g;
+}
+
+CUresult cr_emu_cuGraphConditionalHandleCreate(CUgraphConditionalHandle *pHandle_out,
+                                               CUgraph hGraph, CUcontext ctx,
+                                               unsigned int defaultLaunchValue, unsigned int flags)
+{
+    CR__ENTER();
+    (void)ctx;
+    if (!pHandle_out || !hGraph || (flags & ~CU_GRAPH_COND_ASSIGN_DEFAULT))
+        return CUDA_ERROR_INVALID_VALUE;
+    egraph_t *root = root_of((egraph_t *)hGraph);
+    if (cr_array_room((void **)&root->handles, &root->handle_cap, root->nhandles,
+                      sizeof *root->handles))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUdeviceptr value;
+    CUresult rc = cr_emu_cuMemAlloc_v2(&value, sizeof(uint32_t));
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    /* without a default assigned at launch the value starts as the default */
+    __atomic_store_n((uint32_t *)(uintptr_t)value, defaultLaunchValue, __ATOMIC_RELEASE);
+    root->handles[root->nhandles++] = (ehandle_t){value, defaultLaunchValue, flags};
+    *pHandle_out = value;
+    return CUDA_SUCCESS;
+}
+
+/* Only conditional nodes come this way: the server adds every other kind by its own call. */
+CUresult cr_emu_cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                  const CUgraphNode *dependencies,
+                                  const CUgraphEdgeData *dependencyData, size_t numDependencies,
+                                  CUgraphNodeParams *nodeParams)
+{
+    CR__ENTER();
+    if (!hGraph || !nodeParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; dependencyData && i < numDependencies; i++)
+        if (dependencyData[i].type || dependencyData[i].from_port || dependencyData[i].to_port)
+            return CUDA_ERROR_NOT_SUPPORTED;
+    if (nodeParams->type != CU_GRAPH_NODE_TYPE_CONDITIONAL)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    CUDA_CONDITIONAL_NODE_PARAMS *p = &nodeParams->conditional;
+    egraph_t *root = root_of((egraph_t *)hGraph);
+    const ehandle_t *h = NULL;
+    for (size_t i = 0; i < root->nhandles && !h; i++)
+        if (root->handles[i].value == p->handle)
+            h = &root->handles[i];
+    if (!h || !p->size || (p->type == CU_GRAPH_COND_TYPE_IF && p->size > 2) ||
+        (p->type == CU_GRAPH_COND_TYPE_WHILE && p->size != 1) ||
+        (p->type != CU_GRAPH_COND_TYPE_IF && p->type != CU_GRAPH_COND_TYPE_WHILE &&
+         p->type != CU_GRAPH_COND_TYPE_SWITCH))
+        return CUDA_ERROR_INVALID_VALUE;
+    enode_t *n = node_new(CU_GRAPH_NODE_TYPE_CONDITIONAL);
+    if (!n || !(n->bodies = calloc(p->size, sizeof *n->bodies))) {
+        node_free(n);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    n->cond_type = p->type;
+    n->handle = h->value;
+    n->cond_default = h->dflt;
+    n->cond_flags = h->flags;
+    for (; n->size < p->size; n->size++) {
+        egraph_t *body = calloc(1, sizeof *body);
+        if (!body) {
+            node_free(n);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        body->root = root;
+        n->bodies[n->size] = (CUgraph)body;
+    }
+    CUresult rc = add(phGraphNode, hGraph, dependencies, numDependencies, n);
+    if (rc == CUDA_SUCCESS)
+        p->phGraph_out = n->bodies;
+    return rc;
+}
+
+CUresult cr_emu_cuGraphDestroyNode(CUgraphNode hNode)
+{
+    CR__ENTER();
+    enode_t *n = (enode_t *)hNode;
+    egraph_t *g = n ? (egraph_t *)n->owner : NULL;
+    if (!g || n->index >= g->count || g->nodes[n->index] != n)
+        return CUDA_ERROR_INVALID_VALUE;
+    g->nodes[n->index] = NULL;
+    node_free(n);
+    return CUDA_SUCCESS;
 }

@@ -98,6 +98,9 @@ for exe in "$build"/tests/integration/*_static "$build"/tests/integration/*_shar
     # the parts of graphs where the stub must do what the driver does, on the driver
     graphs_*) [ "$name" = graphs_static ] && check graphs_native "$exe" --same-as-native
               check "$name" run "$exe" ;;
+    # conditional nodes: natively too, with the same results
+    conditional_*) [ "$name" = conditional_static ] && check conditional_native "$exe"
+                   check "$name" run "$exe" ;;
     mapped_*) [ "$name" = mapped_static ] && check mapped_native "$exe" native
               check "$name" run --transport unix "$exe" shared
               check "${name}_tcp" run "$exe" remote ;;

@@ -60,6 +60,10 @@ cr_cuda_program(graphs)
 # nodes (or nodes that fail) are replayed node by node: both forms must be taken
 cr_cuda_test(graphs RUN_ARGS --server-arg=--log --server-arg=debug
   --expect-log "(?s)(?=.*runs as the driver's graph)(?=.*is replayed node by node)")
+cr_cuda_program(conditional)
+# conditional nodes run only as the driver's graph (never replayed)
+cr_cuda_test(conditional RUN_ARGS --server-arg=--log --server-arg=debug
+  --expect-log "runs as the driver's graph \\([^)]*conditional nodes\\)")
 cr_cuda_program(forks)
 cr_cuda_test(forks)
 # the JIT linker: two halves of device code compiled separately to PTX (-rdc), linked by

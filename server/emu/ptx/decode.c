@@ -584,7 +584,7 @@ static int build(cr__dc_t *dc, uint32_t kernel)
             p->unsupported = pc;
         if ((op >= CR__OP_LD_GLOBAL && op <= CR__OP_CP_ASYNC) || op == CR__OP_CALL ||
             op == CR__OP_WMMA || op == CR__OP_TRAP || op == CR__OP_VPRINTF ||
-            op == CR__OP_ASSERTFAIL || op == CR__OP_UNSUPPORTED)
+            op == CR__OP_ASSERTFAIL || op == CR__OP_SETCOND || op == CR__OP_UNSUPPORTED)
             p->has_effects = 1;
     }
     return 0;

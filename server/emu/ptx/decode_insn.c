@@ -945,6 +945,19 @@ static const char *decode_call(cr__dc_t *dc, const view_t *v, cr__insn_t *in)
         in->op = printf_call ? CR__OP_VPRINTF : CR__OP_ASSERTFAIL;
         return NULL;
     }
+    /* cudaGraphSetConditional(handle, value): a conditional node's handle is the device
+     * address of its value (server/emu/graph.c), so this is a checked 32-bit global store */
+    if (strcmp(name, "cudaGraphSetConditional") == 0) {
+        if (nargs != 2 || nrets)
+            return "bad builtin call";
+        for (uint32_t k = 0; k < nargs; k++) {
+            uint64_t size;
+            if (arg_offset(dc, args + 1 + k, &in->r[1 + k], &size))
+                return "bad call argument";
+        }
+        in->op = CR__OP_SETCOND;
+        return NULL;
+    }
     int f = cr__ir_find_func(ir, name);
     if (f < 0 || !ir->funcs[f].has_body || !dc->func_map[f]) {
         static const char *const known[] = {"malloc", "free", "__nv_aligned_device_malloc",

@@ -836,6 +836,7 @@ int cr__warp_run(cr__worker_t *wk, cr__warp_t *w, uint32_t budget)
                              in->sub ? "breakpoint (brkpt)" : "trap");
         case CR__OP_VPRINTF:
         case CR__OP_ASSERTFAIL:
+        case CR__OP_SETCOND:
             if (!m)
                 break;
             SYNC_OUT();

@@ -83,7 +83,7 @@ int cr__exec_wmma(cr__worker_t *wk, cr__warp_t *w, const cr__insn_t *in, uint32_
 int cr__exec_cp_async(cr__worker_t *wk, cr__warp_t *w, const cr__insn_t *in, uint32_t m);
 /* A call: sets w->pc/active to the callee's entry with the calling lanes. */
 int cr__exec_call(cr__worker_t *wk, cr__warp_t *w, const cr__insn_t *in, uint32_t m);
-/* vprintf and __assertfail. */
+/* vprintf, __assertfail and cudaGraphSetConditional. */
 int cr__exec_builtin(cr__worker_t *wk, cr__warp_t *w, const cr__insn_t *in, uint32_t m);
 uint64_t cr__exec_f32x(const cr__insn_t *in, uint64_t a, uint64_t b, uint64_t c);
 uint64_t cr__exec_f64x(const cr__insn_t *in, uint64_t a, uint64_t b, uint64_t c);

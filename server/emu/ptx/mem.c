@@ -1,5 +1,6 @@
 /* Memory instructions of the interpreter: loads, stores and atomics in every state space,
- * calls (argument and frame set-up) and the vprintf/__assertfail builtins.
+ * calls (argument and frame set-up) and the builtins (vprintf, __assertfail,
+ * cudaGraphSetConditional).
  *
  * Device addresses are host addresses: a global access is checked against the live
  * allocations (a per-worker cache of recent ranges, else the embedder's lookup) and then is a
@@ -525,7 +526,18 @@ int cr__exec_builtin(cr__worker_t *wk, cr__warp_t *w, const cr__insn_t *in, uint
 {
     for (uint32_t mm = m; mm; mm &= mm - 1) {
         uint32_t l = (uint32_t)__builtin_ctz(mm);
-        if (in->op == CR__OP_VPRINTF) {
+        if (in->op == CR__OP_SETCOND) {
+            uint32_t value = (uint32_t)frame_u64(wk, w, l, in->r[2], 4);
+            uint64_t a = frame_u64(wk, w, l, in->r[1], 8);
+            if (a & 3)
+                return misaligned(wk, w, l, a, 4, 1);
+            uint8_t *p = resolve(wk, w, l, CR__SP_GLOBAL, a, 4, 1);
+            if (!p)
+                return wk->fault;
+            CR__DEVICE_BEGIN();
+            __atomic_store_n((uint32_t *)(void *)p, value, __ATOMIC_RELAXED);
+            CR__DEVICE_END();
+        } else if (in->op == CR__OP_VPRINTF) {
             int rc = cr__vprintf(wk, w, l, frame_u64(wk, w, l, in->r[1], 8),
                                  frame_u64(wk, w, l, in->r[2], 8));
             if (rc < 0)
