@@ -60,6 +60,8 @@
 /* what a node costs the server besides its bytes (its record, its handle's id), counted
  * in the session's kept bytes so that empty nodes are bounded too */
 #define NODE_COST (sizeof(node_t) + sizeof(uint64_t))
+/* what each body of a conditional node costs (its graph, its pointer), counted likewise */
+#define BODY_COST (sizeof(graph_t) + sizeof(graph_t *))
 
 typedef struct graph graph_t;
 
@@ -451,6 +453,25 @@ static int mark_tails(mark_t *m, const capture_t *cap)
     return 0;
 }
 
+/* Charges g (and its session) for a conditional node's bodies: 0, or -1 past the session's
+ * bound. uncharge_bodies gives it back. */
+static int charge_bodies(graph_t *g, uint32_t bodies)
+{
+    uint64_t cost = (uint64_t)bodies * BODY_COST;
+    if (*g->account + cost > MAX_SESSION_BYTES)
+        return -1;
+    g->bytes += cost;
+    *g->account += cost;
+    return 0;
+}
+
+static void uncharge_bodies(graph_t *g, uint32_t bodies)
+{
+    uint64_t cost = (uint64_t)bodies * BODY_COST;
+    g->bytes -= cost;
+    *g->account -= cost;
+}
+
 /* Takes back g's last node, which has no handle yet: CUDA_ERROR_OUT_OF_MEMORY, why it is
  * taken back. */
 static CUresult drop_last(graph_t *g)
@@ -464,6 +485,7 @@ static CUresult drop_last(graph_t *g)
     free(n->deps);
     if (n->cond) {
         g->conds--;
+        uncharge_bodies(g, n->cond->size);
         cond_free(n->cond);
     }
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -507,8 +529,12 @@ static int keep_node(graph_t *g, const node_t *n, int with_deps)
     copy->removed = n->removed;
     copy->hidden = n->hidden;
     if (n->cond) {
-        if (!(copy->cond = cond_copy(n->cond)))
+        if (charge_bodies(g, n->cond->size) != 0)
             return drop_last(g), -1;
+        if (!(copy->cond = cond_copy(n->cond))) {
+            uncharge_bodies(g, n->cond->size);
+            return drop_last(g), -1;
+        }
         g->conds++;
     }
     return with_deps ? set_deps(g, g->count - 1, n->deps, n->ndeps) : 0;
@@ -1767,6 +1793,11 @@ void cr_srv_cuGraphAddNode_v2(cr_request_t *req)
     cond_t *c = r == CUDA_SUCCESS ? calloc(1, sizeof *c + size * sizeof *c->bodies) : NULL;
     if (r == CUDA_SUCCESS && !c)
         r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (c && charge_bodies(g, (uint32_t)size) != 0) { /* given back if no node is kept */
+        free(c);
+        c = NULL;
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
     for (; c && c->size < size; c->size++) {
         graph_t *body = graph_new(g->account);
         if (!body) {
@@ -1793,6 +1824,8 @@ void cr_srv_cuGraphAddNode_v2(cr_request_t *req)
         if (deps_give(g, &d) != 0)
             r = drop_last(g);
     }
+    if (c) /* no node kept it */
+        uncharge_bodies(g, (uint32_t)size);
     cond_free(c);
     free(d.idx);
     uint64_t node = 0, bodies[MAX_BODIES];
@@ -2368,6 +2401,7 @@ void cr_srv_cuGraphDestroyNode(cr_request_t *req)
         gone->opcode = 0;
         gone->removed = 1;
         if (gone->cond) { /* its bodies' handles go with the node's */
+            uncharge_bodies(g, gone->cond->size);
             cond_free(gone->cond);
             gone->cond = NULL;
             g->conds--;

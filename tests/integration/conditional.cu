@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cr_test.h"
 
@@ -247,6 +248,8 @@ static void switch_nested(int *sel, int *out, int *counter, cudaStream_t s)
 
 // A conditional node made during a capture, its body captured into (the pattern of
 // cudaStreamBeginCaptureToGraph); then an executable graph updated from another such graph.
+static cudaUserObject_t captured_object; // moved to the graph being captured when set
+
 static cudaGraph_t captured_if(int *flag, int *out, int v, cudaStream_t s, cudaStream_t body_s)
 {
     CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
@@ -256,11 +259,21 @@ static cudaGraph_t captured_if(int *flag, int *out, int v, cudaStream_t s, cudaS
     size_t ndeps;
     CHECK_CUDA(cudaStreamGetCaptureInfo(s, &st, nullptr, &g, &deps, nullptr, &ndeps));
     CHECK(st == cudaStreamCaptureStatusActive, "capture status %d", (int)st);
+    CHECK(g != nullptr && ndeps == 0, "a capture's graph %p with %zu nodes before its first",
+          (void *)g, ndeps);
+    if (captured_object)
+        CHECK_CUDA(cudaGraphRetainUserObject(g, captured_object, 1, cudaGraphUserObjectMove));
     cudaGraphConditionalHandle h;
     CHECK_CUDA(cudaGraphConditionalHandleCreate(&h, g, 0, 0));
     set_from<<<1, 1, 0, s>>>(h, flag);
     CHECK_CUDA(cudaGetLastError());
-    CHECK_CUDA(cudaStreamGetCaptureInfo(s, &st, nullptr, &g, &deps, nullptr, &ndeps));
+    cudaGraph_t same;
+    CHECK_CUDA(cudaStreamGetCaptureInfo(s, &st, nullptr, &same, &deps, nullptr, &ndeps));
+    CHECK(same == g && ndeps == 1, "the capture's graph %p (was %p) with %zu last nodes",
+          (void *)same, (void *)g, ndeps);
+    cudaGraphNodeType type;
+    CHECK_CUDA(cudaGraphNodeGetType(deps[0], &type));
+    CHECK(type == cudaGraphNodeTypeKernel, "the last node captured is of type %d", (int)type);
     cudaGraph_t body;
     cudaGraphNode_t node = conditional_node(g, deps, ndeps, h, cudaGraphCondTypeIf, 1, &body);
     CHECK_CUDA(cudaStreamUpdateCaptureDependencies(s, &node, nullptr, 1,
@@ -276,12 +289,37 @@ static cudaGraph_t captured_if(int *flag, int *out, int v, cudaStream_t s, cudaS
     add_value<<<1, WIDTH, 0, s>>>(out, 1000); // after the IF node
     cudaGraph_t graph;
     CHECK_CUDA(cudaStreamEndCapture(s, &graph));
+    CHECK(graph == g, "the capture ended in %p, not the graph it gave out (%p)", (void *)graph,
+          (void *)g);
+    size_t nodes;
+    CHECK_CUDA(cudaGraphGetNodes(graph, nullptr, &nodes));
+    CHECK(nodes == 3, "the captured graph has %zu nodes, expected 3", nodes);
     return graph;
+}
+
+static int destroyed;
+
+static void destroy_object(void *)
+{
+    __atomic_add_fetch(&destroyed, 1, __ATOMIC_SEQ_CST);
+}
+
+static int destroyed_now(void)
+{
+    return __atomic_load_n(&destroyed, __ATOMIC_SEQ_CST);
 }
 
 static void capture_and_update(int *flag, int *out, cudaStream_t s, cudaStream_t body_s)
 {
+    // a user object moved to the graph while it is being captured is the graph's after the
+    // capture ends
+    cudaUserObject_t o;
+    CHECK_CUDA(cudaUserObjectCreate(&o, nullptr, destroy_object, 1, cudaUserObjectNoDestructorSync));
+    captured_object = o;
     cudaGraph_t g = captured_if(flag, out, 5, s, body_s);
+    captured_object = nullptr;
+    usleep(50000); // a destructor run by mistake would have run by now
+    CHECK(destroyed_now() == 0, "the user object went while its graph holds it");
     cudaGraphExec_t exec;
     CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
     put(out, 0);
@@ -304,6 +342,9 @@ static void capture_and_update(int *flag, int *out, cudaStream_t s, cudaStream_t
     CHECK_CUDA(cudaGraphExecDestroy(exec));
     CHECK_CUDA(cudaGraphDestroy(g));
     CHECK_CUDA(cudaGraphDestroy(other));
+    for (int i = 0; i < 500 && !destroyed_now(); i++)
+        usleep(10000);
+    CHECK(destroyed_now() == 1, "the user object's destructor ran %d times", destroyed_now());
     printf("conditional: capture into a body and update passed\n");
 }
 
