@@ -64,10 +64,10 @@ typedef struct {
     CUgraphNode node; /* NULL: none (a hidden or destroyed graph.c node) */
     CUgraph *bodies;  /* a conditional node's, the driver's array */
     unsigned nbodies;
-    uint8_t kind;     /* KERNEL, MEMORY, RECORD or WAIT below; 0: empty */
-    uint8_t plain;    /* a kernel node without attributes: new arguments go in place */
-    uint8_t enabled;  /* turned on: its checks count */
-    uint32_t check;   /* its checks: [check, check + checks) */
+    uint8_t kind;    /* KERNEL, MEMORY, RECORD or WAIT below; 0: empty */
+    uint8_t plain;   /* a kernel node without attributes: new arguments go in place */
+    uint8_t enabled; /* turned on: its checks count */
+    uint32_t check;  /* its checks: [check, check + checks) */
     uint32_t checks;
 } dnode_t;
 
@@ -178,8 +178,8 @@ CUresult cr_graph_anchor_handle(cr_graph_anchor_t *a, unsigned dflt, unsigned fl
         cr_array_room((void **)&a->handles, &a->cap, a->nhandles, sizeof *a->handles))
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUgraphConditionalHandle h;
-    CUresult r = a->backend->d.cuGraphConditionalHandleCreate(&h, a->graph, a->backend->ctx,
-                                                              dflt, flags);
+    CUresult r =
+        a->backend->d.cuGraphConditionalHandleCreate(&h, a->graph, a->backend->ctx, dflt, flags);
     if (r == CUDA_SUCCESS)
         *handle = a->handles[a->nhandles++] = h;
     return r;

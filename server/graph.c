@@ -27,6 +27,14 @@
  * of its graph's nodes, whose nodes may be turned off (they then run as empty nodes) and
  * given other arguments.
  *
+ * A conditional node is an empty node with its handle, kind and bodies (cond_t), graphs
+ * of their own the program fills. Its value is set on the device, so a graph that has
+ * one is never replayed: it is built as the driver's graph when instantiated, in its
+ * anchor, the driver graph its handles were made against (device_graph.c), and built
+ * again after edits. A capture gives its graph a handle when cuStreamGetCaptureInfo asks
+ * for it, so that the program can add nodes to it (a conditional node, then
+ * cuStreamUpdateCaptureDependencies to go on after it).
+ *
  * Streams join a capture by waiting on an event recorded in it (the client follows the same
  * rule, client/capture.c); such a wait, and a wait on an event of the same capture, are
  * dependencies the order already keeps, and are dropped. Such event records are replayed
@@ -62,6 +70,8 @@
 #define NODE_COST (sizeof(node_t) + sizeof(uint64_t))
 /* what each body of a conditional node costs (its graph, its pointer), counted likewise */
 #define BODY_COST (sizeof(graph_t) + sizeof(graph_t *))
+/* what a graph's anchor (a driver graph and its handles) is counted as, likewise */
+#define ANCHOR_COST 4096u
 
 typedef struct graph graph_t;
 
@@ -911,8 +921,8 @@ void cr_srv_cuStreamGetCaptureInfo_v3(cr_request_t *req)
 {
     cr_session_t *s = req->session;
     uint64_t sid;
-    capture_t *cap = req->argc == 1 && !cr_arg_u64(req, 0, &sid) ? capture_of(captures(s, 0), sid)
-                                                                 : NULL;
+    capture_t *cap =
+        req->argc == 1 && !cr_arg_u64(req, 0, &sid) ? capture_of(captures(s, 0), sid) : NULL;
     if (!cap) {
         reply_id(req, CUDA_ERROR_ILLEGAL_STATE, 0);
         return;
@@ -1742,8 +1752,16 @@ void cr_srv_cuGraphConditionalHandleCreate(cr_request_t *req)
                      ? cr_session_handle(s, CR_HT_CUgraph, gid)
                      : NULL;
     CUresult r = g && flags <= UINT32_MAX ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-    if (r == CUDA_SUCCESS && !g->anchor && !(g->anchor = cr_graph_anchor_new(s)))
-        r = CUDA_ERROR_NOT_SUPPORTED;
+    if (r == CUDA_SUCCESS && !g->anchor) {
+        if (*g->account + ANCHOR_COST > MAX_SESSION_BYTES)
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        else if (!(g->anchor = cr_graph_anchor_new(s)))
+            r = CUDA_ERROR_NOT_SUPPORTED;
+        if (g->anchor) { /* the graph's, given back with its bytes */
+            g->bytes += ANCHOR_COST;
+            *g->account += ANCHOR_COST;
+        }
+    }
     if (r == CUDA_SUCCESS)
         r = cr_graph_anchor_handle(g->anchor, (unsigned)dflt, (unsigned)flags, &handle);
     reply_id(req, r, handle);
@@ -2044,8 +2062,8 @@ void cr_srv_cuGraphExecUpdate_v2(cr_request_t *req)
             return;
         }
         if (now->opcode != next->opcode || !now->cond != !next->cond ||
-            (now->cond && (now->cond->type != next->cond->type ||
-                           now->cond->size != next->cond->size))) {
+            (now->cond &&
+             (now->cond->type != next->cond->type || now->cond->size != next->cond->size))) {
             reply_id(req, CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE,
                      CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED);
             return;

@@ -528,8 +528,12 @@ static CUresult note_definitions(link_t *l, input_t *in)
 /* Functions the device provides, which no input defines. */
 static int provided(const stmt_t *s)
 {
-    static const char *const names[] = {"vprintf", "__assertfail", "malloc", "free",
-                                        "__nv_aligned_device_malloc", "cudaGraphSetConditional"};
+    static const char *const names[] = {"vprintf",
+                                        "__assertfail",
+                                        "malloc",
+                                        "free",
+                                        "__nv_aligned_device_malloc",
+                                        "cudaGraphSetConditional"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strlen(names[i]) == s->name_len && !memcmp(names[i], s->name, s->name_len))
             return 1;
