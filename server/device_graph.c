@@ -510,8 +510,9 @@ CUresult cr_device_graph_add_conditional(cr_device_graph_t *g, size_t index, uin
 CUgraph cr_device_graph_enter(cr_device_graph_t *g, size_t index, unsigned body)
 {
     CUgraph outer = g->target;
-    if (index < g->map_count && body < g->map[index].nbodies)
-        g->target = g->map[index].bodies[body];
+    /* no such body: nothing can be added until leave (the driver refuses a NULL graph) */
+    g->target = index < g->map_count && body < g->map[index].nbodies ? g->map[index].bodies[body]
+                                                                      : NULL;
     return outer;
 }
 

@@ -931,11 +931,15 @@ void cr_srv_cuStreamGetCaptureInfo_v3(cr_request_t *req)
     CUresult r = CUDA_SUCCESS;
     if (!cap->into) {
         uint64_t id;
-        if (cr_session_add_handle(s, CR_HT_CUgraph, g, 0, &id) != 0) {
-            r = CUDA_ERROR_OUT_OF_MEMORY;
-        } else if (g->refs++, cr_session_handle_attach(s, id, 0, g, graph_unref) != 0) {
+        int given = cr_session_add_handle(s, CR_HT_CUgraph, g, 0, &id) == 0;
+        if (given) /* the handle's reference, beside the capture's */
+            g->refs++;
+        if (given && cr_session_handle_attach(s, id, 0, g, graph_unref) != 0) {
             g->refs--;
             cr_session_remove_handle(s, id);
+            given = 0;
+        }
+        if (!given) {
             r = CUDA_ERROR_OUT_OF_MEMORY;
         } else { /* every stream in the capture captures into it now */
             captures_t *c = captures(s, 0);
