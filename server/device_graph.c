@@ -511,8 +511,8 @@ CUgraph cr_device_graph_enter(cr_device_graph_t *g, size_t index, unsigned body)
 {
     CUgraph outer = g->target;
     /* no such body: nothing can be added until leave (the driver refuses a NULL graph) */
-    g->target = index < g->map_count && body < g->map[index].nbodies ? g->map[index].bodies[body]
-                                                                      : NULL;
+    g->target =
+        index < g->map_count && body < g->map[index].nbodies ? g->map[index].bodies[body] : NULL;
     return outer;
 }
 
