@@ -68,8 +68,9 @@
 /* what a node costs the server besides its bytes (its record, its handle's id), counted
  * in the session's kept bytes so that empty nodes are bounded too */
 #define NODE_COST (sizeof(node_t) + sizeof(uint64_t))
-/* what each body of a conditional node costs (its graph, its pointer), counted likewise */
-#define BODY_COST (sizeof(graph_t) + sizeof(graph_t *))
+/* what each body of a conditional node costs (its graph, its pointer, its handle's entry
+ * in the session's table), counted likewise */
+#define BODY_COST (sizeof(graph_t) + sizeof(graph_t *) + sizeof(cr_handle_t))
 /* what a graph's anchor (a driver graph and its handles) is counted as, likewise */
 #define ANCHOR_COST 4096u
 

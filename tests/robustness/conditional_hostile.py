@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Conditional graph nodes and a capture's graph asked for by a hostile client: handles,
+kinds, body counts and dependencies that are not the graph's are refused; another
+session's graph and handle cannot be named; bodies cannot be destroyed on their own; and
+a well-formed node still instantiates and launches.
+
+  conditional_hostile.py --server BIN --opcodes codegen/opcodes.txt
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'integration'))
+import run  # noqa: E402  (the integration harness: Server)
+
+from wire import INVALID_VALUE, SUCCESS, Client, Failure, expect, read_opcodes  # noqa: E402
+
+ILLEGAL_STATE = 401
+COND_IF, COND_WHILE, COND_SWITCH = 0, 1, 2
+ASSIGN_DEFAULT = 1
+
+
+def unpack(b, pos=0):
+    """One msgpack value of the kinds replies use (integers and arrays): (value, next)."""
+    t = b[pos]
+    if t < 0x80:
+        return t, pos + 1
+    if t & 0xf0 == 0x90 or t in (0xdc, 0xdd):
+        if t & 0xf0 == 0x90:
+            n, pos = t & 0x0f, pos + 1
+        else:
+            size = 2 if t == 0xdc else 4
+            n, pos = int.from_bytes(b[pos + 1:pos + 1 + size], 'big'), pos + 1 + size
+        items = []
+        for _ in range(n):
+            v, pos = unpack(b, pos)
+            items.append(v)
+        return items, pos
+    if t in (0xcc, 0xcd, 0xce, 0xcf):
+        n = 1 << (t & 3)
+        return int.from_bytes(b[pos + 1:pos + 1 + n], 'big'), pos + 1 + n
+    if t >= 0xe0 or t in (0xd0, 0xd1, 0xd2, 0xd3):
+        if t >= 0xe0:
+            return t - 0x100, pos + 1
+        n = 1 << (t & 3)
+        return int.from_bytes(b[pos + 1:pos + 1 + n], 'big', signed=True), pos + 1 + n
+    raise Failure('unexpected msgpack type %#x in a reply' % t)
+
+
+def reply(c, op, body):
+    """The whole reply array of a call."""
+    c.call(op, body)
+    return unpack(c.last_body)[0]
+
+
+def result(c, op, body):
+    """A call's CUresult alone (some replies carry a 0 result after an error)."""
+    return c.call(op, body)[0]
+
+
+def conditional_hostile(server, opcodes):
+    path = server.address[len('unix:'):]
+    a, b = Client(path, opcodes), Client(path, opcodes)
+    g = reply(a, 'cuGraphCreate', [0])[1]
+    other = reply(a, 'cuGraphCreate', [0])[1]
+    expect('a handle with unknown flags is refused',
+           result(a, 'cuGraphConditionalHandleCreate', [g, 0, 2]), INVALID_VALUE)
+    expect('a default past 32 bits is refused',
+           result(a, 'cuGraphConditionalHandleCreate', [g, 1 << 32, 0]), INVALID_VALUE)
+    expect('a handle of no graph is refused',
+           result(a, 'cuGraphConditionalHandleCreate', [0x7777, 0, 0]), INVALID_VALUE)
+    got = reply(a, 'cuGraphConditionalHandleCreate', [g, 1, ASSIGN_DEFAULT])
+    expect('a handle of the graph is made', got[0], SUCCESS)
+    h = got[1]
+    theirs = reply(a, 'cuGraphConditionalHandleCreate', [other, 0, 0])[1]
+
+    def refused(what, body):
+        expect(what, result(a, 'cuGraphAddNode_v2', body), INVALID_VALUE)
+
+    refused('a handle of another graph', [g, [], theirs, COND_IF, 1])
+    refused('a handle that was never made', [g, [], h + 1, COND_IF, 1])
+    refused('an IF node of three bodies', [g, [], h, COND_IF, 3])
+    refused('a WHILE node of two bodies', [g, [], h, COND_WHILE, 2])
+    refused('a node of no bodies', [g, [], h, COND_SWITCH, 0])
+    refused('a SWITCH node of 1025 bodies', [g, [], h, COND_SWITCH, 1025])
+    refused('a SWITCH node of 2^64-1 bodies', [g, [], h, COND_SWITCH, (1 << 64) - 1])
+    refused('an unknown kind', [g, [], h, 9, 1])
+    refused('a dependency that is no node', [g, [0x1234567], h, COND_IF, 1])
+    refused('a message of three arguments', [g, [], h])
+    refused('a graph that is not one', [0x7777, [], h, COND_IF, 1])
+
+    got = reply(a, 'cuGraphAddNode_v2', [g, [], h, COND_SWITCH, 4])
+    expect('a SWITCH node of four bodies is made', (got[0], len(got[2])), (SUCCESS, 4))
+    node, bodies = got[1], got[2]
+    expect('its body cannot be destroyed on its own',
+           result(a, 'cuGraphDestroy', [bodies[0]]), INVALID_VALUE)
+    refused('a dependency in another graph', [other, [node], theirs, COND_IF, 1])
+
+    # the other session, which has no graph yet (ids are per session), sees none of it
+    expect('another session cannot make handles on the graph',
+           result(b, 'cuGraphConditionalHandleCreate', [g, 0, 0]), INVALID_VALUE)
+    expect('nor on a body of it',
+           result(b, 'cuGraphConditionalHandleCreate', [bodies[1], 0, 0]), INVALID_VALUE)
+    expect('nor add to a body of it',
+           result(b, 'cuGraphAddNode_v2', [bodies[1], [], h, COND_IF, 1]), INVALID_VALUE)
+    mine = reply(b, 'cuGraphCreate', [0])[1]
+    b.call('cuGraphConditionalHandleCreate', [mine, 0, 0])
+    expect('nor use its handle in a graph of its own',
+           result(b, 'cuGraphAddNode_v2', [mine, [], h, COND_IF, 1]), INVALID_VALUE)
+
+    # captures: none under way
+    expect('a capture\'s graph without a capture',
+           result(a, 'cuStreamGetCaptureInfo_v3', [0]), ILLEGAL_STATE)
+    expect('a capture\'s dependencies without a capture',
+           result(a, 'cuStreamUpdateCaptureDependencies_v2', [0, [node], 1]), ILLEGAL_STATE)
+
+    # a nested node on the top graph's handle in a body; then the graph runs
+    loop = reply(a, 'cuGraphConditionalHandleCreate', [bodies[2], 0, ASSIGN_DEFAULT])
+    expect('a handle made on a body', loop[0], SUCCESS)
+    got = reply(a, 'cuGraphAddNode_v2', [bodies[2], [], loop[1], COND_WHILE, 1])
+    expect('a WHILE node in the body (its value 0: it never runs)', got[0], SUCCESS)
+    exec_ = reply(a, 'cuGraphInstantiateWithFlags', [g, 0])
+    expect('the graph instantiates', exec_[0], SUCCESS)
+    expect('and launches', result(a, 'cuGraphLaunch', [exec_[1], 0]), SUCCESS)
+    expect('and its stream finishes', result(a, 'cuStreamSynchronize', [0]), SUCCESS)
+    expect('destroying the node', result(a, 'cuGraphDestroyNode', [node]), SUCCESS)
+    expect('takes its bodies\' handles with it',
+           result(a, 'cuGraphConditionalHandleCreate', [bodies[3], 0, 0]), INVALID_VALUE)
+    expect('the executable graph still launches', result(a, 'cuGraphLaunch', [exec_[1], 0]), SUCCESS)
+    expect('the graph goes', result(a, 'cuGraphDestroy', [g]), SUCCESS)
+    expect('and the executable graph', result(a, 'cuGraphExecDestroy', [exec_[1]]), SUCCESS)
+    expect('the server still serves', result(a, 'cuStreamSynchronize', [0]), SUCCESS)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--server', required=True)
+    ap.add_argument('--opcodes', required=True)
+    args = ap.parse_args()
+    opcodes = read_opcodes(args.opcodes)
+    return run.with_server('conditional_hostile.py', args.server,
+                           lambda server: conditional_hostile(server, opcodes),
+                           errors=(Failure, AssertionError, ConnectionError, OSError))
+
+
+if __name__ == '__main__':
+    sys.exit(main())
