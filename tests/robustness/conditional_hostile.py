@@ -126,7 +126,8 @@ def conditional_hostile(server, opcodes):
     expect('destroying the node', result(a, 'cuGraphDestroyNode', [node]), SUCCESS)
     expect('takes its bodies\' handles with it',
            result(a, 'cuGraphConditionalHandleCreate', [bodies[3], 0, 0]), INVALID_VALUE)
-    expect('the executable graph still launches', result(a, 'cuGraphLaunch', [exec_[1], 0]), SUCCESS)
+    expect('the executable graph still launches',
+           result(a, 'cuGraphLaunch', [exec_[1], 0]), SUCCESS)
     expect('the graph goes', result(a, 'cuGraphDestroy', [g]), SUCCESS)
     expect('and the executable graph', result(a, 'cuGraphExecDestroy', [exec_[1]]), SUCCESS)
     expect('the server still serves', result(a, 'cuStreamSynchronize', [0]), SUCCESS)
