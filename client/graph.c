@@ -847,15 +847,10 @@ static CUresult conditional_node(CUgraphNode *node, CUgraph graph, const CUgraph
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!node || !graph || (n && !deps) || n > UINT32_MAX || !p->size)
         return CUDA_ERROR_INVALID_VALUE;
-    bodies_t *kept = malloc(sizeof *kept + (size_t)p->size * sizeof *kept->list);
-    if (!kept)
-        return CUDA_ERROR_OUT_OF_MEMORY;
     cr_msg_t m;
     int err = cr_msg_begin(cl->conn, &m, CR_OP_cuGraphAddNode_v2);
-    if (err) {
-        free(kept);
+    if (err)
         return cr_transport_error(err);
-    }
     msgpack_pack_array(&m.pk, 5);
     msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)graph);
     pack_handles(&m.pk, (const void *const *)deps, n);
@@ -870,6 +865,11 @@ static CUresult conditional_node(CUgraphNode *node, CUgraph graph, const CUgraph
         (u.data.via.array.size != 3 || a[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
          a[2].type != MSGPACK_OBJECT_ARRAY || a[2].via.array.size != p->size))
         r = CUDA_ERROR_UNKNOWN;
+    /* the size the server took, so never more than it allows */
+    bodies_t *kept =
+        r == CUDA_SUCCESS ? malloc(sizeof *kept + (size_t)p->size * sizeof *kept->list) : NULL;
+    if (r == CUDA_SUCCESS && !kept)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
     for (uint32_t i = 0; r == CUDA_SUCCESS && i < p->size; i++) {
         const msgpack_object *id = &a[2].via.array.ptr[i];
         if (id->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
