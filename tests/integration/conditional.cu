@@ -42,6 +42,7 @@ static void put(int *dev, int v)
     for (int i = 0; i < WIDTH; i++)
         host[i] = v;
     CHECK_CUDA(cudaMemcpy(dev, host, sizeof host, cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaDeviceSynchronize()); // the graphs run on a stream that does not wait for it
 }
 
 static void expect(const int *dev, int want, const char *what)

@@ -460,6 +460,7 @@ static void stale_after_first_launch(cudaStream_t s)
     unsigned *word;
     CHECK_CUDA(cudaMalloc(&word, sizeof *word));
     CHECK_CUDA(cudaMemset(word, 0, sizeof *word));
+    CHECK_CUDA(cudaDeviceSynchronize()); // s does not wait for the legacy stream's memsets
 
     CUmodule mod;
     CUfunction set_value;
@@ -478,6 +479,7 @@ static void stale_after_first_launch(cudaStream_t s)
     CHECK_CUDA(cudaStreamSynchronize(s));
     CHECK(read_word(word) == 7, "the module's kernel in a graph wrote %u", read_word(word));
     CHECK_CUDA(cudaMemset(word, 0, sizeof *word));
+    CHECK_CUDA(cudaDeviceSynchronize());
     CHECK(unload(mod) == CUDA_SUCCESS, "cuModuleUnload");
     cudaError_t launched = cudaGraphLaunch(e, s);
     cudaError_t synced = cudaStreamSynchronize(s);
