@@ -10,7 +10,10 @@
  *                               kind of node made here, as the request it stands for (a
  *                               kernel node: cuLaunchKernel's arguments and parameter bytes),
  *                               its stream 0; opcode 0 is an empty node
- *   cuGraphAddChildGraphNode    [graph, dependencies, child graph] -> node
+ *   cuGraphAddChildGraphNode    [graph, dependencies, child graph] -> node: the node holds a
+ *                               copy of the child
+ *   cuGraphChildGraphNodeGetGraph  [node] -> the graph it holds
+ *   cuGraphExecChildGraphNodeSetParams  [executable graph, node, graph]
  *   cuGraphConditionalHandleCreate  [graph, default value, flags] -> handle
  *   cuGraphAddNode_v2           [graph, dependencies, handle, type, size] -> [node, [bodies]]:
  *                               a conditional node and its body graphs
@@ -718,6 +721,29 @@ CUresult cr_hand_cuGraphAddChildGraphNode(CUgraphNode *node, CUgraph graph, cons
     if (r == CUDA_SUCCESS) /* the child's nodes are copied in: so are its references */
         cr_user_objects_copy((uint64_t)(uintptr_t)child, (uint64_t)(uintptr_t)graph);
     return r;
+}
+
+/* The graph a child graph node holds: the server's, not a copy, so that what the program
+ * adds to it or changes there the node does. */
+CUresult cr_hand_cuGraphChildGraphNodeGetGraph(CUgraphNode node, CUgraph *graph)
+{
+    if (!graph)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t id = 0;
+    CUresult r = call2(CR_OP_cuGraphChildGraphNodeGetGraph, (uint64_t)(uintptr_t)node, 0, 0, &id);
+    *graph = r == CUDA_SUCCESS ? (CUgraph)(uintptr_t)id : NULL;
+    return r;
+}
+
+static CUresult call3(uint16_t opcode, uint64_t a, uint64_t b, uint64_t c);
+
+/* [executable graph, node, graph]: the executable graph's child graph node takes a copy of
+ * a graph of the same shape. */
+CUresult cr_hand_cuGraphExecChildGraphNodeSetParams(CUgraphExec exec, CUgraphNode node,
+                                                    CUgraph child)
+{
+    return call3(CR_OP_cuGraphExecChildGraphNodeSetParams, (uint64_t)(uintptr_t)exec,
+                 (uint64_t)(uintptr_t)node, (uint64_t)(uintptr_t)child);
 }
 
 /* [graph, dependencies, value] -> [node] or [node, address] (with address). */
@@ -1718,7 +1744,7 @@ CUresult cr_hand_cuGraphExecUpdate(CUgraphExec exec, CUgraph graph, CUgraphNode 
 
 /* The DOT file of a graph as the server runs it: its nodes in their order, each named by
  * the call it stands for, with the edges the graph keeps; a child graph's nodes in a
- * cluster of their own, one after the other (they keep no edges of their own). */
+ * cluster of their own, with their edges, before the node that stands for the child. */
 static int small_uint(const msgpack_object *o, uint64_t *v)
 {
     if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
@@ -1728,7 +1754,7 @@ static int small_uint(const msgpack_object *o, uint64_t *v)
 }
 
 /* The graph as DOT: each node with its place in the order the server runs them, its edges;
- * a child graph's nodes in a cluster, run one after the other. */
+ * a child graph's nodes in a cluster. */
 static void write_dot(FILE *f, const msgpack_object_array *nodes)
 {
     fprintf(f, "digraph cuda_remote_graph {\n"
@@ -1743,7 +1769,6 @@ static void write_dot(FILE *f, const msgpack_object_array *nodes)
             !small_uint(&n->via.array.ptr[2], &removed))
             continue;
         int ends_child = !inner && in_child; /* the node that stands for the child graph */
-        int was_inner = in_child;
         if (inner && !in_child)
             fprintf(f, "  subgraph cluster_child%d {\n    label=\"child graph\";\n", children++);
         else if (ends_child)
@@ -1755,8 +1780,6 @@ static void write_dot(FILE *f, const msgpack_object_array *nodes)
                 op           ? cr_opcode_name((unsigned)op)
                 : ends_child ? "child graph done"
                              : "empty");
-        if (was_inner) /* a child graph's nodes run in order, then the node standing for it */
-            fprintf(f, "  n%u -> n%u;\n", i - 1, i);
         const msgpack_object *deps = &n->via.array.ptr[3];
         for (uint32_t k = 0; deps->type == MSGPACK_OBJECT_ARRAY && k < deps->via.array.size; k++) {
             uint64_t d;

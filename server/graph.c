@@ -11,7 +11,7 @@
  * An executable graph whose nodes are all kernels, memsets, device copies and event records
  * and waits becomes, at its first launch, the driver's own graph (device_graph.c): the kept
  * requests, checked as their handlers check them, with the graph's edges (a child graph's
- * nodes as a chain); each launch rechecks what they name and is one driver call,
+ * nodes with theirs, in its node's place); each launch rechecks what they name and is one driver call,
  * scheduled as one unit. Any other executable graph (a host node, say), and one whose
  * nodes would fail, is replayed: its kept requests, in the order they came, one after the
  * other on the stream the graph is launched on, each dispatched as if the client had just
@@ -27,7 +27,7 @@
  * of its graph's nodes, whose nodes may be turned off (they then run as empty nodes) and
  * given other arguments.
  *
- * A conditional node is an empty node with its handle, kind and bodies (cond_t), graphs
+ * A conditional node is an empty node with its handle, kind and bodies (nest_t), graphs
  * of their own the program fills. Its value is set on the device, so a graph that has
  * one is never replayed: it is built as the driver's graph when instantiated, in its
  * anchor, the driver graph its handles were made against (device_graph.c), and built
@@ -38,8 +38,9 @@
  * Streams join a capture by waiting on an event recorded in it (the client follows the same
  * rule, client/capture.c); such a wait, and a wait on an event of the same capture, are
  * dependencies the order already keeps, and are dropped. Such event records are replayed
- * but hidden: not nodes of the graph, as on a GPU. A child graph node adds a copy of its
- * graph's nodes; a graph launched into a capture invalidates it, as on a GPU (the client
+ * but hidden: not nodes of the graph, as on a GPU. A child graph node holds a copy of its
+ * graph (a nest_t, as a conditional node holds its bodies), which the program may get and
+ * edit (cuGraphChildGraphNodeGetGraph) and a replay runs in the node's place; a graph launched into a capture invalidates it, as on a GPU (the client
  * refuses it first). The capture ends for every stream in
  * it when the stream that began it ends it. A session's kept bytes are bounded
  * (MAX_SESSION_BYTES, MAX_NODES per graph; past them the capture is invalidated or the
@@ -76,19 +77,19 @@
 
 typedef struct graph graph_t;
 
-/* A conditional node's: its handle (made against its graph's anchor), its kind
- * (CU_GRAPH_COND_TYPE_*) and its bodies, graphs of their own that the program fills through
- * their handles (children of the node's graph's handle). */
+/* The graphs a node holds, each a graph of its own that the program may fill or edit
+ * through its handle (a child of the node's handle): a conditional node's bodies, with its
+ * handle (made against its graph's anchor) and kind (CU_GRAPH_COND_TYPE_*); a child graph
+ * node's graph, the one body (its handle, once given out, in `given`). */
 typedef struct {
-    uint64_t handle;
+    uint64_t handle, given;
     uint32_t type, size;
     graph_t *bodies[];
-} cond_t;
+} nest_t;
 
 typedef struct {
     uint16_t opcode;    /* 0: an empty node */
     uint8_t stream_arg; /* which argument names the stream */
-    uint8_t inner;      /* a node of a child graph, which counts as one node (its last) */
     uint32_t body_len;
     uint64_t bulk_len;
     uint8_t *bytes;   /* body, then bulk */
@@ -98,9 +99,9 @@ typedef struct {
                          indices, which node handles and executable graphs go by */
     uint8_t hidden;   /* an event record captured to join streams: replayed, but not a node
                          of the graph, as on a GPU (edges go past it) */
-    uint32_t ndeps;   /* its edges: the nodes it depends on, by index (never inner ones) */
+    uint32_t ndeps;   /* its edges: the nodes it depends on, by index */
     uint32_t *deps;
-    cond_t *cond; /* a conditional node's (type CONDITIONAL) */
+    nest_t *nest; /* a conditional node's bodies, a child graph node's graph */
 } node_t;
 
 static int node_kind(uint16_t opcode);
@@ -131,7 +132,7 @@ struct graph {
     uint64_t *node_ids; /* the handle id given out for each node, 0 for none yet */
     size_t node_id_cap;
     cr_graph_anchor_t *anchor; /* what its conditional handles are made against, or NULL */
-    uint8_t body;              /* a conditional node's body */
+    uint8_t owned;             /* a node's (a conditional node's body, a child graph) */
     uint32_t conds;            /* its conditional nodes */
 };
 
@@ -235,7 +236,7 @@ static void mem_unref(graph_mem_t *m)
 
 static void graph_unref(void *p);
 
-static void cond_free(cond_t *c)
+static void nest_free(nest_t *c)
 {
     for (uint32_t i = 0; c && i < c->size; i++)
         graph_unref(c->bodies[i]);
@@ -254,7 +255,7 @@ static void graph_unref(void *p)
     for (size_t i = 0; i < g->count; i++) {
         free(g->nodes[i].bytes);
         free(g->nodes[i].deps);
-        cond_free(g->nodes[i].cond);
+        nest_free(g->nodes[i].nest);
     }
     cr_graph_anchor_unref(g->anchor);
     *g->account -= g->bytes;
@@ -340,7 +341,7 @@ static int keep_bytes(graph_t *g, uint16_t opcode, int arg, const void *body, ui
         memcpy(bytes, body, body_len);
     if (bulk_len)
         memcpy(bytes + body_len, bulk, bulk_len);
-    g->nodes[g->count++] = (node_t){opcode, (uint8_t)arg, 0, body_len, bulk_len, bytes};
+    g->nodes[g->count++] = (node_t){opcode, (uint8_t)arg, body_len, bulk_len, bytes};
     g->bytes += size;
     *g->account += size;
     return 0;
@@ -494,10 +495,10 @@ static CUresult drop_last(graph_t *g)
     *g->account -= size;
     free(n->bytes);
     free(n->deps);
-    if (n->cond) {
-        g->conds--;
-        uncharge_bodies(g, n->cond->size);
-        cond_free(n->cond);
+    if (n->nest) {
+        g->conds -= n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL;
+        uncharge_bodies(g, n->nest->size);
+        nest_free(n->nest);
     }
     return CUDA_ERROR_OUT_OF_MEMORY;
 }
@@ -511,16 +512,16 @@ static int keep(graph_t *g, const cr_request_t *req, int arg)
 static graph_t *graph_copy(const graph_t *g);
 
 /* A copy of c, its bodies copied too, or NULL. */
-static cond_t *cond_copy(const cond_t *c)
+static nest_t *nest_copy(const nest_t *c)
 {
-    cond_t *copy = calloc(1, sizeof *copy + c->size * sizeof *copy->bodies);
+    nest_t *copy = calloc(1, sizeof *copy + c->size * sizeof *copy->bodies);
     if (!copy)
         return NULL;
     copy->handle = c->handle;
-    copy->type = c->type;
+    copy->type = c->type; /* a copy's bodies have no handles yet */
     for (; copy->size < c->size; copy->size++)
         if (!(copy->bodies[copy->size] = graph_copy(c->bodies[copy->size]))) {
-            cond_free(copy);
+            nest_free(copy);
             return NULL;
         }
     return copy;
@@ -534,37 +535,40 @@ static int keep_node(graph_t *g, const node_t *n, int with_deps)
                    n->bulk_len) != 0)
         return -1;
     node_t *copy = &g->nodes[g->count - 1];
-    copy->inner = n->inner;
     copy->type = n->type;
     copy->disabled = n->disabled;
     copy->removed = n->removed;
     copy->hidden = n->hidden;
-    if (n->cond) {
-        if (charge_bodies(g, n->cond->size) != 0)
+    if (n->nest) {
+        if (charge_bodies(g, n->nest->size) != 0)
             return drop_last(g), -1;
-        if (!(copy->cond = cond_copy(n->cond))) {
-            uncharge_bodies(g, n->cond->size);
+        if (!(copy->nest = nest_copy(n->nest))) {
+            uncharge_bodies(g, n->nest->size);
             return drop_last(g), -1;
         }
-        g->conds++;
+        g->conds += n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL;
     }
     return with_deps ? set_deps(g, g->count - 1, n->deps, n->ndeps) : 0;
 }
 
-/* Appends the nodes of `child` as one node of g: its nodes, marked inner, and an empty node
- * that stands for them. 0, or -1 (g then holds part of them: invalidate or drop it). */
+/* Appends a child graph node holding a copy of `child` to g. 0, or -1 (nothing kept). */
 static int keep_child(graph_t *g, const graph_t *child)
 {
-    for (size_t i = 0; i < child->count; i++) {
-        if (child->nodes[i].removed)
-            continue;
-        if (keep_node(g, &child->nodes[i], 0) != 0)
-            return -1;
-        g->nodes[g->count - 1].inner = 1;
-    }
-    if (keep_bytes(g, 0, 0, NULL, 0, NULL, 0) != 0)
+    nest_t *c = calloc(1, sizeof *c + sizeof *c->bodies);
+    if (!c || charge_bodies(g, 1) != 0) {
+        free(c);
         return -1;
-    g->nodes[g->count - 1].type = CU_GRAPH_NODE_TYPE_GRAPH;
+    }
+    c->size = 1;
+    if (!(c->bodies[0] = graph_copy(child)) || keep_bytes(g, 0, 0, NULL, 0, NULL, 0) != 0) {
+        uncharge_bodies(g, 1);
+        nest_free(c);
+        return -1;
+    }
+    c->bodies[0]->owned = 1;
+    node_t *n = &g->nodes[g->count - 1];
+    n->type = CU_GRAPH_NODE_TYPE_GRAPH;
+    n->nest = c;
     return 0;
 }
 
@@ -587,7 +591,7 @@ static graph_t *graph_copy(const graph_t *g)
         copy->anchor = g->anchor;
     }
     if (copy)
-        copy->body = g->body;
+        copy->owned = g->owned;
     for (size_t i = 0; copy && i < g->count; i++) {
         if (keep_node(copy, &g->nodes[i], 1) != 0) {
             graph_unref(copy);
@@ -1135,22 +1139,49 @@ static size_t tree_count(const graph_t *g)
 {
     size_t n = g->count;
     for (size_t i = 0; i < g->count; i++)
-        for (uint32_t b = 0; g->nodes[i].cond && b < g->nodes[i].cond->size; b++)
-            n += tree_count(g->nodes[i].cond->bodies[b]);
+        for (uint32_t b = 0; g->nodes[i].nest && b < g->nodes[i].nest->size; b++)
+            n += tree_count(g->nodes[i].nest->bodies[b]);
     return n;
 }
 
-/* Adds g's nodes to dev, node i as dev's node base + i, its conditional nodes' bodies' nodes
- * numbered from *next on (which it advances). `sid`: a stream of the session's, which the
- * requests name. CUDA_SUCCESS or why not (*at: the node that failed). */
+/* The last nodes of g (those nothing in g depends on), as dev's nodes base + i, into
+ * *ends (free it). CUDA_SUCCESS or out of memory. */
+static CUresult graph_ends(const graph_t *g, size_t base, uint32_t **ends, uint32_t *nends)
+{
+    *ends = NULL;
+    *nends = 0;
+    uint8_t *needed = g->count ? calloc(g->count, 1) : NULL;
+    uint32_t *out = g->count ? malloc(g->count * sizeof *out) : NULL;
+    if (g->count && (!needed || !out)) {
+        free(needed);
+        free(out);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    for (size_t i = 0; i < g->count; i++)
+        for (uint32_t k = 0; !g->nodes[i].hidden && k < g->nodes[i].ndeps; k++)
+            needed[g->nodes[i].deps[k]] = 1;
+    for (size_t i = 0; i < g->count; i++)
+        if (!needed[i] && !g->nodes[i].removed && !g->nodes[i].hidden)
+            out[(*nends)++] = (uint32_t)(base + i);
+    free(needed);
+    *ends = out;
+    return CUDA_SUCCESS;
+}
+
+/* Adds g's nodes to dev, node i as dev's node base + i, the nodes of the graphs its nodes
+ * hold numbered from *next on (which it advances); a node of g without dependencies depends
+ * on `roots` (dev's nodes: what a child graph node depends on). A child graph's nodes go
+ * into the same graph, with their edges, and its node after them; a conditional node's
+ * bodies into the bodies the driver makes for it. `sid`: a stream of the session's, which
+ * the requests name. CUDA_SUCCESS or why not (*at: the node that failed). */
 static CUresult build_nodes(cr_session_t *s, cr_device_graph_t *dev, const graph_t *g, size_t base,
-                            size_t *next, uint64_t sid, size_t *at)
+                            size_t *next, uint64_t sid, size_t *at, const uint32_t *roots,
+                            uint32_t nroots)
 {
     CUresult r = CUDA_SUCCESS;
     msgpack_zone zone;
     msgpack_zone_init(&zone, 2048);
     uint32_t *deps = NULL;
-    int64_t run_last = -1; /* the last node added of the child graph's nodes under way */
     for (size_t i = 0; r == CUDA_SUCCESS && i < g->count; i++) {
         const node_t *n = &g->nodes[i];
         *at = base + i;
@@ -1158,22 +1189,7 @@ static CUresult build_nodes(cr_session_t *s, cr_device_graph_t *dev, const graph
          * nothing depends on a destroyed node's place either */
         if (n->hidden || n->removed)
             continue;
-        /* A child graph's nodes keep no edges of their own (they are copied in order):
-         * they run as a chain, its first after what the child graph node depends on, and
-         * the empty node that stands for the child graph after its last. */
-        uint32_t one = (uint32_t)run_last;
-        const uint32_t *local = n->deps;
-        uint32_t ndeps = n->ndeps;
-        if (run_last >= 0 && (n->inner || i == 0 || g->nodes[i - 1].inner)) {
-            local = &one;
-            ndeps = 1;
-        } else if (n->inner) {
-            size_t end = i;
-            while (end < g->count && g->nodes[end].inner)
-                end++;
-            local = end < g->count ? g->nodes[end].deps : NULL;
-            ndeps = end < g->count ? g->nodes[end].ndeps : 0;
-        }
+        uint32_t ndeps = n->ndeps ? n->ndeps : nroots;
         uint32_t *grown = ndeps ? realloc(deps, ndeps * sizeof *deps) : deps;
         if (ndeps && !grown) {
             r = CUDA_ERROR_OUT_OF_MEMORY;
@@ -1181,16 +1197,29 @@ static CUresult build_nodes(cr_session_t *s, cr_device_graph_t *dev, const graph
         }
         deps = grown;
         for (uint32_t k = 0; k < ndeps; k++)
-            deps[k] = (uint32_t)(base + local[k]);
-        if (n->cond) {
-            r = cr_device_graph_add_conditional(dev, base + i, n->cond->handle, n->cond->type,
-                                                n->cond->size, deps, ndeps);
-            for (uint32_t b = 0; r == CUDA_SUCCESS && b < n->cond->size; b++) {
-                const graph_t *body = n->cond->bodies[b];
+            deps[k] = n->ndeps ? (uint32_t)(base + n->deps[k]) : roots[k];
+        if (n->type == CU_GRAPH_NODE_TYPE_GRAPH && n->nest) {
+            const graph_t *child = n->nest->bodies[0];
+            size_t child_base = *next;
+            *next += child->count;
+            uint32_t *ends = NULL, nends = 0;
+            r = build_nodes(s, dev, child, child_base, next, sid, at, deps, ndeps);
+            if (r == CUDA_SUCCESS)
+                r = graph_ends(child, child_base, &ends, &nends);
+            *at = base + i;
+            if (r == CUDA_SUCCESS) /* after the child's last nodes; an empty child: in its place */
+                r = cr_device_graph_add_empty(dev, base + i, nends ? ends : deps,
+                                              nends ? nends : ndeps);
+            free(ends);
+        } else if (n->nest) {
+            r = cr_device_graph_add_conditional(dev, base + i, n->nest->handle, n->nest->type,
+                                                n->nest->size, deps, ndeps);
+            for (uint32_t b = 0; r == CUDA_SUCCESS && b < n->nest->size; b++) {
+                const graph_t *body = n->nest->bodies[b];
                 size_t body_base = *next;
                 *next += body->count;
                 CUgraph outer = cr_device_graph_enter(dev, base + i, b);
-                r = build_nodes(s, dev, body, body_base, next, sid, at);
+                r = build_nodes(s, dev, body, body_base, next, sid, at, NULL, 0);
                 cr_device_graph_leave(dev, outer);
             }
         } else if (n->opcode == 0) {
@@ -1202,7 +1231,6 @@ static CUresult build_nodes(cr_session_t *s, cr_device_graph_t *dev, const graph
             cr_request_free(req);
             msgpack_zone_clear(&zone);
         }
-        run_last = n->inner ? (int64_t)i : -1;
     }
     free(deps);
     msgpack_zone_destroy(&zone);
@@ -1218,7 +1246,8 @@ static void exec_build(cr_session_t *s, exec_t *e, uint64_t eid, uint64_t sid)
     const graph_t *g = e->graph;
     size_t total = tree_count(g), next = g->count, at = 0;
     cr_device_graph_t *dev = cr_device_graph_new(s, e->flags, total, g->conds ? g->anchor : NULL);
-    CUresult r = dev ? build_nodes(s, dev, g, 0, &next, sid, &at) : CUDA_ERROR_NOT_SUPPORTED;
+    CUresult r =
+        dev ? build_nodes(s, dev, g, 0, &next, sid, &at, NULL, 0) : CUDA_ERROR_NOT_SUPPORTED;
     if (r == CUDA_SUCCESS)
         r = cr_device_graph_instantiate(dev);
     if (r == CUDA_SUCCESS) {
@@ -1263,6 +1292,32 @@ static void exec_node_changed(cr_session_t *s, exec_t *e, size_t index)
                  (unsigned long long)cr_session_id(s), index, (int)r);
         exec_changed(e);
     }
+}
+
+/* Dispatches g's nodes in order on stream sid, a child graph's where its node is: 0, or
+ * -1 out of memory. */
+static int replay(cr_session_t *s, const graph_t *g, uint64_t sid, msgpack_zone *zone,
+                  uint64_t call_id)
+{
+    runner_t run = __atomic_load_n(&run_node, __ATOMIC_ACQUIRE);
+    for (size_t i = 0; i < g->count; i++) {
+        const node_t *n = &g->nodes[i];
+        if (n->type == CU_GRAPH_NODE_TYPE_GRAPH && n->nest && !n->removed) {
+            if (replay(s, n->nest->bodies[0], sid, zone, call_id) != 0)
+                return -1;
+            continue;
+        }
+        if (n->opcode == 0 || n->disabled) /* runs as an empty node */
+            continue;
+        cr_request_t *node = node_request(s, n, sid, zone, call_id);
+        if (!node)
+            return -1;
+        if (!cr_request_is_launch(node))
+            cr_sched_flush(s); /* launches in a measured batch are consecutive */
+        run(node);
+        msgpack_zone_clear(zone);
+    }
+    return 0;
 }
 
 /* [executable graph, stream]: the driver's graph of its nodes launched on that stream, or
@@ -1315,24 +1370,12 @@ void cr_srv_cuGraphLaunch(cr_request_t *req)
         e->state = DEVICE_UNTRIED;
     }
     g->refs++; /* a node's replay cannot destroy it, but keep that true */
-    runner_t run = __atomic_load_n(&run_node, __ATOMIC_ACQUIRE);
     msgpack_zone zone;
     msgpack_zone_init(&zone, 2048);
     uint64_t call_id = req->hdr.call_id;
     cr_request_finish(req, CUDA_SUCCESS); /* a launch queues its nodes */
-    for (size_t i = 0; i < g->count; i++) {
-        if (g->nodes[i].opcode == 0 || g->nodes[i].disabled) /* runs as an empty node */
-            continue;
-        cr_request_t *node = node_request(s, &g->nodes[i], sid, &zone, call_id);
-        if (!node) {
-            cr_session_defer_error(s, CUDA_ERROR_OUT_OF_MEMORY);
-            break;
-        }
-        if (!cr_request_is_launch(node))
-            cr_sched_flush(s); /* launches in a measured batch are consecutive */
-        run(node);
-        msgpack_zone_clear(&zone);
-    }
+    if (replay(s, g, sid, &zone, call_id) != 0)
+        cr_session_defer_error(s, CUDA_ERROR_OUT_OF_MEMORY);
     msgpack_zone_destroy(&zone);
     graph_unref(g);
 }
@@ -1378,7 +1421,7 @@ void cr_srv_cuGraphDestroy(cr_request_t *req)
     const graph_t *g = req->argc == 1 && !cr_arg_u64(req, 0, &id)
                            ? cr_session_handle(req->session, CR_HT_CUgraph, id)
                            : NULL;
-    if (g && g->body) /* it goes with its conditional node */
+    if (g && g->owned) /* it goes with its node */
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
     else
         destroy(req, CR_HT_CUgraph);
@@ -1637,10 +1680,10 @@ static void reply_node(cr_request_t *req, graph_t *g, size_t index)
     reply_node_and(req, g, index, 0, 0);
 }
 
-/* 1 for a node the program sees: neither inside a child graph nor destroyed. */
+/* 1 for a node the program sees: neither a hidden event record nor destroyed. */
 static int visible(const node_t *n)
 {
-    return !n->inner && !n->removed && !n->hidden;
+    return !n->removed && !n->hidden;
 }
 
 /* [graph] -> the number of its nodes; [graph, true] -> [that number, [their handles]] */
@@ -1777,7 +1820,7 @@ void cr_srv_cuGraphConditionalHandleCreate(cr_request_t *req)
 static CUresult body_handles(cr_session_t *s, graph_t *g, uint64_t node, uint64_t *ids)
 {
     node_ref_t *ref = cr_session_handle(s, CR_HT_CUgraphNode, node);
-    const cond_t *c = ref ? g->nodes[ref->index].cond : NULL;
+    const nest_t *c = ref ? g->nodes[ref->index].nest : NULL;
     for (uint32_t b = 0; c && b < c->size; b++) {
         graph_t *body = c->bodies[b];
         if (cr_session_add_child_handle(s, CR_HT_CUgraph, body, ref, &ids[b]) != 0)
@@ -1813,7 +1856,7 @@ void cr_srv_cuGraphAddNode_v2(cr_request_t *req)
          (type == CU_GRAPH_COND_TYPE_SWITCH && size <= MAX_BODIES)) &&
         deps_read(s, g, &req->args[1], &d))
         r = CUDA_SUCCESS;
-    cond_t *c = r == CUDA_SUCCESS ? calloc(1, sizeof *c + size * sizeof *c->bodies) : NULL;
+    nest_t *c = r == CUDA_SUCCESS ? calloc(1, sizeof *c + size * sizeof *c->bodies) : NULL;
     if (r == CUDA_SUCCESS && !c)
         r = CUDA_ERROR_OUT_OF_MEMORY;
     if (c && charge_bodies(g, (uint32_t)size) != 0) { /* given back if no node is kept */
@@ -1827,7 +1870,7 @@ void cr_srv_cuGraphAddNode_v2(cr_request_t *req)
             r = CUDA_ERROR_OUT_OF_MEMORY;
             break;
         }
-        body->body = 1;
+        body->owned = 1;
         body->anchor = g->anchor;
         cr_graph_anchor_ref(g->anchor);
         c->bodies[c->size] = body;
@@ -1841,7 +1884,7 @@ void cr_srv_cuGraphAddNode_v2(cr_request_t *req)
     if (r == CUDA_SUCCESS) {
         node_t *n = &g->nodes[g->count - 1];
         n->type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-        n->cond = c;
+        n->nest = c;
         g->conds++;
         c = NULL;
         if (deps_give(g, &d) != 0)
@@ -1849,7 +1892,7 @@ void cr_srv_cuGraphAddNode_v2(cr_request_t *req)
     }
     if (c) /* no node kept it */
         uncharge_bodies(g, (uint32_t)size);
-    cond_free(c);
+    nest_free(c);
     free(d.idx);
     uint64_t node = 0, bodies[MAX_BODIES];
     if (r == CUDA_SUCCESS)
@@ -1867,7 +1910,7 @@ void cr_srv_cuGraphAddNode_v2(cr_request_t *req)
     cr_request_free(req);
 }
 
-/* [graph, dependencies, child graph] -> a node standing for a copy of the child's nodes */
+/* [graph, dependencies, child graph] -> a node holding a copy of the child */
 void cr_srv_cuGraphAddChildGraphNode(cr_request_t *req)
 {
     cr_session_t *s = req->session;
@@ -2034,6 +2077,47 @@ void cr_srv_cuGraphNodeSetParams(cr_request_t *req)
     cr_request_finish(req, r);
 }
 
+/* Whether b has a's shape, as cuGraphExecUpdate needs it: the same nodes in the same
+ * order, each of the same kind, with the same edges, the graphs they hold of the same shape
+ * too. CU_GRAPH_EXEC_UPDATE_SUCCESS, or why not. */
+static CUgraphExecUpdateResult same_shape(const graph_t *a, const graph_t *b)
+{
+    if (a->count != b->count)
+        return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+    for (size_t i = 0; i < a->count; i++) {
+        const node_t *now = &a->nodes[i], *next = &b->nodes[i];
+        int same_edges = now->ndeps == next->ndeps;
+        for (uint32_t k = 0; same_edges && k < now->ndeps; k++)
+            same_edges = depends_on(next, now->deps[k]);
+        if (now->removed != next->removed || now->hidden != next->hidden || !same_edges)
+            return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+        if (now->opcode != next->opcode || now->type != next->type || !now->nest != !next->nest ||
+            (now->nest &&
+             (now->nest->type != next->nest->type || now->nest->size != next->nest->size)))
+            return CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
+        for (uint32_t k = 0; now->nest && k < now->nest->size; k++) {
+            CUgraphExecUpdateResult why = same_shape(now->nest->bodies[k], next->nest->bodies[k]);
+            if (why != CU_GRAPH_EXEC_UPDATE_SUCCESS)
+                return why;
+        }
+    }
+    return CU_GRAPH_EXEC_UPDATE_SUCCESS;
+}
+
+/* Whether two graphs of the same shape have the same nodes (arguments included), all the
+ * way down. */
+static int same_nodes(const graph_t *a, const graph_t *b)
+{
+    for (size_t i = 0; i < a->count; i++) {
+        if (!same_node(&a->nodes[i], &b->nodes[i]))
+            return 0;
+        for (uint32_t k = 0; a->nodes[i].nest && k < a->nodes[i].nest->size; k++)
+            if (!same_nodes(a->nodes[i].nest->bodies[k], b->nodes[i].nest->bodies[k]))
+                return 0;
+    }
+    return 1;
+}
+
 /* [executable graph, graph] -> CUgraphExecUpdateResult: the executable graph takes the
  * graph's nodes from its next launch on, when the two have the same nodes in the same
  * order, each of the same kind (kernel nodes may change function and arguments, memsets
@@ -2051,28 +2135,11 @@ void cr_srv_cuGraphExecUpdate_v2(cr_request_t *req)
         reply_id(req, CUDA_ERROR_INVALID_VALUE, CU_GRAPH_EXEC_UPDATE_ERROR);
         return;
     }
-    if (g->invalid || g->count != e->graph->count) {
-        reply_id(req, CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE,
-                 CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+    CUgraphExecUpdateResult why =
+        g->invalid ? CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED : same_shape(e->graph, g);
+    if (why != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
+        reply_id(req, CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, why);
         return;
-    }
-    for (size_t i = 0; i < g->count; i++) {
-        const node_t *now = &e->graph->nodes[i], *next = &g->nodes[i];
-        int same_edges = now->ndeps == next->ndeps;
-        for (uint32_t k = 0; same_edges && k < now->ndeps; k++)
-            same_edges = depends_on(next, now->deps[k]);
-        if (now->inner != next->inner || now->removed != next->removed || !same_edges) {
-            reply_id(req, CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE,
-                     CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
-            return;
-        }
-        if (now->opcode != next->opcode || !now->cond != !next->cond ||
-            (now->cond &&
-             (now->cond->type != next->cond->type || now->cond->size != next->cond->size))) {
-            reply_id(req, CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE,
-                     CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED);
-            return;
-        }
     }
     graph_t *copy = graph_copy(g);
     if (!copy) {
@@ -2083,18 +2150,92 @@ void cr_srv_cuGraphExecUpdate_v2(cr_request_t *req)
         copy->nodes[i].disabled = e->graph->nodes[i].disabled;
     graph_t *was = e->graph;
     e->graph = copy;
-    if (copy->conds) /* its bodies may have changed too: built again at the next launch */
+    int held_changed = 0; /* in the graphs its nodes hold */
+    for (size_t i = 0; i < copy->count; i++)
+        for (uint32_t b = 0; copy->nodes[i].nest && b < copy->nodes[i].nest->size; b++)
+            held_changed |=
+                !same_nodes(was->nodes[i].nest->bodies[b], copy->nodes[i].nest->bodies[b]);
+    if (held_changed) /* its driver's graph goes (replayed or built again at the next launch) */
         exec_changed(e);
-    for (size_t i = 0; !copy->conds && i < copy->count; i++) /* in place if they can */
+    for (size_t i = 0; !held_changed && i < copy->count; i++) /* in place if they can */
         if (!same_node(&was->nodes[i], &copy->nodes[i]))
             exec_node_changed(s, e, i);
     graph_unref(was); /* a launch replaying it holds its own reference */
     reply_id(req, CUDA_SUCCESS, CU_GRAPH_EXEC_UPDATE_SUCCESS);
 }
 
-/* [graph] -> [[opcode, inner, removed, [dependencies by index]]...]: its nodes in the order
- * they run (opcode 0: an empty node; inner: a node of a child graph, which ends at the next
- * empty node that is not; removed: a destroyed node's place, or a hidden one), for
+/* The nodes of g in its picture: a child graph's nodes each, then the child graph node. */
+static size_t flat_count(const graph_t *g)
+{
+    size_t n = g->count;
+    for (size_t i = 0; i < g->count; i++)
+        if (g->nodes[i].type == CU_GRAPH_NODE_TYPE_GRAPH && g->nodes[i].nest)
+            n += flat_count(g->nodes[i].nest->bodies[0]);
+    return n;
+}
+
+/* Where each node of g is in the picture when g's first is at `first`; NULL when out of
+ * memory. */
+static uint32_t *flat_places(const graph_t *g, size_t first)
+{
+    uint32_t *at = malloc((g->count ? g->count : 1) * sizeof *at);
+    for (size_t i = 0; at && i < g->count; i++) {
+        if (g->nodes[i].type == CU_GRAPH_NODE_TYPE_GRAPH && g->nodes[i].nest)
+            first += flat_count(g->nodes[i].nest->bodies[0]);
+        at[i] = (uint32_t)first++;
+    }
+    return at;
+}
+
+static void pack_deps(msgpack_packer *pk, const uint32_t *deps, uint32_t n, const uint32_t *at)
+{
+    msgpack_pack_array(pk, n);
+    for (uint32_t k = 0; k < n; k++)
+        msgpack_pack_uint32(pk, at ? at[deps[k]] : deps[k]);
+}
+
+/* Packs g's nodes for the picture, g's first at `first`, as [opcode, inner, removed,
+ * [dependencies]] each; a node without dependencies depends on `roots` (places). */
+static void pack_flat(msgpack_packer *pk, const graph_t *g, size_t first, int inner,
+                      const uint32_t *roots, uint32_t nroots)
+{
+    uint32_t *at = flat_places(g, first);
+    for (size_t i = 0; i < g->count; i++) {
+        const node_t *n = &g->nodes[i];
+        uint32_t *mine = NULL, nmine = 0; /* a child graph node's: the child's last nodes */
+        if (n->type == CU_GRAPH_NODE_TYPE_GRAPH && n->nest) {
+            const graph_t *child = n->nest->bodies[0];
+            size_t child_first = at ? at[i] - flat_count(child) : first;
+            uint32_t *child_at = flat_places(child, child_first);
+            uint32_t *deps = n->ndeps ? malloc(n->ndeps * sizeof *deps) : NULL;
+            for (uint32_t k = 0; deps && at && k < n->ndeps; k++)
+                deps[k] = at[n->deps[k]];
+            pack_flat(pk, child, child_first, 1, n->ndeps ? deps : roots,
+                      n->ndeps ? (deps ? n->ndeps : 0) : nroots);
+            free(deps);
+            if (child_at && graph_ends(child, 0, &mine, &nmine) == CUDA_SUCCESS)
+                for (uint32_t k = 0; k < nmine; k++)
+                    mine[k] = child_at[mine[k]];
+            free(child_at);
+        }
+        msgpack_pack_array(pk, 4);
+        msgpack_pack_uint16(pk, n->opcode);
+        msgpack_pack_uint8(pk, (uint8_t)inner);
+        msgpack_pack_uint8(pk, n->removed || n->hidden);
+        if (nmine)
+            pack_deps(pk, mine, nmine, NULL);
+        else if (n->ndeps)
+            pack_deps(pk, n->deps, at ? n->ndeps : 0, at);
+        else
+            pack_deps(pk, roots, nroots, NULL);
+        free(mine);
+    }
+    free(at);
+}
+
+/* [graph] -> [[opcode, inner, removed, [dependencies by place]]...]: its nodes in the order
+ * they run (opcode 0: an empty node; inner: a node of a child graph, whose nodes come just
+ * before the child graph node; removed: a destroyed node's place, or a hidden one), for
  * cuGraphDebugDotPrint. */
 void cr_srv_cuGraphDebugDotPrint(cr_request_t *req)
 {
@@ -2108,17 +2249,8 @@ void cr_srv_cuGraphDebugDotPrint(cr_request_t *req)
     }
     cr_reply_t reply;
     if (cr_reply_begin(req, &reply, CUDA_SUCCESS, 1) == 0) {
-        msgpack_pack_array(&reply.pk, (uint32_t)g->count);
-        for (size_t i = 0; i < g->count; i++) {
-            const node_t *n = &g->nodes[i];
-            msgpack_pack_array(&reply.pk, 4);
-            msgpack_pack_uint16(&reply.pk, n->opcode);
-            msgpack_pack_uint8(&reply.pk, n->inner);
-            msgpack_pack_uint8(&reply.pk, n->removed || n->hidden);
-            msgpack_pack_array(&reply.pk, n->ndeps);
-            for (uint32_t k = 0; k < n->ndeps; k++)
-                msgpack_pack_uint32(&reply.pk, n->deps[k]);
-        }
+        msgpack_pack_array(&reply.pk, (uint32_t)flat_count(g));
+        pack_flat(&reply.pk, g, 0, 0, NULL, 0);
         cr_reply_send(req, &reply, 0);
     }
     cr_request_free(req);
@@ -2299,6 +2431,66 @@ static node_ref_t *node_arg(cr_request_t *req, uint32_t argc)
     return n && n->index < n->graph->count && !n->graph->nodes[n->index].removed ? n : NULL;
 }
 
+/* [child graph node] -> the graph it holds (not a copy: what the program adds to it or
+ * changes there, the node does; it goes with the node) */
+void cr_srv_cuGraphChildGraphNodeGetGraph(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    uint64_t id;
+    node_ref_t *ref = node_arg(req, 1);
+    nest_t *c = ref ? ref->graph->nodes[ref->index].nest : NULL;
+    if (!c || ref->graph->nodes[ref->index].type != CU_GRAPH_NODE_TYPE_GRAPH ||
+        cr_arg_u64(req, 0, &id)) {
+        reply_id(req, CUDA_ERROR_INVALID_VALUE, 0);
+        return;
+    }
+    graph_t *child = c->bodies[0];
+    if (c->given && cr_session_handle(s, CR_HT_CUgraph, c->given) == child) {
+        reply_id(req, CUDA_SUCCESS, c->given);
+        return;
+    }
+    /* a child of the node's handle, as a conditional node's bodies are */
+    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (cr_session_add_child_handle(s, CR_HT_CUgraph, child, ref, &c->given) == 0) {
+        child->refs++;
+        if (cr_session_handle_attach(s, c->given, 0, child, graph_unref) == 0) {
+            r = CUDA_SUCCESS;
+        } else {
+            child->refs--;
+            cr_session_remove_handle(s, c->given);
+        }
+    }
+    reply_id(req, r, r == CUDA_SUCCESS ? c->given : 0);
+}
+
+/* [executable graph, child graph node, graph]: the executable graph's copy of the node
+ * holds a copy of that graph from now on, which must have the shape of the one it holds
+ * (the same nodes in the same order, each of the same kind, with the same edges). */
+void cr_srv_cuGraphExecChildGraphNodeSetParams(cr_request_t *req)
+{
+    cr_session_t *s = req->session;
+    exec_t *e;
+    node_t *n = exec_node(req, 3, &e);
+    uint64_t gid;
+    graph_t *g = n && !cr_arg_u64(req, 2, &gid) ? cr_session_handle(s, CR_HT_CUgraph, gid) : NULL;
+    if (!g || n->type != CU_GRAPH_NODE_TYPE_GRAPH || !n->nest || n->removed || g->invalid ||
+        g->conds || g->mem_count ||
+        same_shape(n->nest->bodies[0], g) != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    graph_t *copy = graph_copy(g);
+    if (!copy) {
+        cr_request_finish(req, CUDA_ERROR_OUT_OF_MEMORY);
+        return;
+    }
+    copy->owned = 1;
+    graph_unref(n->nest->bodies[0]); /* a replay runs to its end before any other request */
+    n->nest->bodies[0] = copy;
+    exec_changed(e);
+    cr_request_finish(req, CUDA_SUCCESS);
+}
+
 /* [graph] -> [[from nodes], [to nodes]]: every edge */
 void cr_srv_cuGraphGetEdges(cr_request_t *req)
 {
@@ -2392,8 +2584,8 @@ void cr_srv_cuGraphRemoveDependencies(cr_request_t *req)
 }
 
 /* [node]: the node and its edges go; its place stays, empty, so that the other nodes keep
- * their indices (their handles and executable graphs go by them). A child graph's node
- * takes the child's nodes with it. Memory nodes stay: their memory is the graph's. */
+ * their indices (their handles and executable graphs go by them). A node that holds graphs
+ * (a child graph's, a conditional node's bodies) takes them with it. Memory nodes stay: their memory is the graph's. */
 void cr_srv_cuGraphDestroyNode(cr_request_t *req)
 {
     node_ref_t *r = node_arg(req, 1);
@@ -2409,29 +2601,22 @@ void cr_srv_cuGraphDestroyNode(cr_request_t *req)
         cr_request_finish(req, CUDA_ERROR_NOT_SUPPORTED);
         return;
     }
-    size_t first = index; /* a child graph's nodes come just before the node standing for it */
-    if (n->opcode == 0 && n->type == CU_GRAPH_NODE_TYPE_GRAPH)
-        while (first > 0 && g->nodes[first - 1].inner)
-            first--;
-    for (size_t i = first; i <= index; i++) {
-        node_t *gone = &g->nodes[i];
-        uint64_t size = (uint64_t)gone->body_len + gone->bulk_len;
-        set_deps(g, i, NULL, 0); /* never fails: it only frees */
-        free(gone->bytes);
-        gone->bytes = NULL;
-        gone->body_len = 0;
-        gone->bulk_len = 0;
-        gone->opcode = 0;
-        gone->removed = 1;
-        if (gone->cond) { /* its bodies' handles go with the node's */
-            uncharge_bodies(g, gone->cond->size);
-            cond_free(gone->cond);
-            gone->cond = NULL;
-            g->conds--;
-        }
-        g->bytes -= size;
-        *g->account -= size;
+    uint64_t size = (uint64_t)n->body_len + n->bulk_len;
+    set_deps(g, index, NULL, 0); /* never fails: it only frees */
+    free(n->bytes);
+    n->bytes = NULL;
+    n->body_len = 0;
+    n->bulk_len = 0;
+    n->opcode = 0;
+    n->removed = 1;
+    if (n->nest) { /* the graphs it holds; their handles go with the node's */
+        uncharge_bodies(g, n->nest->size);
+        nest_free(n->nest);
+        n->nest = NULL;
+        g->conds -= n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL;
     }
+    g->bytes -= size;
+    *g->account -= size;
     for (size_t i = index + 1; i < g->count; i++)
         remove_edge(g, (uint32_t)index, i);
     uint64_t id = g->node_ids[index];

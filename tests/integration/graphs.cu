@@ -584,6 +584,94 @@ static void edits_after_launches(float *x, float *y, cudaStream_t s)
     CHECK_CUDA(cudaFree(z));
 }
 
+// Adds y = a*x + b to g after `after` (if not NULL), then y += x after it.
+static void scale_add(cudaGraph_t g, cudaGraphNode_t after, float *x, float *y, float a, float b)
+{
+    int n = N;
+    void *scale_args[] = {&x, &y, &a, &b, &n}; // the node copies the values at addition
+    cudaKernelNodeParams kp = {};
+    kp.func = (void *)axpb;
+    kp.gridDim = dim3((N + 255) / 256);
+    kp.blockDim = dim3(256);
+    kp.kernelParams = scale_args;
+    cudaGraphNode_t scale, sum;
+    CHECK_CUDA(cudaGraphAddKernelNode(&scale, g, &after, after ? 1 : 0, &kp));
+    void *add_args[] = {&x, &y, &n};
+    kp.func = (void *)add;
+    kp.kernelParams = add_args;
+    CHECK_CUDA(cudaGraphAddKernelNode(&sum, g, &scale, 1, &kp));
+}
+
+// A child graph node holds a copy of its graph, which cudaGraphChildGraphNodeGetGraph gives
+// (not a copy: nodes added there are the node's); an executable graph's child graph node
+// takes another graph of the same shape (cudaGraphExecChildGraphNodeSetParams).
+static void child_graph_nodes(float *x, float *y, cudaStream_t s)
+{
+    cudaGraph_t child, parent, held, again;
+    CHECK_CUDA(cudaGraphCreate(&child, 0));
+    CHECK_CUDA(cudaGraphCreate(&parent, 0));
+    cudaMemsetParams mp = zeroing(y, N);
+    cudaGraphNode_t set, node;
+    CHECK_CUDA(cudaGraphAddMemsetNode(&set, child, nullptr, 0, &mp));
+    CHECK_CUDA(cudaGraphAddChildGraphNode(&node, parent, nullptr, 0, child));
+    CHECK_CUDA(cudaGraphAddMemsetNode(&set, child, nullptr, 0, &mp)); // not in the node's copy
+    CHECK_CUDA(cudaGraphChildGraphNodeGetGraph(node, &held));
+    size_t count = 0;
+    CHECK_CUDA(cudaGraphGetNodes(held, nullptr, &count));
+    CHECK(held != child && count == 1, "the node's graph %p (the child %p) has %zu nodes",
+          (void *)held, (void *)child, count);
+    CHECK_CUDA(cudaGraphChildGraphNodeGetGraph(node, &again));
+    CHECK(again == held, "asked twice, the node's graph is %p and %p", (void *)held,
+          (void *)again);
+    // nodes added to the held graph run with the parent: y = 0, then y = 2x + 1, y += x
+    cudaGraphNode_t first;
+    count = 1;
+    CHECK_CUDA(cudaGraphGetNodes(held, &first, &count));
+    scale_add(held, first, x, y, 2.0f, 1.0f);
+    cudaGraphExec_t exec;
+    CHECK_CUDA(cudaGraphInstantiate(&exec, parent, 0));
+    fill(x, 1.0f);
+    fill(y, -9.0f);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    CHECK_CUDA(cudaGraphLaunch(exec, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    expect_all(y, 4.0f, "y after the child graph node's graph was added to");
+    // the executable graph's node takes a graph of the same shape: y = 5x, y += x
+    cudaGraph_t other, smaller;
+    CHECK_CUDA(cudaGraphCreate(&other, 0));
+    cudaGraphNode_t other_set;
+    CHECK_CUDA(cudaGraphAddMemsetNode(&other_set, other, nullptr, 0, &mp));
+    scale_add(other, other_set, x, y, 5.0f, 0.0f);
+    CHECK_CUDA(cudaGraphExecChildGraphNodeSetParams(exec, node, other));
+    CHECK_CUDA(cudaGraphLaunch(exec, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    expect_all(y, 6.0f, "y after the executable graph's child graph node took another graph");
+    // one of another shape is refused, and the node keeps what it had
+    CHECK_CUDA(cudaGraphCreate(&smaller, 0));
+    CHECK_CUDA(cudaGraphAddMemsetNode(&set, smaller, nullptr, 0, &mp));
+    CHECK(cudaGraphExecChildGraphNodeSetParams(exec, node, smaller) != cudaSuccess,
+          "a graph of another shape was taken");
+    cudaGetLastError();
+    fill(y, -9.0f);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    CHECK_CUDA(cudaGraphLaunch(exec, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    expect_all(y, 6.0f, "y after a graph of another shape was refused");
+    // the parent graph is not changed by the executable graph's edit
+    cudaGraphExec_t fresh;
+    CHECK_CUDA(cudaGraphInstantiate(&fresh, parent, 0));
+    CHECK_CUDA(cudaGraphLaunch(fresh, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    expect_all(y, 4.0f, "y after a new executable graph of the parent");
+    CHECK_CUDA(cudaGraphExecDestroy(fresh));
+    CHECK_CUDA(cudaGraphExecDestroy(exec));
+    CHECK_CUDA(cudaGraphDestroy(other));
+    CHECK_CUDA(cudaGraphDestroy(smaller));
+    CHECK_CUDA(cudaGraphDestroy(parent));
+    CHECK_CUDA(cudaGraphDestroy(child));
+    printf("child graph nodes: the node's graph given out and edited, another graph taken\n");
+}
+
 int main(int argc, char **argv)
 {
     float *x, *y, *z;
@@ -602,6 +690,7 @@ int main(int argc, char **argv)
         capture_into_graph(s1);
         kernel_node_attributes(s1);
         edits_after_launches(x, y, s1);
+        child_graph_nodes(x, y, s1);
         printf("graphs: the parts the driver shares passed\n");
         return 0;
     }
@@ -1217,6 +1306,7 @@ int main(int argc, char **argv)
     capture_into_graph(s1);
     kernel_node_attributes(s1);
     edits_after_launches(x, y, s1);
+    child_graph_nodes(x, y, s1);
     stale_after_first_launch(s1);
     CHECK_CUDA(cudaEventDestroy(fork));
     CHECK_CUDA(cudaEventDestroy(join));
