@@ -11,8 +11,8 @@
  * An executable graph whose nodes are all kernels, memsets, device copies and event records
  * and waits becomes, at its first launch, the driver's own graph (device_graph.c): the kept
  * requests, checked as their handlers check them, with the graph's edges (a child graph's
- * nodes with theirs, in its node's place); each launch rechecks what they name and is one driver call,
- * scheduled as one unit. Any other executable graph (a host node, say), and one whose
+ * nodes with theirs, in its node's place); each launch rechecks what they name and is one
+ * driver call, scheduled as one unit. Any other executable graph (a host node, say), and one whose
  * nodes would fail, is replayed: its kept requests, in the order they came, one after the
  * other on the stream the graph is launched on, each dispatched as if the client had just
  * sent it, so it is checked (handles, memory the tenant owns, launch layouts) and
@@ -40,12 +40,12 @@
  * dependencies the order already keeps, and are dropped. Such event records are replayed
  * but hidden: not nodes of the graph, as on a GPU. A child graph node holds a copy of its
  * graph (a nest_t, as a conditional node holds its bodies), which the program may get and
- * edit (cuGraphChildGraphNodeGetGraph) and a replay runs in the node's place; a graph launched into a capture invalidates it, as on a GPU (the client
- * refuses it first). The capture ends for every stream in
- * it when the stream that began it ends it. A session's kept bytes are bounded
- * (MAX_SESSION_BYTES, MAX_NODES per graph; past them the capture is invalidated or the
- * node refused), and so are its streams capturing at once (MAX_CAPTURING; a capture past
- * it is refused).
+ * edit (cuGraphChildGraphNodeGetGraph) and a replay runs in the node's place; a graph
+ * launched into a capture invalidates it, as on a GPU (the client refuses it first). The
+ * capture ends for every stream in it when the stream that began it ends it. A session's
+ * kept bytes are bounded (MAX_SESSION_BYTES, MAX_NODES per graph; past them the capture is
+ * invalidated or the node refused), and so are its streams capturing at once
+ * (MAX_CAPTURING; a capture past it is refused).
  *
  * Messages: see client/graph.c. Replayed requests go to the router the executor hands over
  * at start-up (cr_graph_set_runner). Threads: the session's executor only (the slot's
@@ -2585,7 +2585,8 @@ void cr_srv_cuGraphRemoveDependencies(cr_request_t *req)
 
 /* [node]: the node and its edges go; its place stays, empty, so that the other nodes keep
  * their indices (their handles and executable graphs go by them). A node that holds graphs
- * (a child graph's, a conditional node's bodies) takes them with it. Memory nodes stay: their memory is the graph's. */
+ * (a child graph's, a conditional node's bodies) takes them with it. Memory nodes stay:
+ * their memory is the graph's. */
 void cr_srv_cuGraphDestroyNode(cr_request_t *req)
 {
     node_ref_t *r = node_arg(req, 1);

@@ -315,7 +315,8 @@ static void capture_and_update(int *flag, int *out, cudaStream_t s, cudaStream_t
     // a user object moved to the graph while it is being captured is the graph's after the
     // capture ends
     cudaUserObject_t o;
-    CHECK_CUDA(cudaUserObjectCreate(&o, nullptr, destroy_object, 1, cudaUserObjectNoDestructorSync));
+    CHECK_CUDA(
+        cudaUserObjectCreate(&o, nullptr, destroy_object, 1, cudaUserObjectNoDestructorSync));
     captured_object = o;
     cudaGraph_t g = captured_if(flag, out, 5, s, body_s);
     captured_object = nullptr;

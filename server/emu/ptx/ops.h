@@ -40,7 +40,8 @@
     X(LD_GLOBAL) X(LD_SHARED) X(LD_LOCAL) X(LD_PARAM) X(LD_GENERIC) X(ST_GLOBAL) X(ST_SHARED)     \
     X(ST_LOCAL) X(ST_GENERIC) X(ATOM_GLOBAL) X(ATOM_SHARED) X(ATOM_GENERIC) X(CP_ASYNC)                        \
     /* control */                                                                                  \
-    X(BRA) X(CALL) X(RET) X(EXIT) X(TRAP) X(BAR) X(BAR_WARP) X(FENCE) X(VPRINTF) X(ASSERTFAIL) X(SETCOND)    \
+    X(BRA) X(CALL) X(RET) X(EXIT) X(TRAP) X(BAR) X(BAR_WARP) X(FENCE) X(VPRINTF) X(ASSERTFAIL)    \
+    X(SETCOND)                                                                                     \
     /* warp-wide */                                                                                \
     X(SHFL) X(VOTE) X(ACTIVEMASK) X(MATCH) X(REDUX) X(ELECT) X(WMMA)
 
