@@ -77,6 +77,9 @@
 
 typedef struct graph graph_t;
 
+enum { BODY = 1, CHILD = 2 };
+#define MAX_LEVEL 16 /* graphs held in graphs held in... (bounds every recursion here) */
+
 /* The graphs a node holds, each a graph of its own that the program may fill or edit
  * through its handle (a child of the node's handle): a conditional node's bodies, with its
  * handle (made against its graph's anchor) and kind (CU_GRAPH_COND_TYPE_*); a child graph
@@ -132,7 +135,9 @@ struct graph {
     uint64_t *node_ids; /* the handle id given out for each node, 0 for none yet */
     size_t node_id_cap;
     cr_graph_anchor_t *anchor; /* what its conditional handles are made against, or NULL */
-    uint8_t owned;             /* a node's (a conditional node's body, a child graph) */
+    uint8_t owned;             /* a node's: BODY (a conditional node's) or CHILD (a child
+                                  graph node's); 0 for a graph of its own */
+    uint8_t level;             /* how deep it is held: 0 for a graph of its own */
     uint32_t conds;            /* its conditional nodes */
 };
 
@@ -551,6 +556,27 @@ static int keep_node(graph_t *g, const node_t *n, int with_deps)
     return with_deps ? set_deps(g, g->count - 1, n->deps, n->ndeps) : 0;
 }
 
+/* How many levels of held graphs g holds (0: none). */
+static unsigned height(const graph_t *g)
+{
+    unsigned h = 0;
+    for (size_t i = 0; i < g->count; i++)
+        for (uint32_t b = 0; g->nodes[i].nest && b < g->nodes[i].nest->size; b++) {
+            unsigned below = 1 + height(g->nodes[i].nest->bodies[b]);
+            h = below > h ? below : h;
+        }
+    return h;
+}
+
+/* g is held `level` deep, and what it holds deeper. */
+static void relevel(graph_t *g, unsigned level)
+{
+    g->level = (uint8_t)level;
+    for (size_t i = 0; i < g->count; i++)
+        for (uint32_t b = 0; g->nodes[i].nest && b < g->nodes[i].nest->size; b++)
+            relevel(g->nodes[i].nest->bodies[b], level + 1);
+}
+
 /* Appends a child graph node holding a copy of `child` to g. 0, or -1 (nothing kept). */
 static int keep_child(graph_t *g, const graph_t *child)
 {
@@ -565,7 +591,8 @@ static int keep_child(graph_t *g, const graph_t *child)
         nest_free(c);
         return -1;
     }
-    c->bodies[0]->owned = 1;
+    c->bodies[0]->owned = CHILD;
+    relevel(c->bodies[0], g->level + 1);
     node_t *n = &g->nodes[g->count - 1];
     n->type = CU_GRAPH_NODE_TYPE_GRAPH;
     n->nest = c;
@@ -590,8 +617,10 @@ static graph_t *graph_copy(const graph_t *g)
         cr_graph_anchor_ref(g->anchor);
         copy->anchor = g->anchor;
     }
-    if (copy)
+    if (copy) {
         copy->owned = g->owned;
+        copy->level = g->level;
+    }
     for (size_t i = 0; copy && i < g->count; i++) {
         if (keep_node(copy, &g->nodes[i], 1) != 0) {
             graph_unref(copy);
@@ -1453,8 +1482,11 @@ void cr_srv_cuGraphClone(cr_request_t *req)
         return;
     }
     graph_t *copy = graph_copy(g);
-    if (copy)
+    if (copy) { /* a graph of its own, even when g is held by a node */
         copy->origin = g->serial;
+        copy->owned = 0;
+        relevel(copy, 0);
+    }
     reply_graph(req, copy);
 }
 
@@ -1800,6 +1832,8 @@ void cr_srv_cuGraphConditionalHandleCreate(cr_request_t *req)
                      ? cr_session_handle(s, CR_HT_CUgraph, gid)
                      : NULL;
     CUresult r = g && flags <= UINT32_MAX ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS && g->owned == CHILD) /* a child graph's are not copied: see there */
+        r = CUDA_ERROR_NOT_SUPPORTED;
     if (r == CUDA_SUCCESS && !g->anchor) {
         if (*g->account + ANCHOR_COST > MAX_SESSION_BYTES)
             r = CUDA_ERROR_OUT_OF_MEMORY;
@@ -1850,11 +1884,13 @@ void cr_srv_cuGraphAddNode_v2(cr_request_t *req)
                      : NULL;
     deps_t d = {NULL, 0};
     CUresult r = CUDA_ERROR_INVALID_VALUE;
-    if (g && cr_graph_anchor_owns(g->anchor, handle) && size >= 1 &&
-        ((type == CU_GRAPH_COND_TYPE_IF && size <= 2) ||
-         (type == CU_GRAPH_COND_TYPE_WHILE && size == 1) ||
-         (type == CU_GRAPH_COND_TYPE_SWITCH && size <= MAX_BODIES)) &&
-        deps_read(s, g, &req->args[1], &d))
+    if (g && (g->owned == CHILD || g->level + 1 > MAX_LEVEL)) /* see the child graph node */
+        r = CUDA_ERROR_NOT_SUPPORTED;
+    else if (g && cr_graph_anchor_owns(g->anchor, handle) && size >= 1 &&
+             ((type == CU_GRAPH_COND_TYPE_IF && size <= 2) ||
+              (type == CU_GRAPH_COND_TYPE_WHILE && size == 1) ||
+              (type == CU_GRAPH_COND_TYPE_SWITCH && size <= MAX_BODIES)) &&
+             deps_read(s, g, &req->args[1], &d))
         r = CUDA_SUCCESS;
     nest_t *c = r == CUDA_SUCCESS ? calloc(1, sizeof *c + size * sizeof *c->bodies) : NULL;
     if (r == CUDA_SUCCESS && !c)
@@ -1870,7 +1906,8 @@ void cr_srv_cuGraphAddNode_v2(cr_request_t *req)
             r = CUDA_ERROR_OUT_OF_MEMORY;
             break;
         }
-        body->owned = 1;
+        body->owned = BODY;
+        body->level = (uint8_t)(g->level + 1);
         body->anchor = g->anchor;
         cr_graph_anchor_ref(g->anchor);
         c->bodies[c->size] = body;
@@ -1926,8 +1963,8 @@ void cr_srv_cuGraphAddChildGraphNode(cr_request_t *req)
         return;
     }
     /* a graph with memory nodes cannot be a child, as on a GPU; one with conditional nodes
-     * is not copied (its handles are its own graph's) */
-    if (child->mem_count || child->conds) {
+     * is not copied (its handles are its own graph's); graphs held past MAX_LEVEL are not */
+    if (child->mem_count || child->conds || g->level + 1 + height(child) > MAX_LEVEL) {
         free(d.idx);
         reply_id(req, CUDA_ERROR_NOT_SUPPORTED, 0);
         return;

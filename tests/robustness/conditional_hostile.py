@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Conditional graph nodes and a capture's graph asked for by a hostile client: handles,
 kinds, body counts and dependencies that are not the graph's are refused; another
-session's graph and handle cannot be named; bodies cannot be destroyed on their own; and
-a well-formed node still instantiates and launches.
+session's graph and handle cannot be named; bodies cannot be destroyed on their own; a
+well-formed node still instantiates and launches; a child graph node's graph takes no
+conditional nodes; graphs held in graphs nest at most 16 deep.
 
   conditional_hostile.py --server BIN --opcodes codegen/opcodes.txt
 """
@@ -13,7 +14,8 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'integration'))
 import run  # noqa: E402  (the integration harness: Server)
 
-from wire import INVALID_VALUE, SUCCESS, Client, Failure, expect, read_opcodes  # noqa: E402
+from wire import (INVALID_VALUE, NOT_SUPPORTED, SUCCESS, Client, Failure, expect,  # noqa: E402
+                  read_opcodes)
 
 ILLEGAL_STATE = 401
 COND_IF, COND_WHILE, COND_SWITCH = 0, 1, 2
@@ -130,6 +132,23 @@ def conditional_hostile(server, opcodes):
            result(a, 'cuGraphLaunch', [exec_[1], 0]), SUCCESS)
     expect('the graph goes', result(a, 'cuGraphDestroy', [g]), SUCCESS)
     expect('and the executable graph', result(a, 'cuGraphExecDestroy', [exec_[1]]), SUCCESS)
+    # a child graph node's graph takes no conditional handle (its copy would not be the
+    # parent's); graphs held in graphs are bounded in depth
+    child, parent = reply(a, 'cuGraphCreate', [0])[1], reply(a, 'cuGraphCreate', [0])[1]
+    held_node = reply(a, 'cuGraphAddChildGraphNode', [parent, [], child])[1]
+    held = reply(a, 'cuGraphChildGraphNodeGetGraph', [held_node])
+    expect('a child graph node gives its graph', held[0], SUCCESS)
+    expect('which takes no conditional handle',
+           result(a, 'cuGraphConditionalHandleCreate', [held[1], 0, 0]), NOT_SUPPORTED)
+    expect('nor a conditional node',
+           result(a, 'cuGraphAddNode_v2', [held[1], [], h, COND_IF, 1]), NOT_SUPPORTED)
+    inner, depth = reply(a, 'cuGraphCreate', [0])[1], 0
+    while depth < 40:
+        outer = reply(a, 'cuGraphCreate', [0])[1]
+        if result(a, 'cuGraphAddChildGraphNode', [outer, [], inner]) != SUCCESS:
+            break
+        inner, depth = outer, depth + 1
+    expect('child graphs nest 16 deep, no deeper', depth, 16)
     expect('the server still serves', result(a, 'cuStreamSynchronize', [0]), SUCCESS)
 
 
