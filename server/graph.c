@@ -2473,11 +2473,9 @@ static node_ref_t *node_arg(cr_request_t *req, uint32_t argc)
 void cr_srv_cuGraphChildGraphNodeGetGraph(cr_request_t *req)
 {
     cr_session_t *s = req->session;
-    uint64_t id;
     node_ref_t *ref = node_arg(req, 1);
     nest_t *c = ref ? ref->graph->nodes[ref->index].nest : NULL;
-    if (!c || ref->graph->nodes[ref->index].type != CU_GRAPH_NODE_TYPE_GRAPH ||
-        cr_arg_u64(req, 0, &id)) {
+    if (!c || ref->graph->nodes[ref->index].type != CU_GRAPH_NODE_TYPE_GRAPH) {
         reply_id(req, CUDA_ERROR_INVALID_VALUE, 0);
         return;
     }

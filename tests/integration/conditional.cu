@@ -73,6 +73,21 @@ static cudaGraphNode_t kernel_node(cudaGraph_t g, const cudaGraphNode_t *deps, s
     return node;
 }
 
+// Sets the loop counter to 0, after `n` dependencies.
+static cudaGraphNode_t reset_node(cudaGraph_t g, const cudaGraphNode_t *deps, size_t n,
+                                  int *counter)
+{
+    cudaMemsetParams m = {};
+    m.dst = counter;
+    m.value = 0;
+    m.elementSize = 4;
+    m.width = 1;
+    m.height = 1;
+    cudaGraphNode_t node;
+    CHECK_CUDA(cudaGraphAddMemsetNode(&node, g, deps, n, &m));
+    return node;
+}
+
 static cudaGraphNode_t conditional_node(cudaGraph_t g, const cudaGraphNode_t *deps, size_t n,
                                         cudaGraphConditionalHandle h,
                                         cudaGraphConditionalNodeType type, unsigned size,
@@ -107,14 +122,7 @@ static void while_loop(int *counter, cudaStream_t s)
     CHECK_CUDA(cudaGraphCreate(&g, 0));
     cudaGraphConditionalHandle h;
     CHECK_CUDA(cudaGraphConditionalHandleCreate(&h, g, 1, cudaGraphCondAssignDefault));
-    cudaMemsetParams m = {};
-    m.dst = counter;
-    m.value = 0;
-    m.elementSize = 4;
-    m.width = 1;
-    m.height = 1;
-    cudaGraphNode_t reset;
-    CHECK_CUDA(cudaGraphAddMemsetNode(&reset, g, nullptr, 0, &m));
+    cudaGraphNode_t reset = reset_node(g, nullptr, 0, counter);
     cudaGraphNode_t loop = conditional_node(g, &reset, 1, h, cudaGraphCondTypeWhile, 1, &body);
     cudaGraphNodeType type;
     CHECK_CUDA(cudaGraphNodeGetType(loop, &type));
@@ -217,14 +225,7 @@ static void switch_nested(int *sel, int *out, int *counter, cudaStream_t s)
     kernel_node(bodies[1], nullptr, 0, (void *)write_value, args1, WIDTH);
     cudaGraphNode_t w = kernel_node(bodies[2], nullptr, 0, (void *)write_value, args2, WIDTH);
     // body 2: out = 12, then a loop that adds 1 to out five times
-    cudaMemsetParams m = {};
-    m.dst = counter;
-    m.value = 0;
-    m.elementSize = 4;
-    m.width = 1;
-    m.height = 1;
-    cudaGraphNode_t reset;
-    CHECK_CUDA(cudaGraphAddMemsetNode(&reset, bodies[2], &w, 1, &m));
+    cudaGraphNode_t reset = reset_node(bodies[2], &w, 1, counter);
     conditional_node(bodies[2], &reset, 1, loop, cudaGraphCondTypeWhile, 1, &inner);
     int limit = 5, plus = 1;
     void *step_args[] = {&loop, &counter, &limit};
@@ -354,7 +355,7 @@ static void capture_and_update(int *flag, int *out, cudaStream_t s, cudaStream_t
 // node of two.
 static void refusals(void)
 {
-    cudaGraph_t g, other, bodies[3];
+    cudaGraph_t g, other;
     CHECK_CUDA(cudaGraphCreate(&g, 0));
     CHECK_CUDA(cudaGraphCreate(&other, 0));
     cudaGraphConditionalHandle mine, theirs;
@@ -379,7 +380,6 @@ static void refusals(void)
     CHECK(cudaGraphAddNode(&node, g, nullptr, nullptr, 0, &p) != cudaSuccess,
           "a WHILE node of two bodies was taken");
     cudaGetLastError();
-    (void)bodies;
     CHECK_CUDA(cudaGraphDestroy(g));
     CHECK_CUDA(cudaGraphDestroy(other));
     printf("conditional: refusals passed\n");

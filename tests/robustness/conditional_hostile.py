@@ -97,6 +97,9 @@ def conditional_hostile(server, opcodes):
     expect('its body cannot be destroyed on its own',
            result(a, 'cuGraphDestroy', [bodies[0]]), INVALID_VALUE)
     refused('a dependency in another graph', [other, [node], theirs, COND_IF, 1])
+    holder = reply(a, 'cuGraphCreate', [0])[1]
+    expect('a graph with conditional nodes is no child graph',
+           result(a, 'cuGraphAddChildGraphNode', [holder, [], g]), NOT_SUPPORTED)
 
     # the other session, which has no graph yet (ids are per session), sees none of it
     expect('another session cannot make handles on the graph',
