@@ -25,12 +25,13 @@
  * attributes that name events, memsets and copies of nothing; graph.c replays those graphs.
  *
  * Conditional nodes: their handles are made against a driver graph before any node names
- * them (an anchor, one per graph.c graph that has handles), and the node must be in that
- * graph, so a graph with conditional nodes is built in its anchor: its nodes, and its
- * conditional nodes' bodies' nodes in the bodies the driver made for them. Once
- * instantiated the nodes leave the anchor (destroying a conditional node destroys its
- * bodies), so that the next build, of this graph or a copy, starts from an empty one;
- * such a driver's graph takes no change in place (graph.c builds it again).
+ * them (an anchor, one per graph.c graph that has handles), and the node must be in the
+ * graph the handle was made in. The driver numbers a graph's handles 1, 2, ... as they are
+ * made, and lets a graph be instantiated only while no other executable graph of it lives,
+ * so every build makes a driver graph of its own and the anchor's handles in it again, in
+ * the same order (the same numbers, checked), then its nodes, and its conditional nodes'
+ * bodies' nodes in the bodies the driver made for them. Such a driver's graph takes no
+ * change in place (graph.c builds it again).
  *
  * Threads: the session's executor only (graph.c's discipline). */
 #include "device_graph.h"
@@ -41,6 +42,7 @@
 #include "array.h"
 #include "cr_opcodes.h"
 #include "handlers.h"
+#include "log.h"
 #include "scheduler.h"
 
 typedef enum { CHECK_FUNCTION, CHECK_EVENT, CHECK_MEMORY } check_kind_t;
@@ -78,10 +80,8 @@ struct cr_device_graph {
     uint64_t flags;
     CUgraph graph;  /* its nodes are what the executable graph's updates name */
     CUgraph target; /* where nodes are added now: the graph, or a conditional node's body */
-    cr_graph_anchor_t *anchor; /* graph is the anchor's */
-    CUgraphNode *tops;         /* the nodes added to the anchor's graph */
-    size_t ntops, tops_cap;
-    int detached; /* they left it */
+    cr_graph_anchor_t *anchor; /* its handles are in graph too (the first nhandles) */
+    size_t nhandles;
     CUgraphExec exec;
     CUgraphNode *deps; /* what the node being added depends on */
     size_t ndeps, deps_cap;
@@ -131,11 +131,18 @@ int cr_memory_op_extents(uint16_t opcode, const uint64_t v[6], cr_extent_t out[2
 
 #define MAX_ANCHOR_HANDLES 4096 /* conditional handles of one graph */
 
+typedef struct {
+    uint64_t value;
+    unsigned dflt, flags;
+} anchor_handle_t;
+
 struct cr_graph_anchor {
     unsigned refs;
+    unsigned execs; /* live executable graphs instantiated from its graph */
+    void *top;      /* that graph, while it lives */
     const cr_backend_t *backend;
     CUgraph graph;
-    uint64_t *handles;
+    anchor_handle_t *handles;
     size_t nhandles, cap;
 };
 
@@ -180,21 +187,74 @@ CUresult cr_graph_anchor_handle(cr_graph_anchor_t *a, unsigned dflt, unsigned fl
     CUgraphConditionalHandle h;
     CUresult r =
         a->backend->d.cuGraphConditionalHandleCreate(&h, a->graph, a->backend->ctx, dflt, flags);
-    if (r == CUDA_SUCCESS)
-        *handle = a->handles[a->nhandles++] = h;
+    if (r == CUDA_SUCCESS) {
+        a->handles[a->nhandles++] = (anchor_handle_t){h, dflt, flags};
+        *handle = h;
+    }
     return r;
 }
 
-int cr_graph_anchor_owns(const cr_graph_anchor_t *a, uint64_t handle)
+int cr_graph_anchor_owns(const cr_graph_anchor_t *a, size_t count, uint64_t handle)
 {
-    for (size_t i = 0; a && i < a->nhandles; i++)
-        if (a->handles[i] == handle)
+    for (size_t i = 0; a && i < count && i < a->nhandles; i++)
+        if (a->handles[i].value == handle)
             return 1;
     return 0;
 }
 
+size_t cr_graph_anchor_count(const cr_graph_anchor_t *a)
+{
+    return a ? a->nhandles : 0;
+}
+
+void cr_graph_anchor_set_top(cr_graph_anchor_t *a, void *top)
+{
+    a->top = top;
+}
+
+void *cr_graph_anchor_top(const cr_graph_anchor_t *a)
+{
+    return a ? a->top : NULL;
+}
+
+int cr_graph_anchor_take_exec(cr_graph_anchor_t *a)
+{
+    if (a->execs)
+        return -1;
+    a->execs++;
+    cr_graph_anchor_ref(a);
+    return 0;
+}
+
+void cr_graph_anchor_drop_exec(cr_graph_anchor_t *a)
+{
+    a->execs--;
+    cr_graph_anchor_unref(a);
+}
+
+/* Makes the anchor's first `count` handles in `graph`, in their order: CUDA_SUCCESS when the
+ * driver numbers each as it did in the anchor (device code names them by those numbers). */
+static CUresult anchor_replay(const cr_graph_anchor_t *a, size_t count, CUgraph graph)
+{
+    const cr_backend_t *b = a->backend;
+    for (size_t i = 0; i < count && i < a->nhandles; i++) {
+        const anchor_handle_t *h = &a->handles[i];
+        CUgraphConditionalHandle made;
+        CUresult r = b->d.cuGraphConditionalHandleCreate(&made, graph, b->ctx, h->dflt, h->flags);
+        if (r != CUDA_SUCCESS)
+            return r;
+        if (made != h->value) {
+            CR_WARN("graph: the driver numbered a conditional handle %llu in a new graph, %llu "
+                    "before: graphs with conditional nodes cannot run",
+                    (unsigned long long)made, (unsigned long long)h->value);
+            return CUDA_ERROR_NOT_SUPPORTED;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
 cr_device_graph_t *cr_device_graph_new(cr_session_t *s, uint64_t flags, size_t nodes,
-                                       cr_graph_anchor_t *anchor)
+                                       cr_graph_anchor_t *anchor, size_t handles)
 {
     const cr_backend_t *b = cr_session_backend(s);
     const cr_driver_t *d = &b->d;
@@ -214,16 +274,21 @@ cr_device_graph_t *cr_device_graph_new(cr_session_t *s, uint64_t flags, size_t n
     g->backend = b;
     g->flags = flags;
     g->map_count = nodes;
-    if (anchor) {
-        cr_graph_anchor_ref(anchor);
-        g->anchor = anchor;
-        g->graph = anchor->graph;
-    } else if (d->cuGraphCreate(&g->graph, 0) != CUDA_SUCCESS) {
-        free(g->map);
-        free(g);
+    if (d->cuGraphCreate(&g->graph, 0) != CUDA_SUCCESS) {
+        g->graph = NULL;
+        cr_device_graph_free(g);
         return NULL;
     }
     g->target = g->graph;
+    if (anchor) {
+        cr_graph_anchor_ref(anchor);
+        g->anchor = anchor;
+        g->nhandles = handles;
+        if (anchor_replay(anchor, handles, g->graph) != CUDA_SUCCESS) {
+            cr_device_graph_free(g);
+            return NULL;
+        }
+    }
     return g;
 }
 
@@ -240,13 +305,6 @@ static CUresult added(cr_device_graph_t *g, size_t index, CUgraphNode node, uint
     for (unsigned i = 0; i < nc->n; i++)
         if (cr_array_room((void **)&g->checks, &g->cap, g->nchecks + i, sizeof *g->checks))
             return CUDA_ERROR_OUT_OF_MEMORY;
-    if (g->anchor && g->target == g->graph) {
-        if (cr_array_room((void **)&g->tops, &g->tops_cap, g->ntops, sizeof *g->tops)) {
-            g->backend->d.cuGraphDestroyNode(node);
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        }
-        g->tops[g->ntops++] = node;
-    }
     dnode_t *m = &g->map[index];
     *m = (dnode_t){node, NULL, 0, kind, 0, 1, (uint32_t)g->nchecks, nc->n};
     for (unsigned i = 0; i < nc->n; i++) {
@@ -485,7 +543,7 @@ CUresult cr_device_graph_add_conditional(cr_device_graph_t *g, size_t index, uin
                                          uint32_t ndeps)
 {
     if (g->exec || !g->anchor || index >= g->map_count || g->map[index].node ||
-        !cr_graph_anchor_owns(g->anchor, handle))
+        !cr_graph_anchor_owns(g->anchor, g->nhandles, handle))
         return CUDA_ERROR_INVALID_VALUE;
     CUresult r = deps_of(g, deps, ndeps);
     if (r != CUDA_SUCCESS)
@@ -521,14 +579,6 @@ void cr_device_graph_leave(cr_device_graph_t *g, CUgraph outer)
     g->target = outer;
 }
 
-/* Takes the nodes out of the anchor's graph (their executable graph keeps its own copy). */
-static void detach(cr_device_graph_t *g)
-{
-    for (size_t i = 0; g->anchor && !g->detached && i < g->ntops; i++)
-        g->backend->d.cuGraphDestroyNode(g->tops[i]);
-    g->detached = 1;
-}
-
 CUresult cr_device_graph_instantiate(cr_device_graph_t *g)
 {
     const cr_driver_t *d = &g->backend->d;
@@ -544,8 +594,6 @@ CUresult cr_device_graph_instantiate(cr_device_graph_t *g)
     for (size_t i = 0; r == CUDA_SUCCESS && i < g->map_count; i++)
         if (g->map[i].node && !g->map[i].enabled)
             r = d->cuGraphNodeSetEnabled(g->exec, g->map[i].node, 0);
-    if (g->anchor)
-        detach(g);
     return r;
 }
 
@@ -664,13 +712,9 @@ void cr_device_graph_free(cr_device_graph_t *g)
     const cr_driver_t *d = &g->backend->d;
     if (g->exec)
         d->cuGraphExecDestroy(g->exec); /* the driver lets launches under way finish */
-    if (g->anchor) {
-        detach(g);
-        cr_graph_anchor_unref(g->anchor);
-    } else if (g->graph) {
-        d->cuGraphDestroy(g->graph);
-    }
-    free(g->tops);
+    if (g->graph)
+        d->cuGraphDestroy(g->graph); /* its executable graph is the driver's own copy */
+    cr_graph_anchor_unref(g->anchor);
     free(g->map);
     free(g->deps);
     free(g->checks);

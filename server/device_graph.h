@@ -19,11 +19,12 @@ typedef struct {
 } cr_extent_t;
 int cr_memory_op_extents(uint16_t opcode, const uint64_t v[6], cr_extent_t out[2]);
 
-/* The driver's graph that a graph's conditional handles are made against
- * (cuGraphConditionalHandleCreate needs one before any node names the handle): empty, but
- * while an executable graph of it is built (cr_device_graph_new with it), since the nodes
- * naming its handles must be in it. Shared, counted, by the graph, its conditional nodes'
- * bodies, its copies and their driver's graphs. */
+/* A graph's conditional handles (cuGraphConditionalHandleCreate needs a driver graph before
+ * any node names the handle): made against an empty driver graph, which only numbers them;
+ * each build of the graph makes them again, in the same order, in a driver graph of its
+ * own, where the driver numbers them the same (1, 2, ... in a graph: seen on driver 580;
+ * the build checks it). Shared, counted, by the graph, its conditional nodes' bodies, its
+ * copies and their driver's graphs. */
 typedef struct cr_graph_anchor cr_graph_anchor_t;
 cr_graph_anchor_t *cr_graph_anchor_new(cr_session_t *s); /* NULL: out of memory, unsupported */
 void cr_graph_anchor_ref(cr_graph_anchor_t *a);
@@ -31,17 +32,29 @@ void cr_graph_anchor_unref(cr_graph_anchor_t *a);
 /* A new handle (CU_GRAPH_COND_ASSIGN_DEFAULT or 0 in flags), or the driver's error. */
 CUresult cr_graph_anchor_handle(cr_graph_anchor_t *a, unsigned dflt, unsigned flags,
                                 uint64_t *handle);
-/* 1 when `handle` was made against a. */
-int cr_graph_anchor_owns(const cr_graph_anchor_t *a, uint64_t handle);
+/* 1 when `handle` is one of the first `count` made against a. */
+int cr_graph_anchor_owns(const cr_graph_anchor_t *a, size_t count, uint64_t handle);
+/* How many handles were made against a (0 for NULL). */
+size_t cr_graph_anchor_count(const cr_graph_anchor_t *a);
+/* The graph (graph.c's) whose handles these are, while it lives: its owner sets it. */
+void cr_graph_anchor_set_top(cr_graph_anchor_t *a, void *top);
+void *cr_graph_anchor_top(const cr_graph_anchor_t *a);
+/* The driver lets a graph with conditional nodes have one executable graph at a time (a
+ * second cuGraphInstantiate fails with CUDA_ERROR_NOT_SUPPORTED until the first is
+ * destroyed: seen on driver 580). Take: -1 when one holds it already, else 0 (a reference
+ * taken); drop when that executable graph is destroyed. */
+int cr_graph_anchor_take_exec(cr_graph_anchor_t *a);
+void cr_graph_anchor_drop_exec(cr_graph_anchor_t *a);
 
 /* Starts a driver graph for session s, standing for a graph.c graph of `nodes` nodes (its
  * bodies' nodes included, numbered after), to be instantiated with these flags
- * (CUDA_GRAPH_INSTANTIATE_FLAG_*), in `anchor`'s graph when not NULL (a graph with
- * conditional nodes: its nodes then leave the anchor once instantiated, so that nothing
- * can change in place: cr_device_graph_update and _enable refuse). NULL when out of
- * memory or the backend lacks the driver's graph calls. */
+ * (CUDA_GRAPH_INSTANTIATE_FLAG_*). With an anchor (a graph with conditional handles), the
+ * anchor's first `handles` handles are made in it first, each checked to be the anchor's,
+ * and nothing can change in place once it is instantiated (cr_device_graph_update and
+ * _enable refuse: the graph is built again). NULL when out of memory, the backend lacks
+ * the driver's graph calls, or the driver numbers the handles otherwise. */
 cr_device_graph_t *cr_device_graph_new(cr_session_t *s, uint64_t flags, size_t nodes,
-                                       cr_graph_anchor_t *anchor);
+                                       cr_graph_anchor_t *anchor, size_t handles);
 /* Adds the work of node `index`'s request (decoded, as a replay would dispatch it),
  * depending on the nodes `deps` (graph.c indices of nodes added before); turned off once
  * instantiated unless `enabled`. CUDA_SUCCESS; CUDA_ERROR_NOT_SUPPORTED for work the
@@ -53,7 +66,7 @@ CUresult cr_device_graph_add(cr_device_graph_t *g, size_t index, cr_request_t *r
 CUresult cr_device_graph_add_empty(cr_device_graph_t *g, size_t index, const uint32_t *deps,
                                    uint32_t ndeps);
 /* Adds node `index` as a conditional node of this type (CU_GRAPH_COND_TYPE_*) with `size`
- * bodies, on a handle of the anchor; its bodies' nodes are added after it, each body's
+ * bodies, on one of its handles; its bodies' nodes are added after it, each body's
  * between cr_device_graph_enter(g, index, body) and cr_device_graph_leave(g, the value
  * enter returned). */
 CUresult cr_device_graph_add_conditional(cr_device_graph_t *g, size_t index, uint64_t handle,

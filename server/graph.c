@@ -29,9 +29,10 @@
  *
  * A conditional node is an empty node with its handle, kind and bodies (nest_t), graphs
  * of their own the program fills. Its value is set on the device, so a graph that has
- * one is never replayed: it is built as the driver's graph when instantiated, in its
- * anchor, the driver graph its handles were made against (device_graph.c), and built
- * again after edits. A capture gives its graph a handle when cuStreamGetCaptureInfo asks
+ * one is never replayed: it is built as the driver's graph when instantiated, with the
+ * handles its anchor numbered (device_graph.c), and built again after edits. The driver's
+ * rules hold here too: one node per handle, no instantiation while a handle has none, one
+ * executable graph at a time, no clone. A capture gives its graph a handle when cuStreamGetCaptureInfo asks
  * for it, so that the program can add nodes to it (a conditional node, then
  * cuStreamUpdateCaptureDependencies to go on after it).
  *
@@ -135,6 +136,7 @@ struct graph {
     uint64_t *node_ids; /* the handle id given out for each node, 0 for none yet */
     size_t node_id_cap;
     cr_graph_anchor_t *anchor; /* what its conditional handles are made against, or NULL */
+    uint32_t handles;          /* a copy's: the anchor's handles when it was made */
     uint8_t owned;             /* a node's: BODY (a conditional node's) or CHILD (a child
                                   graph node's); 0 for a graph of its own */
     uint8_t level;             /* how deep it is held: 0 for a graph of its own */
@@ -157,7 +159,9 @@ typedef struct {
     uint64_t flags;  /* it was instantiated with */
     device_state_t state;
     cr_device_graph_t *device;
-    CUresult error; /* why the driver's graph could not be built (NEVER) */
+    CUresult error;          /* why the driver's graph could not be built (NEVER) */
+    cr_graph_anchor_t *held; /* a graph with conditional nodes: the anchor of the graph
+                                it was made from, whose one executable graph it is */
 } exec_t;
 
 typedef struct {
@@ -262,6 +266,8 @@ static void graph_unref(void *p)
         free(g->nodes[i].deps);
         nest_free(g->nodes[i].nest);
     }
+    if (cr_graph_anchor_top(g->anchor) == g)
+        cr_graph_anchor_set_top(g->anchor, NULL);
     cr_graph_anchor_unref(g->anchor);
     *g->account -= g->bytes;
     free(g->nodes);
@@ -272,8 +278,17 @@ static void exec_free(void *p)
 {
     exec_t *e = p;
     cr_device_graph_free(e->device);
+    if (e->held)
+        cr_graph_anchor_drop_exec(e->held);
     graph_unref(e->graph);
     free(e);
+}
+
+/* 1 when g has conditional nodes or handles: it runs only as the driver's graph (the
+ * driver refuses to instantiate one with a handle no node has, and so does a build). */
+static int conditional(const graph_t *g)
+{
+    return g->conds || cr_graph_anchor_count(g->anchor) > 0;
 }
 
 /* Its nodes changed (new arguments, turned on or off, updated): the driver's graph made of
@@ -283,7 +298,7 @@ static void exec_changed(exec_t *e)
 {
     cr_device_graph_free(e->device);
     e->device = NULL;
-    e->state = e->graph->conds ? DEVICE_UNTRIED : DEVICE_EDITED;
+    e->state = conditional(e->graph) ? DEVICE_UNTRIED : DEVICE_EDITED;
 }
 
 /* The argument naming the stream of a request a capture keeps, or -1 for others. */
@@ -616,6 +631,7 @@ static graph_t *graph_copy(const graph_t *g)
     if (copy && g->anchor) {
         cr_graph_anchor_ref(g->anchor);
         copy->anchor = g->anchor;
+        copy->handles = (uint32_t)cr_graph_anchor_count(g->anchor); /* at most 4096 */
     }
     if (copy) {
         copy->owned = g->owned;
@@ -1097,18 +1113,29 @@ void cr_srv_cuGraphInstantiateWithFlags(cr_request_t *req)
         reply_id(req, CUDA_ERROR_INVALID_VALUE, 0);
         return;
     }
+    /* the driver's rule for a graph with conditional nodes: one executable graph at a time */
+    if (conditional(g) && cr_graph_anchor_take_exec(g->anchor) != 0) {
+        reply_id(req, CUDA_ERROR_NOT_SUPPORTED, 0);
+        return;
+    }
     /* a snapshot: nodes added to the graph later are not the executable graph's */
     exec_t *e = malloc(sizeof *e);
     graph_t *copy = e ? graph_copy(g) : NULL;
     CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
     if (copy && cr_session_add_handle(s, CR_HT_CUgraphExec, e, 0, &id) == 0) {
-        *e = (exec_t){copy, g->serial, flags, DEVICE_UNTRIED, NULL, CUDA_SUCCESS};
+        *e = (exec_t){copy,
+                      g->serial,
+                      flags,
+                      DEVICE_UNTRIED,
+                      NULL,
+                      CUDA_SUCCESS,
+                      conditional(g) ? g->anchor : NULL};
         r = CUDA_SUCCESS;
         if (cr_session_handle_attach(s, id, 0, e, exec_free) != 0) {
             cr_session_remove_handle(s, id);
             exec_free(e);
             r = CUDA_ERROR_OUT_OF_MEMORY;
-        } else if (copy->conds) { /* it has no replay to fall back on: built now */
+        } else if (conditional(copy)) { /* it has no replay to fall back on: built now */
             exec_build(s, e, id, 0);
             if (e->state != DEVICE_BUILT) {
                 r = e->error;
@@ -1116,6 +1143,8 @@ void cr_srv_cuGraphInstantiateWithFlags(cr_request_t *req)
             }
         }
     } else {
+        if (conditional(g))
+            cr_graph_anchor_drop_exec(g->anchor);
         graph_unref(copy);
         free(e);
     }
@@ -1274,7 +1303,8 @@ static void exec_build(cr_session_t *s, exec_t *e, uint64_t eid, uint64_t sid)
 {
     const graph_t *g = e->graph;
     size_t total = tree_count(g), next = g->count, at = 0;
-    cr_device_graph_t *dev = cr_device_graph_new(s, e->flags, total, g->conds ? g->anchor : NULL);
+    cr_device_graph_t *dev =
+        cr_device_graph_new(s, e->flags, total, conditional(g) ? g->anchor : NULL, g->handles);
     CUresult r =
         dev ? build_nodes(s, dev, g, 0, &next, sid, &at, NULL, 0) : CUDA_ERROR_NOT_SUPPORTED;
     if (r == CUDA_SUCCESS)
@@ -1284,7 +1314,7 @@ static void exec_build(cr_session_t *s, exec_t *e, uint64_t eid, uint64_t sid)
         CR_DEBUG("session %llu: executable graph %llu runs as the driver's graph (%zu nodes, "
                  "%zu kernels%s)",
                  (unsigned long long)cr_session_id(s), (unsigned long long)eid, nodes, kernels,
-                 g->conds ? ", conditional nodes" : "");
+                 conditional(g) ? ", conditional nodes" : "");
         e->device = dev;
         e->state = DEVICE_BUILT;
         return;
@@ -1295,7 +1325,7 @@ static void exec_build(cr_session_t *s, exec_t *e, uint64_t eid, uint64_t sid)
     e->error = r;
     CR_DEBUG("session %llu: executable graph %llu %s (node %zu: error %d)",
              (unsigned long long)cr_session_id(s), (unsigned long long)eid,
-             g->conds ? "cannot be built" : "is replayed node by node", at, (int)r);
+             conditional(g) ? "cannot be built" : "is replayed node by node", at, (int)r);
 }
 
 /* Node `index` of e has new arguments: they reach e's driver's graph in place, or it is
@@ -1374,7 +1404,7 @@ void cr_srv_cuGraphLaunch(cr_request_t *req)
         cr_request_finish(req, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
         return;
     }
-    if (g->conds) { /* built again when edited or no longer current: never replayed */
+    if (conditional(g)) { /* built again when edited or no longer current: never replayed */
         if (e->state == DEVICE_BUILT && !cr_device_graph_current(e->device, s))
             exec_changed(e);
         if (e->state != DEVICE_BUILT)
@@ -1470,15 +1500,16 @@ void cr_srv_cuGraphCreate(cr_request_t *req)
     reply_graph(req, c ? graph_new(&c->bytes) : NULL);
 }
 
-/* [graph] -> a copy of it (its nodes have no handles in the copy) */
+/* [graph] -> a copy of it (its nodes have no handles in the copy); none of a graph with
+ * conditional nodes, as the driver refuses (CUDA_ERROR_NOT_SUPPORTED on driver 580) */
 void cr_srv_cuGraphClone(cr_request_t *req)
 {
     uint64_t id;
     graph_t *g = req->argc == 1 && !cr_arg_u64(req, 0, &id)
                      ? cr_session_handle(req->session, CR_HT_CUgraph, id)
                      : NULL;
-    if (!g) {
-        reply_id(req, CUDA_ERROR_INVALID_VALUE, 0);
+    if (!g || g->conds) { /* the driver clones no graph with conditional nodes */
+        reply_id(req, g ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE, 0);
         return;
     }
     graph_t *copy = graph_copy(g);
@@ -1842,6 +1873,7 @@ void cr_srv_cuGraphConditionalHandleCreate(cr_request_t *req)
         if (g->anchor) { /* the graph's, given back with its bytes */
             g->bytes += ANCHOR_COST;
             *g->account += ANCHOR_COST;
+            cr_graph_anchor_set_top(g->anchor, g);
         }
     }
     if (r == CUDA_SUCCESS)
@@ -1871,6 +1903,23 @@ static CUresult body_handles(cr_session_t *s, graph_t *g, uint64_t node, uint64_
 
 #define MAX_BODIES 1024 /* of a switch node */
 
+/* 1 when a conditional node of g or of a body in it has `handle` (the driver gives a
+ * handle one node). g: a graph's top graph, or NULL once that is destroyed. */
+static int handle_taken(const graph_t *g, uint64_t handle)
+{
+    for (size_t i = 0; g && i < g->count; i++) {
+        const nest_t *c = g->nodes[i].nest;
+        if (g->nodes[i].removed || !c || g->nodes[i].type != CU_GRAPH_NODE_TYPE_CONDITIONAL)
+            continue;
+        if (c->handle == handle)
+            return 1;
+        for (uint32_t b = 0; b < c->size; b++)
+            if (handle_taken(c->bodies[b], handle))
+                return 1;
+    }
+    return 0;
+}
+
 /* [graph, dependencies, handle, type, size] -> [node, [bodies]]: a conditional node (the
  * driver's form of cuGraphAddNode; every other kind comes as cuGraphAddNode) on a handle
  * made for the graph, with `size` empty bodies for the program to fill. */
@@ -1886,7 +1935,8 @@ void cr_srv_cuGraphAddNode_v2(cr_request_t *req)
     CUresult r = CUDA_ERROR_INVALID_VALUE;
     if (g && (g->owned == CHILD || g->level + 1 > MAX_LEVEL)) /* see the child graph node */
         r = CUDA_ERROR_NOT_SUPPORTED;
-    else if (g && cr_graph_anchor_owns(g->anchor, handle) && size >= 1 &&
+    else if (g && cr_graph_anchor_owns(g->anchor, SIZE_MAX, handle) &&
+             !handle_taken(cr_graph_anchor_top(g->anchor), handle) && size >= 1 &&
              ((type == CU_GRAPH_COND_TYPE_IF && size <= 2) ||
               (type == CU_GRAPH_COND_TYPE_WHILE && size == 1) ||
               (type == CU_GRAPH_COND_TYPE_SWITCH && size <= MAX_BODIES)) &&

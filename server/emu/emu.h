@@ -446,6 +446,21 @@ int cr__kernel_max_threads(const cr__kernel_t *k);
 CUresult cr__launch_params(CUfunction f, void **kernelParams, void **extra, uint8_t **out,
                            uint32_t *size);
 
+/* The conditional values of an executable graph (graph.c): handle h (1..n, numbered in its
+ * graph as the driver numbers them) is v[h - 1]. Shared by the executable graph and every
+ * launch of its kernels not yet run, so that destroying it while they wait is safe. */
+typedef struct {
+    unsigned refs; /* atomic */
+    uint32_t n;
+    uint32_t v[];
+} cr__cond_t;
+void cr__cond_ref(cr__cond_t *c);
+void cr__cond_unref(cr__cond_t *c);
+/* cuLaunchKernelEx of a graph's kernel node, whose device code may set `cond`'s values
+ * (cudaGraphSetConditional); cond may be NULL (launch.c). */
+CUresult cr__launch_graph_kernel(const CUlaunchConfig *config, CUfunction f, void **extra,
+                                 cr__cond_t *cond);
+
 /* The device address and size of a global variable of lib. 0 or CR_ENOTFOUND. */
 int cr__library_global(const cr__library_t *lib, const char *name, uint64_t *address,
                        uint64_t *size);
@@ -459,6 +474,7 @@ typedef struct {
     uint32_t shared;
     const uint8_t *params;
     uint32_t param_size;
+    cr__cond_t *cond; /* a graph's kernel: the values its device code may set; else NULL */
 } cr__run_t;
 
 /* Runs a launch on the PTX interpreter, on the stream's worker thread. Returns CUDA_SUCCESS

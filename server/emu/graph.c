@@ -12,15 +12,19 @@
  * copy nodes may be given new parameters and turned off and on, and its event nodes other
  * events, by the graph's node they copy, as the driver allows.
  *
- * Conditional nodes (cuGraphAddNode): a conditional handle is the device address of a
- * 32-bit value, made against a graph created by cuGraphCreate (its root: a body's handles
- * are its root's) and freed with it; device code sets it with cudaGraphSetConditional,
- * which the PTX interpreter runs as a store there. A launch first sets each of its
- * handles that has CU_GRAPH_COND_ASSIGN_DEFAULT to its default (a stream-ordered memset),
- * and at a conditional node waits for the stream, reads the value and runs the body it
- * selects (IF, IF/ELSE, SWITCH) or runs the body while it is non-zero (WHILE): the work
- * before it has run, as on a GPU. Bodies are graphs of their own, owned by their node;
- * cuGraphDestroyNode takes a node (and its bodies) out of its graph.
+ * Conditional nodes (cuGraphAddNode): handles are numbered 1, 2, ... in the order they are
+ * made against a graph created by cuGraphCreate (its root: a body's handles are its
+ * root's), as the driver numbers them (seen on driver 580), so a graph built again with its
+ * handles made in the same order has the same handles. Each serves one conditional node;
+ * instantiation refuses a handle that serves none (CUDA_ERROR_INVALID_VALUE, as the
+ * driver). An executable graph holds the values (cr__cond_t), and device code of its
+ * kernels sets them with cudaGraphSetConditional, which the PTX interpreter hands to
+ * kernel.c for the launch's values. A launch waits for its stream, sets each handle that
+ * has CU_GRAPH_COND_ASSIGN_DEFAULT to its default, and at a conditional node waits for the
+ * stream, reads the value and runs the body it selects (IF, IF/ELSE, SWITCH) or runs the
+ * body while it is non-zero (WHILE): the work before it has run, as on a GPU. Bodies are
+ * graphs of their own, owned by their node; cuGraphDestroyNode takes a node (and its
+ * bodies) out of its graph.
  *
  * Threads: like the driver's graphs, a graph and its executable graphs are used by one
  * thread at a time (the server's session executor). */
@@ -52,14 +56,12 @@ typedef struct enode {
     CUevent event;
     /* a conditional */
     CUgraphConditionalNodeType cond_type;
-    CUdeviceptr handle; /* where its value is */
-    unsigned cond_default, cond_flags;
-    unsigned size; /* its bodies */
+    CUgraphConditionalHandle handle; /* 1..n in its root */
+    unsigned size;                   /* its bodies */
     CUgraph *bodies;
 } enode_t;
 
 typedef struct {
-    CUdeviceptr value; /* the handle */
     unsigned dflt, flags;
 } ehandle_t;
 
@@ -67,8 +69,10 @@ typedef struct egraph {
     enode_t **nodes; /* NULL: a destroyed node's place */
     size_t count, cap;
     struct egraph *root; /* a body's: the graph made by cuGraphCreate it is in; NULL there */
-    ehandle_t *handles;  /* the root's conditional handles */
+    ehandle_t *handles;  /* the root's conditional handles, handle h at [h - 1]; an
+                            executable graph's copy of them */
     size_t nhandles, handle_cap;
+    cr__cond_t *cond; /* an executable graph's values, when it has handles */
 } egraph_t;
 
 static void graph_free(egraph_t *g);
@@ -102,8 +106,8 @@ static void graph_free(egraph_t *g)
         return;
     for (size_t i = 0; i < g->count; i++)
         node_free(g->nodes[i]);
-    for (size_t i = 0; i < g->nhandles; i++)
-        cr_emu_cuMemFree_v2(g->handles[i].value);
+    if (g->cond)
+        cr__cond_unref(g->cond);
     free(g->handles);
     free(g->nodes);
     free(g);
@@ -263,6 +267,48 @@ CUresult cr_emu_cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph
                           CU_GRAPH_NODE_TYPE_WAIT_EVENT);
 }
 
+void cr__cond_ref(cr__cond_t *c)
+{
+    __atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
+}
+
+void cr__cond_unref(cr__cond_t *c)
+{
+    if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) == 0)
+        free(c);
+}
+
+/* Values for these handles, each its default to start with. */
+static cr__cond_t *cond_new(const ehandle_t *handles, size_t n)
+{
+    if (n > UINT32_MAX)
+        return NULL;
+    cr__cond_t *c = malloc(sizeof *c + n * sizeof c->v[0]);
+    if (!c)
+        return NULL;
+    c->refs = 1;
+    c->n = (uint32_t)n;
+    for (size_t i = 0; i < n; i++)
+        c->v[i] = handles[i].dflt;
+    return c;
+}
+
+/* 1 when a conditional node of g (or of a body in it) has handle h. */
+static int handle_serves(const egraph_t *g, CUgraphConditionalHandle h)
+{
+    for (size_t i = 0; i < g->count; i++) {
+        const enode_t *n = g->nodes[i];
+        if (!n || n->type != CU_GRAPH_NODE_TYPE_CONDITIONAL)
+            continue;
+        if (n->handle == h)
+            return 1;
+        for (unsigned b = 0; b < n->size; b++)
+            if (handle_serves((const egraph_t *)n->bodies[b], h))
+                return 1;
+    }
+    return 0;
+}
+
 /* An executable copy of g's nodes (bodies too), each knowing the node it copies; NULL when
  * out of memory. */
 static egraph_t *exec_copy(const egraph_t *g)
@@ -306,14 +352,23 @@ CUresult cr_emu_cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hG
     const egraph_t *g = (const egraph_t *)hGraph;
     if (!phGraphExec || !g || (flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH))
         return CUDA_ERROR_INVALID_VALUE;
+    for (size_t h = 1; h <= g->nhandles; h++)
+        if (!handle_serves(g, h))
+            return CUDA_ERROR_INVALID_VALUE; /* CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED */
     egraph_t *e = exec_copy(g);
-    if (!e)
+    if (!e || (g->nhandles && (!(e->handles = malloc(g->nhandles * sizeof *e->handles)) ||
+                               !(e->cond = cond_new(g->handles, g->nhandles))))) {
+        graph_free(e);
         return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (g->nhandles)
+        memcpy(e->handles, g->handles, g->nhandles * sizeof *e->handles);
+    e->nhandles = g->nhandles;
     *phGraphExec = (CUgraphExec)e;
     return CUDA_SUCCESS;
 }
 
-static CUresult launch_node(const enode_t *n, CUstream stream)
+static CUresult launch_node(const enode_t *n, CUstream stream, cr__cond_t *cond)
 {
     switch (n->type) {
     case CU_GRAPH_NODE_TYPE_KERNEL: {
@@ -332,7 +387,7 @@ static CUresult launch_node(const enode_t *n, CUstream stream)
             .attrs = (CUlaunchAttribute *)n->attrs,
             .numAttrs = n->nattrs,
         };
-        return cr_emu_cuLaunchKernelEx(&config, n->f, NULL, extra);
+        return cr__launch_graph_kernel(&config, n->f, extra, cond);
     }
     case CU_GRAPH_NODE_TYPE_MEMSET: {
         const CUDA_MEMSET_NODE_PARAMS *m = &n->memset;
@@ -359,16 +414,18 @@ static CUresult launch_node(const enode_t *n, CUstream stream)
     }
 }
 
-static CUresult run_nodes(const egraph_t *e, CUstream stream);
+static CUresult run_nodes(const egraph_t *e, CUstream stream, cr__cond_t *cond);
 
 /* A conditional node: the work before it done, its value read, its body or bodies run. */
-static CUresult run_conditional(const enode_t *n, CUstream stream)
+static CUresult run_conditional(const enode_t *n, CUstream stream, cr__cond_t *cond)
 {
     for (;;) {
         CUresult rc = cr_emu_cuStreamSynchronize(stream);
         if (rc != CUDA_SUCCESS)
             return rc;
-        uint32_t v = __atomic_load_n((const uint32_t *)(uintptr_t)n->handle, __ATOMIC_ACQUIRE);
+        if (!cond || !n->handle || n->handle > cond->n)
+            return CUDA_ERROR_INVALID_VALUE; /* instantiation made one value per handle */
+        uint32_t v = __atomic_load_n(&cond->v[n->handle - 1], __ATOMIC_ACQUIRE);
         const egraph_t *body = NULL;
         switch (n->cond_type) {
         case CU_GRAPH_COND_TYPE_IF:
@@ -382,39 +439,20 @@ static CUresult run_conditional(const enode_t *n, CUstream stream)
         }
         if (!body)
             return CUDA_SUCCESS;
-        if ((rc = run_nodes(body, stream)) != CUDA_SUCCESS ||
+        if ((rc = run_nodes(body, stream, cond)) != CUDA_SUCCESS ||
             n->cond_type != CU_GRAPH_COND_TYPE_WHILE)
             return rc;
     }
 }
 
-static CUresult run_nodes(const egraph_t *e, CUstream stream)
+static CUresult run_nodes(const egraph_t *e, CUstream stream, cr__cond_t *cond)
 {
     for (size_t i = 0; i < e->count; i++) {
         const enode_t *n = e->nodes[i];
         if (!n || n->disabled)
             continue;
-        CUresult rc = n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL ? run_conditional(n, stream)
-                                                                : launch_node(n, stream);
-        if (rc != CUDA_SUCCESS)
-            return rc;
-    }
-    return CUDA_SUCCESS;
-}
-
-/* Sets every handle of e's conditional nodes (bodies' too) that asks for it to its default,
- * in stream order. */
-static CUresult assign_defaults(const egraph_t *e, CUstream stream)
-{
-    for (size_t i = 0; i < e->count; i++) {
-        const enode_t *n = e->nodes[i];
-        if (!n || n->type != CU_GRAPH_NODE_TYPE_CONDITIONAL)
-            continue;
-        CUresult rc = CUDA_SUCCESS;
-        if (n->cond_flags & CU_GRAPH_COND_ASSIGN_DEFAULT)
-            rc = cr_emu_cuMemsetD32Async(n->handle, n->cond_default, 1, stream);
-        for (unsigned b = 0; rc == CUDA_SUCCESS && b < n->size; b++)
-            rc = assign_defaults((const egraph_t *)n->bodies[b], stream);
+        CUresult rc = n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL ? run_conditional(n, stream, cond)
+                                                                : launch_node(n, stream, cond);
         if (rc != CUDA_SUCCESS)
             return rc;
     }
@@ -427,8 +465,15 @@ CUresult cr_emu_cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
     const egraph_t *e = (const egraph_t *)hGraphExec;
     if (!e)
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult rc = assign_defaults(e, hStream);
-    return rc == CUDA_SUCCESS ? run_nodes(e, hStream) : rc;
+    if (e->cond) { /* the defaults, once a launch before this one has set its last value */
+        CUresult rc = cr_emu_cuStreamSynchronize(hStream);
+        if (rc != CUDA_SUCCESS)
+            return rc;
+        for (size_t i = 0; i < e->nhandles; i++)
+            if (e->handles[i].flags & CU_GRAPH_COND_ASSIGN_DEFAULT)
+                __atomic_store_n(&e->cond->v[i], e->handles[i].dflt, __ATOMIC_RELEASE);
+    }
+    return run_nodes(e, hStream, e->cond);
 }
 
 CUresult cr_emu_cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream)
@@ -563,14 +608,8 @@ CUresult cr_emu_cuGraphConditionalHandleCreate(CUgraphConditionalHandle *pHandle
     if (cr_array_room((void **)&root->handles, &root->handle_cap, root->nhandles,
                       sizeof *root->handles))
         return CUDA_ERROR_OUT_OF_MEMORY;
-    CUdeviceptr value;
-    CUresult rc = cr_emu_cuMemAlloc_v2(&value, sizeof(uint32_t));
-    if (rc != CUDA_SUCCESS)
-        return rc;
-    /* without a default assigned at launch the value starts as the default */
-    __atomic_store_n((uint32_t *)(uintptr_t)value, defaultLaunchValue, __ATOMIC_RELEASE);
-    root->handles[root->nhandles++] = (ehandle_t){value, defaultLaunchValue, flags};
-    *pHandle_out = value;
+    root->handles[root->nhandles++] = (ehandle_t){defaultLaunchValue, flags};
+    *pHandle_out = root->nhandles;
     return CUDA_SUCCESS;
 }
 
@@ -590,11 +629,9 @@ CUresult cr_emu_cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
         return CUDA_ERROR_NOT_SUPPORTED;
     CUDA_CONDITIONAL_NODE_PARAMS *p = &nodeParams->conditional;
     egraph_t *root = root_of((egraph_t *)hGraph);
-    const ehandle_t *h = NULL;
-    for (size_t i = 0; i < root->nhandles && !h; i++)
-        if (root->handles[i].value == p->handle)
-            h = &root->handles[i];
-    if (!h || !p->size || (p->type == CU_GRAPH_COND_TYPE_IF && p->size > 2) ||
+    /* a handle of this graph that no node has yet (one node per handle, as the driver) */
+    if (!p->handle || p->handle > root->nhandles || handle_serves(root, p->handle) || !p->size ||
+        (p->type == CU_GRAPH_COND_TYPE_IF && p->size > 2) ||
         (p->type == CU_GRAPH_COND_TYPE_WHILE && p->size != 1) ||
         (p->type != CU_GRAPH_COND_TYPE_IF && p->type != CU_GRAPH_COND_TYPE_WHILE &&
          p->type != CU_GRAPH_COND_TYPE_SWITCH))
@@ -605,9 +642,7 @@ CUresult cr_emu_cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     n->cond_type = p->type;
-    n->handle = h->value;
-    n->cond_default = h->dflt;
-    n->cond_flags = h->flags;
+    n->handle = p->handle;
     for (; n->size < p->size; n->size++) {
         egraph_t *body = calloc(1, sizeof *body);
         if (!body) {

@@ -101,6 +101,7 @@ typedef struct {
     cr__library_t *lib;
     void (*fn)(void *user, const char *text, size_t len);
     void *user;
+    cr__cond_t *cond;
 } run_ctx_t;
 
 static void env_output(void *user, const char *text, size_t len)
@@ -119,6 +120,15 @@ static int env_global(void *user, const char *name, uint64_t *address, uint64_t 
     return cr__library_global(((run_ctx_t *)user)->lib, name, address, size);
 }
 
+static int env_set_conditional(void *user, uint64_t handle, uint32_t value)
+{
+    cr__cond_t *c = ((run_ctx_t *)user)->cond;
+    if (!c || !handle || handle > c->n)
+        return -1;
+    __atomic_store_n(&c->v[handle - 1], value, __ATOMIC_RELAXED);
+    return 0;
+}
+
 CUresult cr__kernel_run(const cr__run_t *run, cr__stream_t *s)
 {
     const char *name = run->kernel->info->name;
@@ -129,12 +139,12 @@ CUresult cr__kernel_run(const cr__run_t *run, cr__stream_t *s)
                   : "its library has no PTX the interpreter can compile (see above)");
         return CUDA_ERROR_NOT_SUPPORTED;
     }
-    run_ctx_t ctx = {run->lib, NULL, NULL};
+    run_ctx_t ctx = {run->lib, NULL, NULL, run->cond};
     pthread_mutex_lock(&s->lock);
     ctx.fn = s->out_fn;
     ctx.user = s->out_user;
     pthread_mutex_unlock(&s->lock);
-    cr_ptx_env_t env = {&ctx, env_global, env_allocation, env_output};
+    cr_ptx_env_t env = {&ctx, env_global, env_allocation, env_output, env_set_conditional};
     cr_ptx_launch_t launch = {
         .grid = {run->grid[0], run->grid[1], run->grid[2]},
         .block = {run->block[0], run->block[1], run->block[2]},

@@ -45,6 +45,7 @@ typedef struct {
     uint32_t param_size;
     attr_t *attrs;
     unsigned attr_count;
+    cr__cond_t *cond; /* referenced; NULL outside graphs */
 } launch_op_t;
 
 static int trace_fd = -1;
@@ -209,6 +210,7 @@ static CUresult launch_run(cr__op_t *op, cr__stream_t *s)
             .shared = l->shared,
             .params = l->params,
             .param_size = l->param_size,
+            .cond = l->cond,
         };
         rc = cr__kernel_run(&run, s);
         if (rc != CUDA_SUCCESS)
@@ -226,6 +228,8 @@ static void launch_destroy(cr__op_t *op)
 {
     launch_op_t *l = (launch_op_t *)op;
     cr__obj_unref(&l->lib->obj);
+    if (l->cond)
+        cr__cond_unref(l->cond);
     free(l->params);
     free(l->attrs);
     free(l);
@@ -296,7 +300,8 @@ typedef struct {
     CUstream stream;
     const CUlaunchAttribute *attrs;
     unsigned attr_count;
-    int cooperative; /* cuLaunchCooperativeKernel */
+    int cooperative;  /* cuLaunchCooperativeKernel */
+    cr__cond_t *cond; /* a graph's kernel node: its executable graph's conditional values */
 } launch_args_t;
 
 /* Checks and records one launch attribute; events to record after the launch go to *events. */
@@ -448,6 +453,8 @@ static CUresult launch(uint64_t fh, const launch_args_t *a, void **kernelParams,
     l->lib = k->lib;
     cr__obj_ref(&k->lib->obj);
     l->kernel = k;
+    if ((l->cond = a->cond))
+        cr__cond_ref(l->cond);
     memcpy(l->grid, a->grid, sizeof l->grid);
     memcpy(l->block, a->block, sizeof l->block);
     l->shared = a->shared;
@@ -540,19 +547,33 @@ CUresult cr_emu_cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
     return launch((uint64_t)(uintptr_t)f, &a, kernelParams, NULL);
 }
 
+/* The arguments of cuLaunchKernelEx's config. */
+static launch_args_t ex_args(const CUlaunchConfig *config)
+{
+    return (launch_args_t){.grid = {config->gridDimX, config->gridDimY, config->gridDimZ},
+                           .block = {config->blockDimX, config->blockDimY, config->blockDimZ},
+                           .shared = config->sharedMemBytes,
+                           .stream = config->hStream,
+                           .attrs = config->attrs,
+                           .attr_count = config->numAttrs};
+}
+
 CUresult cr_emu_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
                                  void **extra)
 {
     CR__ENTER();
     if (!config)
         return CUDA_ERROR_INVALID_VALUE;
-    launch_args_t a = {.grid = {config->gridDimX, config->gridDimY, config->gridDimZ},
-                       .block = {config->blockDimX, config->blockDimY, config->blockDimZ},
-                       .shared = config->sharedMemBytes,
-                       .stream = config->hStream,
-                       .attrs = config->attrs,
-                       .attr_count = config->numAttrs};
+    launch_args_t a = ex_args(config);
     return launch((uint64_t)(uintptr_t)f, &a, kernelParams, extra);
+}
+
+CUresult cr__launch_graph_kernel(const CUlaunchConfig *config, CUfunction f, void **extra,
+                                 cr__cond_t *cond)
+{
+    launch_args_t a = ex_args(config);
+    a.cond = cond;
+    return launch((uint64_t)(uintptr_t)f, &a, NULL, extra);
 }
 
 /* ---- occupancy ---- */

@@ -190,7 +190,6 @@ DEV = 0x700000000000          # the emulated device's memory under ASan (first a
 AFTER_CODE = DEV + 0x400      # the first allocation once the seed's code put its globals at DEV
 FIRST_ID = 0x10000            # the server's first handle id, then every 0x10
 CLIENT_ID = 1 << 62           # ids the client picks for handles made asynchronously
-COND_HANDLE = DEV + 0x1000     # the first conditional handle after a 4 KiB allocation
 HTOD, DTOH, DTOD = 1, 2, 3
 
 
@@ -414,19 +413,19 @@ def request_seeds():
         frame('cuMemcpyDtoH_v2', [DEV + 2048, 64, 0]))
     # conditional nodes (IF/ELSE with a SWITCH nested in a body), a child graph node whose
     # graph is given out and replaced in the executable graph, and a capture's graph asked
-    # for and its dependencies set; COND_HANDLE is the first handle the emulated device
-    # makes after one allocation
+    # for and its dependencies set; a graph's conditional handles are numbered 1, 2, ...;
+    # a clone of a graph with conditional nodes is refused
     s['graph_conditional'] = conversation(
         frame('cuStreamCreate', [CLIENT_ID + 2, 1], flags=ASYNC),
         frame('cuMemAlloc_v2', [True, 4096]),
         frame('cuGraphCreate', [0]),
         frame('cuGraphConditionalHandleCreate', [FIRST_ID, 1, 1]),
         frame('cuGraphAddNode', [FIRST_ID, [], OP['cuMemsetD32Async'], [DEV, 9, 1024, 0]]),
-        frame('cuGraphAddNode_v2', [FIRST_ID, [FIRST_ID + 0x10], COND_HANDLE, 0, 2]),
+        frame('cuGraphAddNode_v2', [FIRST_ID, [FIRST_ID + 0x10], 1, 0, 2]),
         frame('cuGraphAddNode', [FIRST_ID + 0x30, [], OP['cuMemsetD32Async'],
                                  [DEV, 1, 1024, 0]]),
         frame('cuGraphConditionalHandleCreate', [FIRST_ID + 0x30, 0, 1]),
-        frame('cuGraphAddNode_v2', [FIRST_ID + 0x40, [], COND_HANDLE + 0x200, 2, 3]),
+        frame('cuGraphAddNode_v2', [FIRST_ID + 0x40, [], 2, 2, 3]),
         frame('cuGraphCreate', [0]),
         frame('cuGraphAddNode', [FIRST_ID + 0xa0, [], OP['cuMemsetD32Async'],
                                  [DEV + 2048, 2, 256, 0]]),
@@ -436,22 +435,22 @@ def request_seeds():
         frame('cuGraphLaunch', [FIRST_ID + 0xe0, CLIENT_ID + 2], flags=ASYNC),
         frame('cuStreamSynchronize', [CLIENT_ID + 2]),
         frame('cuGraphClone', [FIRST_ID]),
-        frame('cuGraphExecUpdate_v2', [FIRST_ID + 0xe0, FIRST_ID + 0xf0]),
+        frame('cuGraphExecUpdate_v2', [FIRST_ID + 0xe0, FIRST_ID]),
         frame('cuGraphDebugDotPrint', [FIRST_ID]),
         frame('cuGraphCreate', [0]),
         frame('cuGraphCreate', [0]),
-        frame('cuGraphAddChildGraphNode', [FIRST_ID + 0x110, [], FIRST_ID + 0x100]),
-        frame('cuGraphInstantiateWithFlags', [FIRST_ID + 0x110, 0]),
-        frame('cuGraphExecChildGraphNodeSetParams', [FIRST_ID + 0x130, FIRST_ID + 0x120,
+        frame('cuGraphAddChildGraphNode', [FIRST_ID + 0x100, [], FIRST_ID + 0xf0]),
+        frame('cuGraphInstantiateWithFlags', [FIRST_ID + 0x100, 0]),
+        frame('cuGraphExecChildGraphNodeSetParams', [FIRST_ID + 0x120, FIRST_ID + 0x110,
                                                      FIRST_ID + 0xa0]),
-        frame('cuGraphExecChildGraphNodeSetParams', [FIRST_ID + 0x130, FIRST_ID + 0x120,
-                                                     FIRST_ID + 0x100]),
-        frame('cuGraphLaunch', [FIRST_ID + 0x130, CLIENT_ID + 2], flags=ASYNC),
+        frame('cuGraphExecChildGraphNodeSetParams', [FIRST_ID + 0x120, FIRST_ID + 0x110,
+                                                     FIRST_ID + 0xf0]),
+        frame('cuGraphLaunch', [FIRST_ID + 0x120, CLIENT_ID + 2], flags=ASYNC),
         frame('cuGraphDestroyNode', [FIRST_ID + 0x20]),
         frame('cuStreamBeginCapture_v2', [CLIENT_ID + 2, 0]),
         frame('cuMemsetD32Async', [DEV, 7, 1024, CLIENT_ID + 2], flags=ASYNC),
         frame('cuStreamGetCaptureInfo_v3', [CLIENT_ID + 2]),
-        frame('cuStreamUpdateCaptureDependencies_v2', [CLIENT_ID + 2, [FIRST_ID + 0x150], 1]),
+        frame('cuStreamUpdateCaptureDependencies_v2', [CLIENT_ID + 2, [FIRST_ID + 0x140], 1]),
         frame('cuMemsetD32Async', [DEV, 8, 1024, CLIENT_ID + 2], flags=ASYNC),
         frame('cuStreamEndCapture', [CLIENT_ID + 2]),
         frame('cuGraphDestroy', [FIRST_ID]),

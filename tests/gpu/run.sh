@@ -4,9 +4,9 @@
 # checked (the programs check them whenever kernels really execute), then the tenants tests
 # (quotas, isolation, metrics, scheduling, a lost context) and the hostile-client tests whose
 # answers depend on the driver (launch layouts from cuFuncGetParamInfo, tensor maps, what a
-# connection may cost), then PyTorch (tensor ops, matmuls, a CNN's training whose loss curve
-# must match the same run on NVIDIA's driver directly, a transformer; native and remote
-# timings side by side) and CuPy through the stub, and NVML (tests/nvml: nvidia-smi, gpustat
+# connection may cost, conditional nodes), then PyTorch (tensor ops, matmuls, a CNN's
+# training whose loss curve must match the same run on NVIDIA's driver directly, a
+# transformer; native and remote timings side by side) and CuPy through the stub, and NVML (tests/nvml: nvidia-smi, gpustat
 # and pynvml as tenants, with temperature and power read through from the real device, and
 # PyTorch's device count and utilization), and NVIDIA's libraries from C programs (cuBLAS,
 # cuDNN, cuFFT, cuSOLVER, cuRAND against host references). Exits 77 (skipped) when no GPU is
@@ -127,6 +127,7 @@ check gpu_libraries run "$l/gpu_libraries"
 check launch_layout hostile launch_layout
 check tensor_maps hostile tensor_maps
 check admission hostile admission
+check conditional_hostile hostile conditional_hostile # handle numbers, instantiation rules
 check torch pycheck torch_test --output /tmp/cr-gpu-torch.json --keep /tmp/cr-gpu-torch
 grep -A9 '^ *native' /tmp/cr-gpu-torch.log 2>/dev/null # the timings, native and remote
 check cupy pycheck cupy_test

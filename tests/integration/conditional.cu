@@ -1,7 +1,8 @@
 // Conditional graph nodes through the stub: WHILE, IF/ELSE and SWITCH nodes whose value
 // device code sets (cudaGraphSetConditional), built node by node and by capture into a
-// body, nested, edited, updated and cloned; every launch's result checked. Also runs
-// natively on a GPU (tests/gpu/run.sh) with the same results.
+// body, nested, edited, updated, instantiated again (a clone refused, as natively); every
+// launch's result checked. Also runs natively on a GPU (tests/gpu/run.sh) with the same
+// results.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -137,16 +138,20 @@ static void while_loop(int *counter, cudaStream_t s)
         launch(exec, s);
         CHECK(first(counter) == 7, "the count after a WHILE node: %d", first(counter));
     }
-    // a clone runs the same loop
-    cudaGraph_t clone;
-    cudaGraphExec_t clone_exec;
-    CHECK_CUDA(cudaGraphClone(&clone, g));
-    CHECK_CUDA(cudaGraphInstantiate(&clone_exec, clone, 0));
+    // a graph with conditional nodes is not cloned, nor instantiated while an executable
+    // graph of it lives (CUDA_ERROR_NOT_SUPPORTED both, seen on an H100, driver 580)
+    cudaGraph_t clone = nullptr;
+    CHECK(cudaGraphClone(&clone, g) == cudaErrorNotSupported, "a clone of a conditional graph");
+    cudaGraphExec_t again = nullptr;
+    CHECK(cudaGraphInstantiate(&again, g, 0) == cudaErrorNotSupported,
+          "a second executable graph of a conditional graph");
+    (void)cudaGetLastError();
+    // once that one is destroyed, a new one runs the same loop (built again)
+    CHECK_CUDA(cudaGraphExecDestroy(exec));
+    CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
     put(counter, -100);
-    launch(clone_exec, s);
-    CHECK(first(counter) == 7, "the count after a clone's WHILE node: %d", first(counter));
-    CHECK_CUDA(cudaGraphExecDestroy(clone_exec));
-    CHECK_CUDA(cudaGraphDestroy(clone));
+    launch(exec, s);
+    CHECK(first(counter) == 7, "the count after a new executable graph: %d", first(counter));
     // the graph destroyed, its executable graph still runs
     CHECK_CUDA(cudaGraphDestroy(g));
     put(counter, -100);
@@ -351,8 +356,9 @@ static void capture_and_update(int *flag, int *out, cudaStream_t s, cudaStream_t
     printf("conditional: capture into a body and update passed\n");
 }
 
-// What the driver refuses: a handle of another graph, an IF node of three bodies, a WHILE
-// node of two.
+// What the driver refuses: a handle of another graph (a graph's handles are numbered 1, 2,
+// ..., so one this graph has not), an IF node of three bodies, a WHILE node of two, a second
+// node on a handle, instantiating a graph with a handle no node has.
 static void refusals(void)
 {
     cudaGraph_t g, other;
@@ -360,6 +366,7 @@ static void refusals(void)
     CHECK_CUDA(cudaGraphCreate(&other, 0));
     cudaGraphConditionalHandle mine, theirs;
     CHECK_CUDA(cudaGraphConditionalHandleCreate(&mine, g, 0, 0));
+    CHECK_CUDA(cudaGraphConditionalHandleCreate(&theirs, other, 0, 0));
     CHECK_CUDA(cudaGraphConditionalHandleCreate(&theirs, other, 0, 0));
     cudaGraphNodeParams p = {};
     p.type = cudaGraphNodeTypeConditional;
@@ -370,6 +377,10 @@ static void refusals(void)
     CHECK(cudaGraphAddNode(&node, g, nullptr, nullptr, 0, &p) != cudaSuccess,
           "a handle of another graph was taken");
     cudaGetLastError();
+    cudaGraphExec_t exec = nullptr;
+    CHECK(cudaGraphInstantiate(&exec, g, 0) == cudaErrorInvalidValue,
+          "a graph whose handle no node has was instantiated");
+    cudaGetLastError();
     p.conditional.handle = mine;
     p.conditional.size = 3;
     CHECK(cudaGraphAddNode(&node, g, nullptr, nullptr, 0, &p) != cudaSuccess,
@@ -379,6 +390,11 @@ static void refusals(void)
     p.conditional.size = 2;
     CHECK(cudaGraphAddNode(&node, g, nullptr, nullptr, 0, &p) != cudaSuccess,
           "a WHILE node of two bodies was taken");
+    cudaGetLastError();
+    p.conditional.size = 1;
+    CHECK_CUDA(cudaGraphAddNode(&node, g, nullptr, nullptr, 0, &p));
+    CHECK(cudaGraphAddNode(&node, g, nullptr, nullptr, 0, &p) != cudaSuccess,
+          "a second node on a handle was taken");
     cudaGetLastError();
     CHECK_CUDA(cudaGraphDestroy(g));
     CHECK_CUDA(cudaGraphDestroy(other));

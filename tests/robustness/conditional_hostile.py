@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Conditional graph nodes and a capture's graph asked for by a hostile client: handles,
-kinds, body counts and dependencies that are not the graph's are refused; another
-session's graph and handle cannot be named; bodies cannot be destroyed on their own; a
-well-formed node still instantiates and launches; a child graph node's graph takes no
-conditional nodes; graphs held in graphs nest at most 16 deep.
+kinds, body counts and dependencies that are not the graph's are refused, and a second
+node on a handle; another session's graph cannot be named (a handle is a number in its
+graph); bodies cannot be destroyed on their own; a well-formed node still instantiates
+(once while its executable graph lives, as the driver) and launches; a graph whose handle
+no node has is not instantiated; a child graph node's graph takes no conditional nodes;
+graphs held in graphs nest at most 16 deep.
 
   conditional_hostile.py --server BIN --opcodes codegen/opcodes.txt
 """
@@ -74,13 +76,15 @@ def conditional_hostile(server, opcodes):
     got = reply(a, 'cuGraphConditionalHandleCreate', [g, 1, ASSIGN_DEFAULT])
     expect('a handle of the graph is made', got[0], SUCCESS)
     h = got[1]
+    # a graph's handles are numbered 1, 2, ...: another graph's second is not one of g's
+    reply(a, 'cuGraphConditionalHandleCreate', [other, 0, 0])
     theirs = reply(a, 'cuGraphConditionalHandleCreate', [other, 0, 0])[1]
 
     def refused(what, body):
         expect(what, result(a, 'cuGraphAddNode_v2', body), INVALID_VALUE)
 
     refused('a handle of another graph', [g, [], theirs, COND_IF, 1])
-    refused('a handle that was never made', [g, [], h + 1, COND_IF, 1])
+    refused('a handle that was never made', [g, [], h + 1000, COND_IF, 1])
     refused('an IF node of three bodies', [g, [], h, COND_IF, 3])
     refused('a WHILE node of two bodies', [g, [], h, COND_WHILE, 2])
     refused('a node of no bodies', [g, [], h, COND_SWITCH, 0])
@@ -94,6 +98,7 @@ def conditional_hostile(server, opcodes):
     got = reply(a, 'cuGraphAddNode_v2', [g, [], h, COND_SWITCH, 4])
     expect('a SWITCH node of four bodies is made', (got[0], len(got[2])), (SUCCESS, 4))
     node, bodies = got[1], got[2]
+    refused('a second node on its handle', [g, [], h, COND_IF, 1])
     expect('its body cannot be destroyed on its own',
            result(a, 'cuGraphDestroy', [bodies[0]]), INVALID_VALUE)
     refused('a dependency in another graph', [other, [node], theirs, COND_IF, 1])
@@ -109,8 +114,7 @@ def conditional_hostile(server, opcodes):
     expect('nor add to a body of it',
            result(b, 'cuGraphAddNode_v2', [bodies[1], [], h, COND_IF, 1]), INVALID_VALUE)
     mine = reply(b, 'cuGraphCreate', [0])[1]
-    b.call('cuGraphConditionalHandleCreate', [mine, 0, 0])
-    expect('nor use its handle in a graph of its own',
+    expect('nor use its handle in a graph of its own that has none',
            result(b, 'cuGraphAddNode_v2', [mine, [], h, COND_IF, 1]), INVALID_VALUE)
 
     # captures: none under way
@@ -126,6 +130,8 @@ def conditional_hostile(server, opcodes):
     expect('a WHILE node in the body (its value 0: it never runs)', got[0], SUCCESS)
     exec_ = reply(a, 'cuGraphInstantiateWithFlags', [g, 0])
     expect('the graph instantiates', exec_[0], SUCCESS)
+    expect('once while that lives (as the driver)',
+           result(a, 'cuGraphInstantiateWithFlags', [g, 0]), NOT_SUPPORTED)
     expect('and launches', result(a, 'cuGraphLaunch', [exec_[1], 0]), SUCCESS)
     expect('and its stream finishes', result(a, 'cuStreamSynchronize', [0]), SUCCESS)
     expect('destroying the node', result(a, 'cuGraphDestroyNode', [node]), SUCCESS)
@@ -133,8 +139,10 @@ def conditional_hostile(server, opcodes):
            result(a, 'cuGraphConditionalHandleCreate', [bodies[3], 0, 0]), INVALID_VALUE)
     expect('the executable graph still launches',
            result(a, 'cuGraphLaunch', [exec_[1], 0]), SUCCESS)
+    expect('the executable graph goes', result(a, 'cuGraphExecDestroy', [exec_[1]]), SUCCESS)
+    expect('the graph, whose handles no node has now, is not instantiated',
+           result(a, 'cuGraphInstantiateWithFlags', [g, 0]), INVALID_VALUE)
     expect('the graph goes', result(a, 'cuGraphDestroy', [g]), SUCCESS)
-    expect('and the executable graph', result(a, 'cuGraphExecDestroy', [exec_[1]]), SUCCESS)
     # a child graph node's graph takes no conditional handle (its copy would not be the
     # parent's); graphs held in graphs are bounded in depth
     child, parent = reply(a, 'cuGraphCreate', [0])[1], reply(a, 'cuGraphCreate', [0])[1]

@@ -528,15 +528,13 @@ int cr__exec_builtin(cr__worker_t *wk, cr__warp_t *w, const cr__insn_t *in, uint
         uint32_t l = (uint32_t)__builtin_ctz(mm);
         if (in->op == CR__OP_SETCOND) {
             uint32_t value = (uint32_t)frame_u64(wk, w, l, in->r[2], 4);
-            uint64_t a = frame_u64(wk, w, l, in->r[1], 8);
-            if (a & 3)
-                return misaligned(wk, w, l, a, 4, 1);
-            uint8_t *p = resolve(wk, w, l, CR__SP_GLOBAL, a, 4, 1);
-            if (!p)
-                return wk->fault;
-            CR__DEVICE_BEGIN();
-            __atomic_store_n((uint32_t *)(void *)p, value, __ATOMIC_RELAXED);
-            CR__DEVICE_END();
+            uint64_t h = frame_u64(wk, w, l, in->r[1], 8);
+            const cr_ptx_env_t *env = wk->job->env;
+            if (!env || !env->set_conditional || env->set_conditional(env->user, h, value))
+                return cr__fault(wk, w, l, CR__CU_ILLEGAL_ADDRESS,
+                                 "cudaGraphSetConditional of handle %llu, which is not one of "
+                                 "the graph this kernel runs in",
+                                 (unsigned long long)h);
         } else if (in->op == CR__OP_VPRINTF) {
             int rc = cr__vprintf(wk, w, l, frame_u64(wk, w, l, in->r[1], 8),
                                  frame_u64(wk, w, l, in->r[2], 8));

@@ -43,6 +43,9 @@ typedef struct {
     /* Device printf output (and assertion messages), one or more whole lines, in order.
      * NULL writes to stdout. */
     void (*output)(void *user, const char *text, size_t len);
+    /* cudaGraphSetConditional(handle, value): returns 0, or nonzero when the launch has no
+     * such handle (the kernel then faults with CUDA_ERROR_ILLEGAL_ADDRESS). NULL: none has. */
+    int (*set_conditional)(void *user, uint64_t handle, uint32_t value);
 } cr_ptx_env_t;
 
 typedef struct {
