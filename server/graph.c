@@ -126,6 +126,7 @@ struct graph {
     unsigned refs;   /* its handle or its capture, and a launch replaying it */
     uint64_t serial; /* unique in the process: what an executable graph was made from */
     uint64_t origin; /* the serial of the graph it is a clone of, 0 for none */
+    uint64_t copied; /* the serial of the graph it is a copy of (graph_copy), 0 for none */
     node_t *nodes;
     size_t count, cap;
     uint64_t bytes;
@@ -636,6 +637,7 @@ static graph_t *graph_copy(const graph_t *g)
     if (copy) {
         copy->owned = g->owned;
         copy->level = g->level;
+        copy->copied = g->serial;
     }
     for (size_t i = 0; copy && i < g->count; i++) {
         if (keep_node(copy, &g->nodes[i], 1) != 0) {
@@ -2133,6 +2135,30 @@ static int keep_launch_form(const node_t *old, uint64_t *opcode, msgpack_object 
     return 0;
 }
 
+/* The copy made from the graph of this serial among the graphs held in g (conditional
+ * nodes' bodies, child graph nodes' graphs), all the way down; NULL for none. */
+static graph_t *held_copy(const graph_t *g, uint64_t serial)
+{
+    for (size_t i = 0; i < g->count; i++) {
+        const nest_t *c = g->nodes[i].removed ? NULL : g->nodes[i].nest;
+        for (uint32_t b = 0; c && b < c->size; b++) {
+            graph_t *held = c->bodies[b];
+            if (held->copied == serial || (held = held_copy(held, serial)))
+                return held;
+        }
+    }
+    return NULL;
+}
+
+/* The graph of executable graph e that stands for graph g: e's own when e was made from
+ * g; the copy in it of g when g is held by a node (a body, a child graph node's graph), so
+ * that edits of such a node reach e, as the driver takes them (seen on an H100); else
+ * NULL. */
+static graph_t *exec_graph(const exec_t *e, const graph_t *g)
+{
+    return g->serial == e->source ? e->graph : g->owned ? held_copy(e->graph, g->serial) : NULL;
+}
+
 void cr_srv_cuGraphNodeSetParams(cr_request_t *req)
 {
     cr_session_t *s = req->session;
@@ -2142,7 +2168,7 @@ void cr_srv_cuGraphNodeSetParams(cr_request_t *req)
                         ? cr_session_handle(s, CR_HT_CUgraphNode, nid)
                         : NULL;
     exec_t *e = n && eid ? cr_session_handle(s, CR_HT_CUgraphExec, eid) : NULL;
-    graph_t *g = !n ? NULL : !eid ? n->graph : e && n->graph->serial == e->source ? e->graph : NULL;
+    graph_t *g = !n ? NULL : !eid ? n->graph : e ? exec_graph(e, n->graph) : NULL;
     msgpack_object args = req->args[3];
     msgpack_zone zone;
     msgpack_zone_init(&zone, 1024);
@@ -2156,9 +2182,9 @@ void cr_srv_cuGraphNodeSetParams(cr_request_t *req)
     if (r == CUDA_SUCCESS &&
         replace_args(g, n->index, (uint16_t)opcode, arg, &args, req->bulk, req->hdr.bulk_len) != 0)
         r = CUDA_ERROR_OUT_OF_MEMORY;
-    if (e && r == CUDA_SUCCESS)
+    if (e && r == CUDA_SUCCESS && g == e->graph)
         exec_node_changed(s, e, n->index);
-    else if (e)
+    else if (e)          /* a held graph's node: its driver's graph is built again */
         exec_changed(e); /* even a failed replacement may have changed the node */
     msgpack_zone_destroy(&zone);
     cr_request_finish(req, r);
@@ -2398,8 +2424,9 @@ void cr_srv_cuGraphAddMemFreeNode(cr_request_t *req)
 }
 
 /* The node of an executable graph a request names ([executable graph, node, ...]): its
- * copy in the executable graph, or NULL; *exec gets the executable graph. */
-static node_t *exec_node(cr_request_t *req, uint32_t argc, exec_t **exec)
+ * copy in the executable graph, or NULL; *exec gets the executable graph, *top whether the
+ * node is one of its own graph's (not of a graph held in it). */
+static node_t *exec_node(cr_request_t *req, uint32_t argc, exec_t **exec, int *top)
 {
     cr_session_t *s = req->session;
     uint64_t eid, nid;
@@ -2408,10 +2435,10 @@ static node_t *exec_node(cr_request_t *req, uint32_t argc, exec_t **exec)
                     : NULL;
     node_ref_t *n =
         e && !cr_arg_u64(req, 1, &nid) ? cr_session_handle(s, CR_HT_CUgraphNode, nid) : NULL;
+    graph_t *g = n ? exec_graph(e, n->graph) : NULL;
     *exec = e;
-    return n && n->graph->serial == e->source && n->index < e->graph->count
-               ? &e->graph->nodes[n->index]
-               : NULL;
+    *top = e && g == e->graph;
+    return g && n->index < g->count ? &g->nodes[n->index] : NULL;
 }
 
 /* [executable graph, node, enabled]: a kernel, memset or copy node turned off runs as an
@@ -2419,7 +2446,8 @@ static node_t *exec_node(cr_request_t *req, uint32_t argc, exec_t **exec)
 void cr_srv_cuGraphNodeSetEnabled(cr_request_t *req)
 {
     exec_t *e;
-    node_t *n = exec_node(req, 3, &e);
+    int top;
+    node_t *n = exec_node(req, 3, &e, &top);
     uint64_t on;
     int kind = n ? node_kind(n->opcode) : 0;
     if (!n || cr_arg_u64(req, 2, &on) ||
@@ -2429,7 +2457,8 @@ void cr_srv_cuGraphNodeSetEnabled(cr_request_t *req)
         return;
     }
     if (n->disabled != !on && e->state == DEVICE_BUILT &&
-        cr_device_graph_enable(e->device, (size_t)(n - e->graph->nodes), (int)on) != CUDA_SUCCESS)
+        (!top || /* in place only by the driver's graph's own nodes' indices */
+         cr_device_graph_enable(e->device, (size_t)(n - e->graph->nodes), (int)on) != CUDA_SUCCESS))
         exec_changed(e);
     else if (n->disabled != !on && e->state == DEVICE_NEVER)
         exec_changed(e); /* it may be buildable now */
@@ -2441,7 +2470,8 @@ void cr_srv_cuGraphNodeSetEnabled(cr_request_t *req)
 void cr_srv_cuGraphNodeGetEnabled(cr_request_t *req)
 {
     exec_t *e;
-    node_t *n = exec_node(req, 2, &e);
+    int top;
+    node_t *n = exec_node(req, 2, &e, &top);
     reply_id(req, n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE, n && !n->disabled);
 }
 
@@ -2555,7 +2585,8 @@ void cr_srv_cuGraphExecChildGraphNodeSetParams(cr_request_t *req)
 {
     cr_session_t *s = req->session;
     exec_t *e;
-    node_t *n = exec_node(req, 3, &e);
+    int top;
+    node_t *n = exec_node(req, 3, &e, &top);
     uint64_t gid;
     graph_t *g = n && !cr_arg_u64(req, 2, &gid) ? cr_session_handle(s, CR_HT_CUgraph, gid) : NULL;
     if (!g || n->type != CU_GRAPH_NODE_TYPE_GRAPH || !n->nest || n->removed || g->invalid ||

@@ -130,7 +130,7 @@ static void while_loop(int *counter, cudaStream_t s)
     CHECK(type == cudaGraphNodeTypeConditional, "node type %d", (int)type);
     int limit = 7;
     void *args[] = {&h, &counter, &limit};
-    kernel_node(body, nullptr, 0, (void *)loop_step, args, 1);
+    cudaGraphNode_t step = kernel_node(body, nullptr, 0, (void *)loop_step, args, 1);
     cudaGraphExec_t exec;
     CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
     for (int i = 0; i < 3; i++) {
@@ -138,6 +138,18 @@ static void while_loop(int *counter, cudaStream_t s)
         launch(exec, s);
         CHECK(first(counter) == 7, "the count after a WHILE node: %d", first(counter));
     }
+    // the executable graph's copy of the body's kernel takes a new limit (as the driver's)
+    cudaKernelNodeParams p = {};
+    int nine = 9;
+    void *nine_args[] = {&h, &counter, &nine};
+    p.func = (void *)loop_step;
+    p.gridDim = dim3(1);
+    p.blockDim = dim3(1);
+    p.kernelParams = nine_args;
+    CHECK_CUDA(cudaGraphExecKernelNodeSetParams(exec, step, &p));
+    put(counter, -100);
+    launch(exec, s);
+    CHECK(first(counter) == 9, "the count after the body's kernel was edited: %d", first(counter));
     // a graph with conditional nodes is not cloned, nor instantiated while an executable
     // graph of it lives (CUDA_ERROR_NOT_SUPPORTED both, seen on an H100, driver 580)
     cudaGraph_t clone = nullptr;

@@ -585,7 +585,8 @@ static void edits_after_launches(float *x, float *y, cudaStream_t s)
 }
 
 // Adds y = a*x + b to g after `after` (if not NULL), then y += x after it.
-static void scale_add(cudaGraph_t g, cudaGraphNode_t after, float *x, float *y, float a, float b)
+static void scale_add(cudaGraph_t g, cudaGraphNode_t after, float *x, float *y, float a, float b,
+                      cudaGraphNode_t *made = nullptr)
 {
     int n = N;
     void *scale_args[] = {&x, &y, &a, &b, &n}; // the node copies the values at addition
@@ -600,11 +601,17 @@ static void scale_add(cudaGraph_t g, cudaGraphNode_t after, float *x, float *y, 
     kp.func = (void *)add;
     kp.kernelParams = add_args;
     CHECK_CUDA(cudaGraphAddKernelNode(&sum, g, &scale, 1, &kp));
+    if (made) {
+        made[0] = scale;
+        made[1] = sum;
+    }
 }
 
 // A child graph node holds a copy of its graph, which cudaGraphChildGraphNodeGetGraph gives
-// (not a copy: nodes added there are the node's); an executable graph's child graph node
-// takes another graph of the same shape (cudaGraphExecChildGraphNodeSetParams).
+// (not a copy: nodes added there are the node's); an executable graph's copies of that
+// graph's nodes take new arguments and are turned off and on, as the driver allows (seen
+// on an H100); an executable graph's child graph node takes another graph of the same
+// shape (cudaGraphExecChildGraphNodeSetParams).
 static void child_graph_nodes(float *x, float *y, cudaStream_t s)
 {
     cudaGraph_t child, parent, held, again;
@@ -627,7 +634,8 @@ static void child_graph_nodes(float *x, float *y, cudaStream_t s)
     cudaGraphNode_t first;
     count = 1;
     CHECK_CUDA(cudaGraphGetNodes(held, &first, &count));
-    scale_add(held, first, x, y, 2.0f, 1.0f);
+    cudaGraphNode_t kernels[2];
+    scale_add(held, first, x, y, 2.0f, 1.0f, kernels);
     cudaGraphExec_t exec;
     CHECK_CUDA(cudaGraphInstantiate(&exec, parent, 0));
     fill(x, 1.0f);
@@ -636,6 +644,28 @@ static void child_graph_nodes(float *x, float *y, cudaStream_t s)
     CHECK_CUDA(cudaGraphLaunch(exec, s));
     CHECK_CUDA(cudaStreamSynchronize(s));
     expect_all(y, 4.0f, "y after the child graph node's graph was added to");
+    // the executable graph's copy of the held graph's kernel: y = 3x + 1, y += x
+    float a = 3.0f, b = 1.0f;
+    int n = N;
+    void *args[] = {&x, &y, &a, &b, &n};
+    cudaKernelNodeParams kp = {};
+    kp.func = (void *)axpb;
+    kp.gridDim = dim3((N + 255) / 256);
+    kp.blockDim = dim3(256);
+    kp.kernelParams = args;
+    CHECK_CUDA(cudaGraphExecKernelNodeSetParams(exec, kernels[0], &kp));
+    CHECK_CUDA(cudaGraphLaunch(exec, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    expect_all(y, 5.0f, "y after the held graph's kernel took new arguments in the exec");
+    CHECK_CUDA(cudaGraphNodeSetEnabled(exec, kernels[1], 0)); // y = 3x + 1 alone
+    CHECK_CUDA(cudaGraphLaunch(exec, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    expect_all(y, 4.0f, "y with the held graph's last kernel turned off in the exec");
+    CHECK_CUDA(cudaGraphNodeSetEnabled(exec, kernels[1], 1));
+    // the child graph's own node is not the executable graph's (the node holds a copy)
+    CHECK(cudaGraphExecMemsetNodeSetParams(exec, set, &mp) != cudaSuccess,
+          "the child graph's own node was taken as the executable graph's");
+    cudaGetLastError();
     // the executable graph's node takes a graph of the same shape: y = 5x, y += x
     cudaGraph_t other, smaller;
     CHECK_CUDA(cudaGraphCreate(&other, 0));
