@@ -1744,7 +1744,9 @@ CUresult cr_hand_cuGraphExecUpdate(CUgraphExec exec, CUgraph graph, CUgraphNode 
 
 /* The DOT file of a graph as the server runs it: its nodes in their order, each named by
  * the call it stands for, with the edges the graph keeps; a child graph's nodes in a
- * cluster of their own, with their edges, before the node that stands for the child. */
+ * cluster of their own, with their edges, before the node that stands for the child; a
+ * conditional node's bodies each in a cluster, dashed edges from the node to where they
+ * start. */
 static int small_uint(const msgpack_object *o, uint64_t *v)
 {
     if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
@@ -1753,42 +1755,113 @@ static int small_uint(const msgpack_object *o, uint64_t *v)
     return 1;
 }
 
+#define DOT_MAX_DEPTH 17 /* the server nests bodies at most 16 deep */
+
+/* What a conditional node's body `b` is called, for a node of this kind. */
+static void body_name(char *out, size_t len, uint64_t kind, uint32_t b)
+{
+    if (kind == CU_GRAPH_COND_TYPE_IF)
+        snprintf(out, len, "%s", b ? "else" : "then");
+    else if (kind == CU_GRAPH_COND_TYPE_WHILE)
+        snprintf(out, len, "body");
+    else
+        snprintf(out, len, "case %u", b);
+}
+
+static void write_nodes(FILE *f, const msgpack_object_array *nodes, const char *prefix, int depth);
+
+/* Node `i` (named prefix + "n" + i) is conditional: cond is [kind, handle, [body]...]. */
+static void write_bodies(FILE *f, const msgpack_object *cond, const char *prefix, uint32_t i,
+                         int depth)
+{
+    uint64_t kind, handle;
+    if (cond->type != MSGPACK_OBJECT_ARRAY || cond->via.array.size < 2 ||
+        !small_uint(&cond->via.array.ptr[0], &kind) ||
+        !small_uint(&cond->via.array.ptr[1], &handle) || depth + 1 >= DOT_MAX_DEPTH)
+        return;
+    for (uint32_t b = 0; b + 2 < cond->via.array.size; b++) {
+        const msgpack_object *body = &cond->via.array.ptr[b + 2];
+        char inner[512], name[32];
+        if (body->type != MSGPACK_OBJECT_ARRAY ||
+            (size_t)snprintf(inner, sizeof inner, "%sn%ub%u_", prefix, i, b) >= sizeof inner)
+            continue;
+        body_name(name, sizeof name, kind, b);
+        fprintf(f, "%*ssubgraph cluster_%s {\n%*slabel=\"%s of %u\";\n", 2 * depth + 2, "", inner,
+                2 * depth + 4, "", name, i);
+        write_nodes(f, &body->via.array, inner, depth + 1);
+        fprintf(f, "%*s}\n", 2 * depth + 2, "");
+        for (uint32_t k = 0; k < body->via.array.size; k++) { /* where it starts */
+            const msgpack_object *n = &body->via.array.ptr[k];
+            uint64_t removed;
+            if (n->type == MSGPACK_OBJECT_ARRAY && n->via.array.size >= 4 &&
+                small_uint(&n->via.array.ptr[2], &removed) && !removed &&
+                n->via.array.ptr[3].type == MSGPACK_OBJECT_ARRAY &&
+                n->via.array.ptr[3].via.array.size == 0)
+                fprintf(f, "%*s%sn%u -> %sn%u [style=dashed];\n", 2 * depth + 2, "", prefix, i,
+                        inner, k);
+        }
+    }
+}
+
+/* One graph's nodes as DOT, each named prefix + "n" + its place, depth levels in. */
+static void write_nodes(FILE *f, const msgpack_object_array *nodes, const char *prefix, int depth)
+{
+    int in_child = 0, children = 0, pad = 2 * depth + 2;
+    for (uint32_t i = 0; i < nodes->size; i++) {
+        const msgpack_object *n = &nodes->ptr[i];
+        uint64_t op = 0, inner = 0, removed = 0, kind = 0, handle = 0;
+        if (n->type != MSGPACK_OBJECT_ARRAY || (n->via.array.size != 4 && n->via.array.size != 5) ||
+            !small_uint(&n->via.array.ptr[0], &op) || !small_uint(&n->via.array.ptr[1], &inner) ||
+            !small_uint(&n->via.array.ptr[2], &removed))
+            continue;
+        const msgpack_object *cond = n->via.array.size == 5 ? &n->via.array.ptr[4] : NULL;
+        int ends_child = !inner && in_child; /* the node that stands for the child graph */
+        if (inner && !in_child)
+            fprintf(f, "%*ssubgraph cluster_%schild%d {\n%*slabel=\"child graph\";\n", pad, "",
+                    prefix, children++, pad + 2, "");
+        else if (ends_child)
+            fprintf(f, "%*s}\n", pad, "");
+        in_child = inner != 0;
+        if (removed)
+            continue;
+        char label[96];
+        if (cond && cond->type == MSGPACK_OBJECT_ARRAY && cond->via.array.size >= 2 &&
+            small_uint(&cond->via.array.ptr[0], &kind) &&
+            small_uint(&cond->via.array.ptr[1], &handle))
+            snprintf(label, sizeof label, "%s (handle %llu)",
+                     kind == CU_GRAPH_COND_TYPE_IF      ? "IF"
+                     : kind == CU_GRAPH_COND_TYPE_WHILE ? "WHILE"
+                                                        : "SWITCH",
+                     (unsigned long long)handle);
+        else
+            snprintf(label, sizeof label, "%s",
+                     op           ? cr_opcode_name((unsigned)op)
+                     : ends_child ? "child graph done"
+                                  : "empty");
+        fprintf(f, "%*s%sn%u [label=\"%u: %s\"];\n", pad + (in_child ? 2 : 0), "", prefix, i, i,
+                label);
+        const msgpack_object *deps = &n->via.array.ptr[3];
+        for (uint32_t k = 0; deps->type == MSGPACK_OBJECT_ARRAY && k < deps->via.array.size; k++) {
+            uint64_t d;
+            if (small_uint(&deps->via.array.ptr[k], &d) && d < i)
+                fprintf(f, "%*s%sn%llu -> %sn%u;\n", pad, "", prefix, (unsigned long long)d, prefix,
+                        i);
+        }
+        if (cond)
+            write_bodies(f, cond, prefix, i, depth);
+    }
+    if (in_child)
+        fprintf(f, "%*s}\n", pad, "");
+}
+
 /* The graph as DOT: each node with its place in the order the server runs them, its edges;
- * a child graph's nodes in a cluster. */
+ * a child graph's nodes in a cluster, a conditional node's bodies each in one. */
 static void write_dot(FILE *f, const msgpack_object_array *nodes)
 {
     fprintf(f, "digraph cuda_remote_graph {\n"
                "  label=\"nodes numbered in the order cuda-remoted runs them\";\n"
                "  node [shape=box];\n");
-    int in_child = 0, children = 0;
-    for (uint32_t i = 0; i < nodes->size; i++) {
-        const msgpack_object *n = &nodes->ptr[i];
-        uint64_t op = 0, inner = 0, removed = 0;
-        if (n->type != MSGPACK_OBJECT_ARRAY || n->via.array.size != 4 ||
-            !small_uint(&n->via.array.ptr[0], &op) || !small_uint(&n->via.array.ptr[1], &inner) ||
-            !small_uint(&n->via.array.ptr[2], &removed))
-            continue;
-        int ends_child = !inner && in_child; /* the node that stands for the child graph */
-        if (inner && !in_child)
-            fprintf(f, "  subgraph cluster_child%d {\n    label=\"child graph\";\n", children++);
-        else if (ends_child)
-            fprintf(f, "  }\n");
-        in_child = inner != 0;
-        if (removed)
-            continue;
-        fprintf(f, "  %sn%u [label=\"%u: %s\"];\n", in_child ? "  " : "", i, i,
-                op           ? cr_opcode_name((unsigned)op)
-                : ends_child ? "child graph done"
-                             : "empty");
-        const msgpack_object *deps = &n->via.array.ptr[3];
-        for (uint32_t k = 0; deps->type == MSGPACK_OBJECT_ARRAY && k < deps->via.array.size; k++) {
-            uint64_t d;
-            if (small_uint(&deps->via.array.ptr[k], &d) && d < i)
-                fprintf(f, "  n%llu -> n%u;\n", (unsigned long long)d, i);
-        }
-    }
-    if (in_child)
-        fprintf(f, "  }\n");
+    write_nodes(f, nodes, "", 0);
     fprintf(f, "}\n");
 }
 

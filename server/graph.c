@@ -2308,7 +2308,9 @@ static void pack_deps(msgpack_packer *pk, const uint32_t *deps, uint32_t n, cons
 }
 
 /* Packs g's nodes for the picture, g's first at `first`, as [opcode, inner, removed,
- * [dependencies]] each; a node without dependencies depends on `roots` (places). */
+ * [dependencies]] each, and a conditional node with [type, handle, [body]...] after, each
+ * body's nodes packed so, placed from 0; a node without dependencies depends on `roots`
+ * (places). */
 static void pack_flat(msgpack_packer *pk, const graph_t *g, size_t first, int inner,
                       const uint32_t *roots, uint32_t nroots)
 {
@@ -2331,7 +2333,9 @@ static void pack_flat(msgpack_packer *pk, const graph_t *g, size_t first, int in
                     mine[k] = child_at[mine[k]];
             free(child_at);
         }
-        msgpack_pack_array(pk, 4);
+        const nest_t *cond =
+            n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && !n->removed ? n->nest : NULL;
+        msgpack_pack_array(pk, cond ? 5 : 4);
         msgpack_pack_uint16(pk, n->opcode);
         msgpack_pack_uint8(pk, (uint8_t)inner);
         msgpack_pack_uint8(pk, n->removed || n->hidden);
@@ -2342,14 +2346,23 @@ static void pack_flat(msgpack_packer *pk, const graph_t *g, size_t first, int in
         else
             pack_deps(pk, roots, nroots, NULL);
         free(mine);
+        if (cond) { /* bodies nest at most MAX_LEVEL deep */
+            msgpack_pack_array(pk, 2 + cond->size);
+            msgpack_pack_uint32(pk, cond->type);
+            msgpack_pack_uint64(pk, cond->handle);
+            for (uint32_t b = 0; b < cond->size; b++) {
+                msgpack_pack_array(pk, (uint32_t)flat_count(cond->bodies[b]));
+                pack_flat(pk, cond->bodies[b], 0, 0, NULL, 0);
+            }
+        }
     }
     free(at);
 }
 
 /* [graph] -> [[opcode, inner, removed, [dependencies by place]]...]: its nodes in the order
  * they run (opcode 0: an empty node; inner: a node of a child graph, whose nodes come just
- * before the child graph node; removed: a destroyed node's place, or a hidden one), for
- * cuGraphDebugDotPrint. */
+ * before the child graph node; removed: a destroyed node's place, or a hidden one), a
+ * conditional node with its kind, handle and bodies (pack_flat), for cuGraphDebugDotPrint. */
 void cr_srv_cuGraphDebugDotPrint(cr_request_t *req)
 {
     uint64_t id;

@@ -702,6 +702,52 @@ static void child_graph_nodes(float *x, float *y, cudaStream_t s)
     printf("child graph nodes: the node's graph given out and edited, another graph taken\n");
 }
 
+// The DOT picture of a graph with an IF/ELSE node (the stub's own picture, not the driver's):
+// the node named with its kind and handle, each body a cluster with its nodes and edges, a
+// dashed edge from the node to where each body starts.
+static void conditional_picture(float *y)
+{
+    cudaGraph_t g, bodies[2];
+    CHECK_CUDA(cudaGraphCreate(&g, 0));
+    cudaGraphConditionalHandle h;
+    CHECK_CUDA(cudaGraphConditionalHandleCreate(&h, g, 1, cudaGraphCondAssignDefault));
+    cudaMemsetParams mp = zeroing(y, N);
+    cudaGraphNode_t set, cond, a, b;
+    CHECK_CUDA(cudaGraphAddMemsetNode(&set, g, nullptr, 0, &mp));
+    cudaGraphNodeParams p = {};
+    p.type = cudaGraphNodeTypeConditional;
+    p.conditional.handle = h;
+    p.conditional.type = cudaGraphCondTypeIf;
+    p.conditional.size = 2;
+    CHECK_CUDA(cudaGraphAddNode(&cond, g, &set, nullptr, 1, &p));
+    bodies[0] = p.conditional.phGraph_out[0];
+    bodies[1] = p.conditional.phGraph_out[1];
+    CHECK_CUDA(cudaGraphAddMemsetNode(&a, bodies[0], nullptr, 0, &mp));
+    CHECK_CUDA(cudaGraphAddMemsetNode(&a, bodies[1], nullptr, 0, &mp));
+    CHECK_CUDA(cudaGraphAddMemsetNode(&b, bodies[1], &a, 1, &mp));
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/cr-graphs-cond-%d.dot", (int)getpid());
+    CHECK_CUDA(cudaGraphDebugDotPrint(g, path, 0));
+    FILE *dot = fopen(path, "r");
+    CHECK(dot, "no DOT file at %s", path);
+    std::string text;
+    for (int c; (c = fgetc(dot)) != EOF;)
+        text += (char)c;
+    fclose(dot);
+    unlink(path);
+    const char *wanted[] = {"n0 -> n1;",           "1: IF (handle 1)",
+                            "label=\"then of 1\"",  "label=\"else of 1\"",
+                            "n1b0_n0 [label",      "n1b1_n0 -> n1b1_n1;",
+                            "n1 -> n1b0_n0 [style=dashed]", "n1 -> n1b1_n0 [style=dashed]"};
+    for (const char *w : wanted)
+        CHECK(text.find(w) != std::string::npos, "the DOT file lacks '%s':\n%s", w,
+              text.c_str());
+    CHECK(text.find("n1 -> n1b1_n1 [style=dashed]") == std::string::npos,
+          "a body's second node drawn as where it starts:\n%s", text.c_str());
+    CHECK_CUDA(cudaGraphDestroy(g));
+    printf("a conditional node's picture: its kind, handle and bodies\n");
+}
+
 int main(int argc, char **argv)
 {
     float *x, *y, *z;
@@ -1338,6 +1384,7 @@ int main(int argc, char **argv)
     edits_after_launches(x, y, s1);
     child_graph_nodes(x, y, s1);
     stale_after_first_launch(s1);
+    conditional_picture(y);
     CHECK_CUDA(cudaEventDestroy(fork));
     CHECK_CUDA(cudaEventDestroy(join));
     CHECK_CUDA(cudaStreamDestroy(s1));
