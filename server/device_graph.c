@@ -134,12 +134,12 @@ int cr_memory_op_extents(uint16_t opcode, const uint64_t v[6], cr_extent_t out[2
 typedef struct {
     uint64_t value;
     unsigned dflt, flags;
+    int taken; /* a node of the graph has it */
 } anchor_handle_t;
 
 struct cr_graph_anchor {
     unsigned refs;
     unsigned execs; /* live executable graphs instantiated from its graph */
-    void *top;      /* that graph, while it lives */
     const cr_backend_t *backend;
     CUgraph graph;
     anchor_handle_t *handles;
@@ -188,18 +188,24 @@ CUresult cr_graph_anchor_handle(cr_graph_anchor_t *a, unsigned dflt, unsigned fl
     CUresult r =
         a->backend->d.cuGraphConditionalHandleCreate(&h, a->graph, a->backend->ctx, dflt, flags);
     if (r == CUDA_SUCCESS) {
-        a->handles[a->nhandles++] = (anchor_handle_t){h, dflt, flags};
+        a->handles[a->nhandles++] = (anchor_handle_t){h, dflt, flags, 0};
         *handle = h;
     }
     return r;
 }
 
+static anchor_handle_t *anchor_find(const cr_graph_anchor_t *a, uint64_t handle)
+{
+    for (size_t i = 0; a && i < a->nhandles; i++)
+        if (a->handles[i].value == handle)
+            return &a->handles[i];
+    return NULL;
+}
+
 int cr_graph_anchor_owns(const cr_graph_anchor_t *a, size_t count, uint64_t handle)
 {
-    for (size_t i = 0; a && i < count && i < a->nhandles; i++)
-        if (a->handles[i].value == handle)
-            return 1;
-    return 0;
+    const anchor_handle_t *h = anchor_find(a, handle);
+    return h && (size_t)(h - a->handles) < count;
 }
 
 size_t cr_graph_anchor_count(const cr_graph_anchor_t *a)
@@ -207,14 +213,17 @@ size_t cr_graph_anchor_count(const cr_graph_anchor_t *a)
     return a ? a->nhandles : 0;
 }
 
-void cr_graph_anchor_set_top(cr_graph_anchor_t *a, void *top)
+int cr_graph_anchor_taken(const cr_graph_anchor_t *a, uint64_t handle)
 {
-    a->top = top;
+    const anchor_handle_t *h = anchor_find(a, handle);
+    return h && h->taken;
 }
 
-void *cr_graph_anchor_top(const cr_graph_anchor_t *a)
+void cr_graph_anchor_mark(cr_graph_anchor_t *a, uint64_t handle, int taken)
 {
-    return a ? a->top : NULL;
+    anchor_handle_t *h = anchor_find(a, handle);
+    if (h)
+        h->taken = taken;
 }
 
 int cr_graph_anchor_take_exec(cr_graph_anchor_t *a)

@@ -36,9 +36,10 @@ CUresult cr_graph_anchor_handle(cr_graph_anchor_t *a, unsigned dflt, unsigned fl
 int cr_graph_anchor_owns(const cr_graph_anchor_t *a, size_t count, uint64_t handle);
 /* How many handles were made against a (0 for NULL). */
 size_t cr_graph_anchor_count(const cr_graph_anchor_t *a);
-/* The graph (graph.c's) whose handles these are, while it lives: its owner sets it. */
-void cr_graph_anchor_set_top(cr_graph_anchor_t *a, void *top);
-void *cr_graph_anchor_top(const cr_graph_anchor_t *a);
+/* Whether a conditional node of the graph (or of a body in it) has `handle`: the driver
+ * gives a handle one node. Marked when such a node is added, cleared when it goes. */
+int cr_graph_anchor_taken(const cr_graph_anchor_t *a, uint64_t handle);
+void cr_graph_anchor_mark(cr_graph_anchor_t *a, uint64_t handle, int taken);
 /* The driver lets a graph with conditional nodes have one executable graph at a time (a
  * second cuGraphInstantiate fails with CUDA_ERROR_NOT_SUPPORTED until the first is
  * destroyed: seen on driver 580). Take: -1 when one holds it already, else 0 (a reference

@@ -267,8 +267,6 @@ static void graph_unref(void *p)
         free(g->nodes[i].deps);
         nest_free(g->nodes[i].nest);
     }
-    if (cr_graph_anchor_top(g->anchor) == g)
-        cr_graph_anchor_set_top(g->anchor, NULL);
     cr_graph_anchor_unref(g->anchor);
     *g->account -= g->bytes;
     free(g->nodes);
@@ -517,7 +515,10 @@ static CUresult drop_last(graph_t *g)
     free(n->bytes);
     free(n->deps);
     if (n->nest) {
-        g->conds -= n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL;
+        if (n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+            g->conds--;
+            cr_graph_anchor_mark(g->anchor, n->nest->handle, 0);
+        }
         uncharge_bodies(g, n->nest->size);
         nest_free(n->nest);
     }
@@ -1875,7 +1876,6 @@ void cr_srv_cuGraphConditionalHandleCreate(cr_request_t *req)
         if (g->anchor) { /* the graph's, given back with its bytes */
             g->bytes += ANCHOR_COST;
             *g->account += ANCHOR_COST;
-            cr_graph_anchor_set_top(g->anchor, g);
         }
     }
     if (r == CUDA_SUCCESS)
@@ -1905,23 +1905,6 @@ static CUresult body_handles(cr_session_t *s, graph_t *g, uint64_t node, uint64_
 
 #define MAX_BODIES 1024 /* of a switch node */
 
-/* 1 when a conditional node of g or of a body in it has `handle` (the driver gives a
- * handle one node). g: a graph's top graph, or NULL once that is destroyed. */
-static int handle_taken(const graph_t *g, uint64_t handle)
-{
-    for (size_t i = 0; g && i < g->count; i++) {
-        const nest_t *c = g->nodes[i].nest;
-        if (g->nodes[i].removed || !c || g->nodes[i].type != CU_GRAPH_NODE_TYPE_CONDITIONAL)
-            continue;
-        if (c->handle == handle)
-            return 1;
-        for (uint32_t b = 0; b < c->size; b++)
-            if (handle_taken(c->bodies[b], handle))
-                return 1;
-    }
-    return 0;
-}
-
 /* [graph, dependencies, handle, type, size] -> [node, [bodies]]: a conditional node (the
  * driver's form of cuGraphAddNode; every other kind comes as cuGraphAddNode) on a handle
  * made for the graph, with `size` empty bodies for the program to fill. */
@@ -1938,7 +1921,7 @@ void cr_srv_cuGraphAddNode_v2(cr_request_t *req)
     if (g && (g->owned == CHILD || g->level + 1 > MAX_LEVEL)) /* see the child graph node */
         r = CUDA_ERROR_NOT_SUPPORTED;
     else if (g && cr_graph_anchor_owns(g->anchor, SIZE_MAX, handle) &&
-             !handle_taken(cr_graph_anchor_top(g->anchor), handle) && size >= 1 &&
+             !cr_graph_anchor_taken(g->anchor, handle) && size >= 1 &&
              ((type == CU_GRAPH_COND_TYPE_IF && size <= 2) ||
               (type == CU_GRAPH_COND_TYPE_WHILE && size == 1) ||
               (type == CU_GRAPH_COND_TYPE_SWITCH && size <= MAX_BODIES)) &&
@@ -1975,6 +1958,7 @@ void cr_srv_cuGraphAddNode_v2(cr_request_t *req)
         n->type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
         n->nest = c;
         g->conds++;
+        cr_graph_anchor_mark(g->anchor, handle, 1);
         c = NULL;
         if (deps_give(g, &d) != 0)
             r = drop_last(g);
@@ -2712,6 +2696,19 @@ void cr_srv_cuGraphRemoveDependencies(cr_request_t *req)
     cr_request_finish(req, r);
 }
 
+/* Conditional node n and those in its bodies, all the way down, give up their handles. */
+static void release_handles(cr_graph_anchor_t *a, const node_t *n)
+{
+    cr_graph_anchor_mark(a, n->nest->handle, 0);
+    for (uint32_t b = 0; b < n->nest->size; b++) {
+        const graph_t *body = n->nest->bodies[b];
+        for (size_t i = 0; i < body->count; i++)
+            if (body->nodes[i].type == CU_GRAPH_NODE_TYPE_CONDITIONAL && body->nodes[i].nest &&
+                !body->nodes[i].removed)
+                release_handles(a, &body->nodes[i]);
+    }
+}
+
 /* [node]: the node and its edges go; its place stays, empty, so that the other nodes keep
  * their indices (their handles and executable graphs go by them). A node that holds graphs
  * (a child graph's, a conditional node's bodies) takes them with it. Memory nodes stay:
@@ -2740,6 +2737,8 @@ void cr_srv_cuGraphDestroyNode(cr_request_t *req)
     n->opcode = 0;
     n->removed = 1;
     if (n->nest) { /* the graphs it holds; their handles go with the node's */
+        if (n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL)
+            release_handles(g->anchor, n);
         uncharge_bodies(g, n->nest->size);
         nest_free(n->nest);
         n->nest = NULL;

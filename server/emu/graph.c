@@ -63,6 +63,7 @@ typedef struct enode {
 
 typedef struct {
     unsigned dflt, flags;
+    int used; /* a conditional node of the root (or of a body in it) has it */
 } ehandle_t;
 
 typedef struct egraph {
@@ -293,22 +294,6 @@ static cr__cond_t *cond_new(const ehandle_t *handles, size_t n)
     return c;
 }
 
-/* 1 when a conditional node of g (or of a body in it) has handle h. */
-static int handle_serves(const egraph_t *g, CUgraphConditionalHandle h)
-{
-    for (size_t i = 0; i < g->count; i++) {
-        const enode_t *n = g->nodes[i];
-        if (!n || n->type != CU_GRAPH_NODE_TYPE_CONDITIONAL)
-            continue;
-        if (n->handle == h)
-            return 1;
-        for (unsigned b = 0; b < n->size; b++)
-            if (handle_serves((const egraph_t *)n->bodies[b], h))
-                return 1;
-    }
-    return 0;
-}
-
 /* An executable copy of g's nodes (bodies too), each knowing the node it copies; NULL when
  * out of memory. */
 static egraph_t *exec_copy(const egraph_t *g)
@@ -352,8 +337,8 @@ CUresult cr_emu_cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hG
     const egraph_t *g = (const egraph_t *)hGraph;
     if (!phGraphExec || !g || (flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH))
         return CUDA_ERROR_INVALID_VALUE;
-    for (size_t h = 1; h <= g->nhandles; h++)
-        if (!handle_serves(g, h))
+    for (size_t i = 0; i < g->nhandles; i++)
+        if (!g->handles[i].used)
             return CUDA_ERROR_INVALID_VALUE; /* CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED */
     egraph_t *e = exec_copy(g);
     if (!e || (g->nhandles && (!(e->handles = malloc(g->nhandles * sizeof *e->handles)) ||
@@ -608,7 +593,7 @@ CUresult cr_emu_cuGraphConditionalHandleCreate(CUgraphConditionalHandle *pHandle
     if (cr_array_room((void **)&root->handles, &root->handle_cap, root->nhandles,
                       sizeof *root->handles))
         return CUDA_ERROR_OUT_OF_MEMORY;
-    root->handles[root->nhandles++] = (ehandle_t){defaultLaunchValue, flags};
+    root->handles[root->nhandles++] = (ehandle_t){defaultLaunchValue, flags, 0};
     *pHandle_out = root->nhandles;
     return CUDA_SUCCESS;
 }
@@ -630,7 +615,7 @@ CUresult cr_emu_cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
     CUDA_CONDITIONAL_NODE_PARAMS *p = &nodeParams->conditional;
     egraph_t *root = root_of((egraph_t *)hGraph);
     /* a handle of this graph that no node has yet (one node per handle, as the driver) */
-    if (!p->handle || p->handle > root->nhandles || handle_serves(root, p->handle) || !p->size ||
+    if (!p->handle || p->handle > root->nhandles || root->handles[p->handle - 1].used || !p->size ||
         (p->type == CU_GRAPH_COND_TYPE_IF && p->size > 2) ||
         (p->type == CU_GRAPH_COND_TYPE_WHILE && p->size != 1) ||
         (p->type != CU_GRAPH_COND_TYPE_IF && p->type != CU_GRAPH_COND_TYPE_WHILE &&
@@ -653,9 +638,26 @@ CUresult cr_emu_cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
         n->bodies[n->size] = (CUgraph)body;
     }
     CUresult rc = add(phGraphNode, hGraph, dependencies, numDependencies, n);
-    if (rc == CUDA_SUCCESS)
+    if (rc == CUDA_SUCCESS) {
+        root->handles[p->handle - 1].used = 1;
         p->phGraph_out = n->bodies;
+    }
     return rc;
+}
+
+/* Conditional node n and those in its bodies, all the way down, give up their handles. */
+static void release_handles(egraph_t *root, const enode_t *n)
+{
+    if (n->type != CU_GRAPH_NODE_TYPE_CONDITIONAL)
+        return;
+    if (n->handle && n->handle <= root->nhandles)
+        root->handles[n->handle - 1].used = 0;
+    for (unsigned b = 0; b < n->size; b++) {
+        const egraph_t *body = (const egraph_t *)n->bodies[b];
+        for (size_t i = 0; i < body->count; i++)
+            if (body->nodes[i])
+                release_handles(root, body->nodes[i]);
+    }
 }
 
 CUresult cr_emu_cuGraphDestroyNode(CUgraphNode hNode)
@@ -666,6 +668,7 @@ CUresult cr_emu_cuGraphDestroyNode(CUgraphNode hNode)
     if (!g || n->index >= g->count || g->nodes[n->index] != n)
         return CUDA_ERROR_INVALID_VALUE;
     g->nodes[n->index] = NULL;
+    release_handles(root_of(g), n);
     node_free(n);
     return CUDA_SUCCESS;
 }
