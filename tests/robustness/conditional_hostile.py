@@ -139,6 +139,8 @@ def conditional_hostile(server, opcodes):
            result(a, 'cuGraphConditionalHandleCreate', [bodies[3], 0, 0]), INVALID_VALUE)
     expect('the executable graph still launches',
            result(a, 'cuGraphLaunch', [exec_[1], 0]), SUCCESS)
+    expect('the node\'s handle takes a new node',
+           reply(a, 'cuGraphAddNode_v2', [g, [], h, COND_WHILE, 1])[0], SUCCESS)
     expect('the executable graph goes', result(a, 'cuGraphExecDestroy', [exec_[1]]), SUCCESS)
     expect('the graph, whose handles no node has now, is not instantiated',
            result(a, 'cuGraphInstantiateWithFlags', [g, 0]), INVALID_VALUE)
