@@ -34,9 +34,11 @@
  *                               request (kernel, memset, copy, host, event)
  *   cuGraphExecUpdate_v2        [executable graph, graph] -> CUgraphExecUpdateResult (also
  *                               with CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
- *   cuGraphDebugDotPrint        [graph] -> [[opcode, inner, removed, [dependencies]]...]:
- *                               its nodes in order; the client writes the DOT file
- *   cuGraphInstantiateWithFlags [graph, flags] -> executable graph
+ *   cuGraphDebugDotPrint        [graph] -> [[opcode, inner, removed, [dependencies]
+ *                               (, [kind, handle, [body]...])]...]: its nodes in the
+ *                               order they were added; the client writes the DOT file
+ *   cuGraphInstantiateWithFlags [graph, flags] -> executable graph (failed: why, as
+ *                               CUgraphInstantiateResult)
  *   cuGraphLaunch, cuGraphUpload [executable graph, stream], not waited for
  *   cuGraphExecDestroy, cuGraphDestroy [handle]
  *   cuGraphGetNodes             [graph] -> how many nodes it has; [graph, true] -> [that
@@ -204,18 +206,47 @@ CUresult cr_hand_cuStreamEndCapture(CUstream stream, CUgraph *graph)
     return r;
 }
 
-CUresult cr_hand_cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph,
-                                             unsigned long long flags)
+/* The reply of a failed instantiation names why in its id, as the driver's result_out. */
+static CUresult instantiate(CUgraphExec *exec, CUgraph graph, unsigned long long flags,
+                            CUgraphInstantiateResult *why)
 {
     if (!exec)
         return CUDA_ERROR_INVALID_VALUE;
-    uint64_t id = 0;
-    CUresult r =
-        call2(CR_OP_cuGraphInstantiateWithFlags, (uint64_t)(uintptr_t)graph, flags, 1, &id);
-    *exec = r == CUDA_SUCCESS ? (CUgraphExec)(uintptr_t)id : NULL;
+    cr_client_t *cl = cr_client();
+    if (!cl)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    cr_msg_t m;
+    int err = cr_msg_begin(cl->conn, &m, CR_OP_cuGraphInstantiateWithFlags);
+    if (err)
+        return cr_transport_error(err);
+    msgpack_pack_array(&m.pk, 2);
+    msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)graph);
+    msgpack_pack_uint64(&m.pk, flags);
+    cr_pending_t p = {0};
+    msgpack_unpacked u;
+    CUresult r = cr_call(&m, &p, &u);
+    const msgpack_object *id =
+        u.data.type == MSGPACK_OBJECT_ARRAY && u.data.via.array.size == 2 &&
+                u.data.via.array.ptr[1].type == MSGPACK_OBJECT_POSITIVE_INTEGER
+            ? &u.data.via.array.ptr[1]
+            : NULL;
+    if (r == CUDA_SUCCESS && !id)
+        r = CUDA_ERROR_UNKNOWN;
+    *exec = r == CUDA_SUCCESS ? (CUgraphExec)(uintptr_t)id->via.u64 : NULL;
     if (r == CUDA_SUCCESS)
-        cr_user_objects_copy((uint64_t)(uintptr_t)graph, id);
+        cr_user_objects_copy((uint64_t)(uintptr_t)graph, id->via.u64);
+    else if (id && id->via.u64 > CUDA_GRAPH_INSTANTIATE_SUCCESS &&
+             id->via.u64 <= CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED)
+        *why = (CUgraphInstantiateResult)id->via.u64;
+    cr_reply_done(&p, &u);
     return r;
+}
+
+CUresult cr_hand_cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph,
+                                             unsigned long long flags)
+{
+    CUgraphInstantiateResult why;
+    return instantiate(exec, graph, flags, &why);
 }
 
 CUresult cr_hand_cuGraphInstantiateWithParams(CUgraphExec *exec, CUgraph graph,
@@ -229,10 +260,10 @@ CUresult cr_hand_cuGraphInstantiateWithParams(CUgraphExec *exec, CUgraph graph,
         if (r != CUDA_SUCCESS)
             return r;
     }
-    CUresult r = cr_hand_cuGraphInstantiateWithFlags(exec, graph, params->flags);
+    CUgraphInstantiateResult why = CUDA_GRAPH_INSTANTIATE_ERROR;
+    CUresult r = instantiate(exec, graph, params->flags, &why);
     params->hErrNode_out = NULL;
-    params->result_out =
-        r == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
+    params->result_out = r == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : why;
     return r;
 }
 
@@ -1742,7 +1773,7 @@ CUresult cr_hand_cuGraphExecUpdate(CUgraphExec exec, CUgraph graph, CUgraphNode 
     return r;
 }
 
-/* The DOT file of a graph as the server runs it: its nodes in their order, each named by
+/* The DOT file of a graph as the server keeps it: its nodes in their order, each named by
  * the call it stands for, with the edges the graph keeps; a child graph's nodes in a
  * cluster of their own, with their edges, before the node that stands for the child; a
  * conditional node's bodies each in a cluster, dashed edges from the node to where they
@@ -1843,7 +1874,7 @@ static void write_nodes(FILE *f, const msgpack_object_array *nodes, const char *
         const msgpack_object *deps = &n->via.array.ptr[3];
         for (uint32_t k = 0; deps->type == MSGPACK_OBJECT_ARRAY && k < deps->via.array.size; k++) {
             uint64_t d;
-            if (small_uint(&deps->via.array.ptr[k], &d) && d < i)
+            if (small_uint(&deps->via.array.ptr[k], &d) && d != i && d < nodes->size)
                 fprintf(f, "%*s%sn%llu -> %sn%u;\n", pad, "", prefix, (unsigned long long)d, prefix,
                         i);
         }
@@ -1854,12 +1885,12 @@ static void write_nodes(FILE *f, const msgpack_object_array *nodes, const char *
         fprintf(f, "%*s}\n", pad, "");
 }
 
-/* The graph as DOT: each node with its place in the order the server runs them, its edges;
+/* The graph as DOT: each node with its place in the order it was added, its edges;
  * a child graph's nodes in a cluster, a conditional node's bodies each in one. */
 static void write_dot(FILE *f, const msgpack_object_array *nodes)
 {
     fprintf(f, "digraph cuda_remote_graph {\n"
-               "  label=\"nodes numbered in the order cuda-remoted runs them\";\n"
+               "  label=\"nodes numbered in the order they were added\";\n"
                "  node [shape=box];\n");
     write_nodes(f, nodes, "", 0);
     fprintf(f, "}\n");

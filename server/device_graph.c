@@ -219,6 +219,14 @@ int cr_graph_anchor_taken(const cr_graph_anchor_t *a, uint64_t handle)
     return h && h->taken;
 }
 
+int cr_graph_anchor_unused(const cr_graph_anchor_t *a)
+{
+    for (size_t i = 0; a && i < a->nhandles; i++)
+        if (!a->handles[i].taken)
+            return 1;
+    return 0;
+}
+
 void cr_graph_anchor_mark(cr_graph_anchor_t *a, uint64_t handle, int taken)
 {
     anchor_handle_t *h = anchor_find(a, handle);

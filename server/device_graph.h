@@ -39,6 +39,8 @@ size_t cr_graph_anchor_count(const cr_graph_anchor_t *a);
 /* Whether a conditional node of the graph (or of a body in it) has `handle`: the driver
  * gives a handle one node. Marked when such a node is added, cleared when it goes. */
 int cr_graph_anchor_taken(const cr_graph_anchor_t *a, uint64_t handle);
+/* 1 when a handle made against a has no node (the driver then refuses to instantiate). */
+int cr_graph_anchor_unused(const cr_graph_anchor_t *a);
 void cr_graph_anchor_mark(cr_graph_anchor_t *a, uint64_t handle, int taken);
 /* The driver lets a graph with conditional nodes have one executable graph at a time (a
  * second cuGraphInstantiate fails with CUDA_ERROR_NOT_SUPPORTED until the first is

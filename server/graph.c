@@ -290,6 +290,72 @@ static int conditional(const graph_t *g)
     return g->conds || cr_graph_anchor_count(g->anchor) > 0;
 }
 
+/* An order of g's nodes that runs every node after the nodes it depends on, into *order
+ * (free it; NULL for an empty graph): the order of addition wherever the edges allow it
+ * (every edge from a node to one added later), else a node's dependencies first.
+ * CUDA_SUCCESS, CUDA_ERROR_INVALID_VALUE for a cycle, or out of memory. Iterative: a
+ * chain of millions of nodes must not exhaust the stack. */
+static CUresult run_order(const graph_t *g, uint32_t **order)
+{
+    *order = NULL;
+    if (!g->count)
+        return CUDA_SUCCESS;
+    uint32_t *out = malloc(g->count * sizeof *out);
+    uint8_t *state = calloc(g->count, 1);                 /* 0 not seen, 1 on the path, 2 placed */
+    uint32_t(*path)[2] = malloc(g->count * sizeof *path); /* [node, next dependency] */
+    CUresult r = out && state && path ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    size_t placed = 0;
+    for (size_t root = 0; r == CUDA_SUCCESS && root < g->count; root++) {
+        if (state[root])
+            continue;
+        size_t depth = 0;
+        path[depth][0] = (uint32_t)root;
+        path[depth++][1] = 0;
+        state[root] = 1;
+        while (depth && r == CUDA_SUCCESS) {
+            uint32_t v = path[depth - 1][0];
+            const node_t *n = &g->nodes[v];
+            if (path[depth - 1][1] < n->ndeps) {
+                uint32_t d = n->deps[path[depth - 1][1]++];
+                if (state[d] == 1)
+                    r = CUDA_ERROR_INVALID_VALUE; /* a cycle */
+                else if (state[d] == 0) {
+                    state[d] = 1;
+                    path[depth][0] = d;
+                    path[depth++][1] = 0;
+                }
+            } else {
+                state[v] = 2;
+                out[placed++] = v;
+                depth--;
+            }
+        }
+    }
+    free(state);
+    free(path);
+    if (r != CUDA_SUCCESS) {
+        free(out);
+        return r;
+    }
+    *order = out;
+    return CUDA_SUCCESS;
+}
+
+/* 1 when g and every graph its nodes hold have no cycle (then they have a run order). */
+static int acyclic(const graph_t *g)
+{
+    uint32_t *order;
+    if (run_order(g, &order) != CUDA_SUCCESS)
+        return 0;
+    free(order);
+    for (size_t i = 0; i < g->count; i++)
+        for (uint32_t b = 0; g->nodes[i].nest && !g->nodes[i].removed && b < g->nodes[i].nest->size;
+             b++)
+            if (!acyclic(g->nodes[i].nest->bodies[b]))
+                return 0;
+    return 1;
+}
+
 /* Its nodes changed (new arguments, turned on or off, updated): the driver's graph made of
  * them is stale. A graph with conditional nodes cannot be replayed: it is built again at
  * its next launch. */
@@ -1116,6 +1182,16 @@ void cr_srv_cuGraphInstantiateWithFlags(cr_request_t *req)
         reply_id(req, CUDA_ERROR_INVALID_VALUE, 0);
         return;
     }
+    /* refused as the driver refuses them; a failure's id is the driver's
+     * CUgraphInstantiateResult (cuGraphInstantiateWithParams's result_out) */
+    if (!acyclic(g)) {
+        reply_id(req, CUDA_ERROR_INVALID_VALUE, CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE);
+        return;
+    }
+    if (conditional(g) && cr_graph_anchor_unused(g->anchor)) {
+        reply_id(req, CUDA_ERROR_INVALID_VALUE, CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED);
+        return;
+    }
     /* the driver's rule for a graph with conditional nodes: one executable graph at a time */
     if (conditional(g) && cr_graph_anchor_take_exec(g->anchor) != 0) {
         reply_id(req, CUDA_ERROR_NOT_SUPPORTED, 0);
@@ -1239,11 +1315,13 @@ static CUresult build_nodes(cr_session_t *s, cr_device_graph_t *dev, const graph
                             size_t *next, uint64_t sid, size_t *at, const uint32_t *roots,
                             uint32_t nroots)
 {
-    CUresult r = CUDA_SUCCESS;
+    uint32_t *order;
+    CUresult r = run_order(g, &order);
     msgpack_zone zone;
     msgpack_zone_init(&zone, 2048);
     uint32_t *deps = NULL;
-    for (size_t i = 0; r == CUDA_SUCCESS && i < g->count; i++) {
+    for (size_t k = 0; r == CUDA_SUCCESS && k < g->count; k++) {
+        size_t i = order[k];
         const node_t *n = &g->nodes[i];
         *at = base + i;
         /* a hidden event record is no node of the graph on a GPU (nothing depends on it);
@@ -1257,8 +1335,8 @@ static CUresult build_nodes(cr_session_t *s, cr_device_graph_t *dev, const graph
             break;
         }
         deps = grown;
-        for (uint32_t k = 0; k < ndeps; k++)
-            deps[k] = n->ndeps ? (uint32_t)(base + n->deps[k]) : roots[k];
+        for (uint32_t d = 0; d < ndeps; d++)
+            deps[d] = n->ndeps ? (uint32_t)(base + n->deps[d]) : roots[d];
         if (n->type == CU_GRAPH_NODE_TYPE_GRAPH && n->nest) {
             const graph_t *child = n->nest->bodies[0];
             size_t child_base = *next;
@@ -1294,6 +1372,7 @@ static CUresult build_nodes(cr_session_t *s, cr_device_graph_t *dev, const graph
         }
     }
     free(deps);
+    free(order);
     msgpack_zone_destroy(&zone);
     return r;
 }
@@ -1356,30 +1435,36 @@ static void exec_node_changed(cr_session_t *s, exec_t *e, size_t index)
     }
 }
 
-/* Dispatches g's nodes in order on stream sid, a child graph's where its node is: 0, or
- * -1 out of memory. */
+/* Dispatches g's nodes in their run order on stream sid, a child graph's where its node
+ * is: 0, or -1 out of memory (executable graphs have no cycle: instantiation checks). */
 static int replay(cr_session_t *s, const graph_t *g, uint64_t sid, msgpack_zone *zone,
                   uint64_t call_id)
 {
     runner_t run = __atomic_load_n(&run_node, __ATOMIC_ACQUIRE);
-    for (size_t i = 0; i < g->count; i++) {
-        const node_t *n = &g->nodes[i];
+    uint32_t *order;
+    if (run_order(g, &order) != CUDA_SUCCESS)
+        return -1;
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < g->count; k++) {
+        const node_t *n = &g->nodes[order[k]];
         if (n->type == CU_GRAPH_NODE_TYPE_GRAPH && n->nest && !n->removed) {
-            if (replay(s, n->nest->bodies[0], sid, zone, call_id) != 0)
-                return -1;
+            rc = replay(s, n->nest->bodies[0], sid, zone, call_id);
             continue;
         }
         if (n->opcode == 0 || n->disabled) /* runs as an empty node */
             continue;
         cr_request_t *node = node_request(s, n, sid, zone, call_id);
-        if (!node)
-            return -1;
+        if (!node) {
+            rc = -1;
+            break;
+        }
         if (!cr_request_is_launch(node))
             cr_sched_flush(s); /* launches in a measured batch are consecutive */
         run(node);
         msgpack_zone_clear(zone);
     }
-    return 0;
+    free(order);
+    return rc;
 }
 
 /* [executable graph, stream]: the driver's graph of its nodes launched on that stream, or
@@ -2051,9 +2136,9 @@ static graph_t *edges_arg(cr_request_t *req, edge_t **edges, uint32_t *n)
     return g;
 }
 
-/* [graph, from nodes, to nodes]: edges from a node to one added after it already hold in
- * the order; one to a node added before it would need the nodes reordered, which is not
- * done. Every edge is added, or none. */
+/* [graph, from nodes, to nodes]: every edge is added, or none; an edge to a node added
+ * before it makes the run order depart from the order of addition (run_order), and a
+ * cycle is refused when the graph is instantiated, as the driver does. */
 void cr_srv_cuGraphAddDependencies(cr_request_t *req)
 {
     edge_t *e;
@@ -2063,8 +2148,6 @@ void cr_srv_cuGraphAddDependencies(cr_request_t *req)
     for (uint32_t i = 0; i < n && r == CUDA_SUCCESS; i++)
         if (e[i].from == e[i].to)
             r = CUDA_ERROR_INVALID_VALUE;
-        else if (e[i].from > e[i].to)
-            r = CUDA_ERROR_NOT_SUPPORTED;
     uint8_t *added = r == CUDA_SUCCESS && n ? calloc(n, 1) : NULL;
     if (n && r == CUDA_SUCCESS && !added)
         r = CUDA_ERROR_OUT_OF_MEMORY;
@@ -2344,7 +2427,7 @@ static void pack_flat(msgpack_packer *pk, const graph_t *g, size_t first, int in
 }
 
 /* [graph] -> [[opcode, inner, removed, [dependencies by place]]...]: its nodes in the order
- * they run (opcode 0: an empty node; inner: a node of a child graph, whose nodes come just
+ * they were added (opcode 0: an empty node; inner: a node of a child graph, whose nodes come just
  * before the child graph node; removed: a destroyed node's place, or a hidden one), a
  * conditional node with its kind, handle and bodies (pack_flat), for cuGraphDebugDotPrint. */
 void cr_srv_cuGraphDebugDotPrint(cr_request_t *req)
@@ -2746,7 +2829,7 @@ void cr_srv_cuGraphDestroyNode(cr_request_t *req)
     }
     g->bytes -= size;
     *g->account -= size;
-    for (size_t i = index + 1; i < g->count; i++)
+    for (size_t i = 0; i < g->count; i++) /* an edge may lead to a node added before */
         remove_edge(g, (uint32_t)index, i);
     uint64_t id = g->node_ids[index];
     g->node_ids[index] = 0;

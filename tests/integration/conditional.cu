@@ -390,8 +390,12 @@ static void refusals(void)
           "a handle of another graph was taken");
     cudaGetLastError();
     cudaGraphExec_t exec = nullptr;
-    CHECK(cudaGraphInstantiate(&exec, g, 0) == cudaErrorInvalidValue,
-          "a graph whose handle no node has was instantiated");
+    cudaGraphInstantiateParams params = {};
+    cudaError_t r = cudaGraphInstantiateWithParams(&exec, g, &params);
+    CHECK(r == cudaErrorInvalidValue &&
+              params.result_out == cudaGraphInstantiateConditionalHandleUnused,
+          "a graph whose handle no node has was instantiated: error %d, result %d", (int)r,
+          (int)params.result_out);
     cudaGetLastError();
     p.conditional.handle = mine;
     p.conditional.size = 3;

@@ -702,6 +702,47 @@ static void child_graph_nodes(float *x, float *y, cudaStream_t s)
     printf("child graph nodes: the node's graph given out and edited, another graph taken\n");
 }
 
+// Edges to nodes added earlier (cudaGraphAddDependencies after the nodes): a node runs after
+// what it depends on, whatever the order of addition; a cycle is refused when the graph is
+// instantiated (cudaErrorInvalidValue, result cudaGraphInstantiateInvalidStructure).
+static void edges_to_earlier_nodes(float *x, float *y, cudaStream_t s)
+{
+    cudaGraph_t g;
+    CHECK_CUDA(cudaGraphCreate(&g, 0));
+    // added first: y = 3x + 1, then y += x; added last: y = 0, which both must follow
+    cudaGraphNode_t kernels[2], zero;
+    scale_add(g, nullptr, x, y, 3.0f, 1.0f, kernels);
+    cudaMemsetParams mp = zeroing(y, N);
+    CHECK_CUDA(cudaGraphAddMemsetNode(&zero, g, nullptr, 0, &mp));
+    CHECK_CUDA(cudaGraphAddDependencies(g, &zero, &kernels[0], nullptr, 1));
+    cudaGraphExec_t exec;
+    CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
+    fill(x, 2.0f);
+    fill(y, -9.0f);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    CHECK_CUDA(cudaGraphLaunch(exec, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    expect_all(y, 9.0f, "y after a memset added last that the kernels depend on");
+    CHECK_CUDA(cudaGraphExecDestroy(exec));
+    // the last kernel before the memset too: a cycle
+    CHECK_CUDA(cudaGraphAddDependencies(g, &kernels[1], &zero, nullptr, 1));
+    cudaGraphInstantiateParams params = {};
+    cudaGraphExec_t cyclic = nullptr;
+    cudaError_t r = cudaGraphInstantiateWithParams(&cyclic, g, &params);
+    CHECK(r == cudaErrorInvalidValue && params.result_out == cudaGraphInstantiateInvalidStructure,
+          "a graph with a cycle instantiated: error %d, result %d", (int)r,
+          (int)params.result_out);
+    cudaGetLastError();
+    CHECK_CUDA(cudaGraphRemoveDependencies(g, &kernels[1], &zero, nullptr, 1));
+    CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
+    CHECK_CUDA(cudaGraphLaunch(exec, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    expect_all(y, 9.0f, "y once the cycle's edge was removed");
+    CHECK_CUDA(cudaGraphExecDestroy(exec));
+    CHECK_CUDA(cudaGraphDestroy(g));
+    printf("edges to nodes added earlier: run after them; a cycle refused\n");
+}
+
 // The DOT picture of a graph with an IF/ELSE node (the stub's own picture, not the driver's):
 // the node named with its kind and handle, each body a cluster with its nodes and edges, a
 // dashed edge from the node to where each body starts.
@@ -767,6 +808,7 @@ int main(int argc, char **argv)
         kernel_node_attributes(s1);
         edits_after_launches(x, y, s1);
         child_graph_nodes(x, y, s1);
+        edges_to_earlier_nodes(x, y, s1);
         printf("graphs: the parts the driver shares passed\n");
         return 0;
     }
@@ -983,10 +1025,7 @@ int main(int argc, char **argv)
     addp.kernelParams = add_args;
     CHECK_CUDA(cudaGraphAddKernelNode(&n_add, child, nullptr, 0, &addp));
     CHECK_CUDA(cudaGraphAddChildGraphNode(&n_child, built, &n_empty, 1, child));
-    CHECK_CUDA(cudaGraphAddDependencies(built, &n_memset, &n_child, nullptr, 1)); // forward: holds
-    EXPECT_CUDA_ERROR(cudaGraphAddDependencies(built, &n_child, &n_memset, nullptr, 1),
-                      cudaErrorNotSupported);
-    cudaGetLastError();
+    CHECK_CUDA(cudaGraphAddDependencies(built, &n_memset, &n_child, nullptr, 1));
     nodes = 0;
     CHECK_CUDA(cudaGraphGetNodes(built, nullptr, &nodes));
     CHECK(nodes == 6, "the built graph has %zu nodes, expected 6", nodes);
@@ -1384,6 +1423,7 @@ int main(int argc, char **argv)
     edits_after_launches(x, y, s1);
     child_graph_nodes(x, y, s1);
     stale_after_first_launch(s1);
+    edges_to_earlier_nodes(x, y, s1);
     conditional_picture(y);
     CHECK_CUDA(cudaEventDestroy(fork));
     CHECK_CUDA(cudaEventDestroy(join));
