@@ -335,14 +335,14 @@ CUresult cr_hand_cuGraphExecDestroy(CUgraphExec exec)
     return r;
 }
 
-static void bodies_forget(CUgraph graph);
+static void bodies_forget(CUgraph graph, CUgraphNode node);
 
 CUresult cr_hand_cuGraphDestroy(CUgraph graph)
 {
     CUresult r = call2(CR_OP_cuGraphDestroy, (uint64_t)(uintptr_t)graph, 0, 0, NULL);
     if (r == CUDA_SUCCESS) {
         cr_user_objects_graph_gone((uint64_t)(uintptr_t)graph);
-        bodies_forget(graph);
+        bodies_forget(graph, NULL);
     }
     return r;
 }
@@ -844,29 +844,42 @@ CUresult cr_hand_cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph graph, const C
 /* --- conditional nodes --- */
 
 /* The driver answers a conditional node with an array of its bodies that it owns for the
- * node's life: kept here by the node's graph (conditional nodes are never in a body: the
- * server refuses a child graph that has them), freed when that graph is destroyed. */
+ * node's life: kept here with the node and its graph, freed when the node is destroyed or
+ * its graph is (and with them what was kept for conditional nodes in its bodies, which go
+ * with it: bodies nest at most 16 deep, the server's bound). */
 typedef struct bodies {
     struct bodies *next;
     CUgraph graph;
+    CUgraphNode node;
+    uint32_t size;
     CUgraph list[];
 } bodies_t;
 
 static bodies_t *bodies_kept;
 static pthread_mutex_t bodies_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void bodies_forget(CUgraph graph)
+/* Frees what was kept for `node` (non-NULL) or for every node of `graph`, and for the
+ * nodes of their bodies. bodies_lock held. */
+static void forget_locked(CUgraph graph, CUgraphNode node)
 {
-    pthread_mutex_lock(&bodies_lock);
     for (bodies_t **at = &bodies_kept; *at;) {
         bodies_t *b = *at;
-        if (b->graph == graph) {
-            *at = b->next;
-            free(b);
-        } else {
+        if (node ? b->node != node : b->graph != graph) {
             at = &b->next;
+            continue;
         }
+        *at = b->next;
+        for (uint32_t i = 0; i < b->size; i++)
+            forget_locked(b->list[i], NULL);
+        free(b);
+        at = &bodies_kept; /* the recursion may have changed the list: again from the start */
     }
+}
+
+static void bodies_forget(CUgraph graph, CUgraphNode node)
+{
+    pthread_mutex_lock(&bodies_lock);
+    forget_locked(graph, node);
     pthread_mutex_unlock(&bodies_lock);
 }
 
@@ -937,6 +950,8 @@ static CUresult conditional_node(CUgraphNode *node, CUgraph graph, const CUgraph
     if (r == CUDA_SUCCESS) {
         *node = (CUgraphNode)(uintptr_t)a[1].via.u64;
         kept->graph = graph;
+        kept->node = *node;
+        kept->size = p->size;
         p->phGraph_out = kept->list;
         pthread_mutex_lock(&bodies_lock);
         kept->next = bodies_kept;
@@ -1148,9 +1163,16 @@ CUresult cr_hand_cuGraphRemoveDependencies_v2(CUgraph graph, const CUgraphNode *
     return cr_hand_cuGraphRemoveDependencies(graph, from, to, n);
 }
 
+static void params_forget(CUgraphNode node);
+
 CUresult cr_hand_cuGraphDestroyNode(CUgraphNode node)
 {
-    return call2(CR_OP_cuGraphDestroyNode, (uint64_t)(uintptr_t)node, 0, 0, NULL);
+    CUresult r = call2(CR_OP_cuGraphDestroyNode, (uint64_t)(uintptr_t)node, 0, 0, NULL);
+    if (r == CUDA_SUCCESS) { /* what was kept for it goes with it */
+        bodies_forget(NULL, node);
+        params_forget(node);
+    }
+    return r;
 }
 
 CUresult cr_hand_cuGraphNodeFindInClone(CUgraphNode *node, CUgraphNode original, CUgraph clone)
@@ -1230,10 +1252,40 @@ static void arg_dims(const node_read_t *q, uint32_t i, unsigned *d)
                    : 1;
 }
 
-/* The parameters a kernel node's GetParams hands out stay valid until the next GetParams
- * of that node: the driver keeps them with the node, the client keeps them here. */
+/* The parameters a kernel node's GetParams hands out stay valid while the node keeps them:
+ * the driver keeps them with the node, the client keeps them here, by node. A GetParams
+ * that finds the same parameters hands out the same ones, so that what an earlier one gave
+ * stays valid, as on a GPU; new parameters (after a SetParams) replace them. Freed with
+ * the node. */
+typedef struct {
+    uint32_t n;   /* parameters */
+    size_t bytes; /* their bytes, after the pointers */
+    void *ptrs[]; /* what kernelParams points to */
+} kept_params_t;
+
 static pthread_mutex_t params_lock = PTHREAD_MUTEX_INITIALIZER;
-static cr_idmap_t params_given = CR_IDMAP_INIT; /* node id -> void ** block */
+static cr_idmap_t params_given = CR_IDMAP_INIT; /* node id -> kept_params_t */
+
+static int same_params(const kept_params_t *a, const kept_params_t *b)
+{
+    const uint8_t *ab = (const uint8_t *)(a->ptrs + a->n), *bb = (const uint8_t *)(b->ptrs + b->n);
+    if (a->n != b->n || a->bytes != b->bytes || memcmp(ab, bb, a->bytes) != 0)
+        return 0;
+    for (uint32_t i = 0; i < a->n; i++)
+        if ((const uint8_t *)a->ptrs[i] - ab != (const uint8_t *)b->ptrs[i] - bb)
+            return 0;
+    return 1;
+}
+
+static void params_forget(CUgraphNode node)
+{
+    uint64_t old = 0;
+    pthread_mutex_lock(&params_lock);
+    int had = cr_idmap_remove(&params_given, (uint64_t)(uintptr_t)node, &old);
+    pthread_mutex_unlock(&params_lock);
+    if (had)
+        free((void *)(uintptr_t)old);
+}
 
 static CUresult kernel_params(CUgraphNode node, node_read_t *q, void ***out)
 {
@@ -1245,10 +1297,12 @@ static CUresult kernel_params(CUgraphNode node, node_read_t *q, void ***out)
         return CUDA_ERROR_UNKNOWN;
     uint32_t n = layout->via.array.size;
     size_t bulk_len = q->p.sink.pos;
-    void **block = malloc(n * sizeof(void *) + bulk_len + 1);
-    if (!block)
+    kept_params_t *k = malloc(sizeof *k + n * sizeof(void *) + bulk_len + 1);
+    if (!k)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    uint8_t *bytes = (uint8_t *)(block + n);
+    k->n = n;
+    k->bytes = bulk_len;
+    uint8_t *bytes = (uint8_t *)(k->ptrs + n);
     if (bulk_len)
         memcpy(bytes, q->p.sink.dst, bulk_len);
     for (uint32_t i = 0; i < n; i++) {
@@ -1258,23 +1312,30 @@ static CUresult kernel_params(CUgraphNode node, node_read_t *q, void ***out)
                            ? e->via.array.ptr[0].via.u64
                            : UINT64_MAX;
         if (off > bulk_len) {
-            free(block);
+            free(k);
             return CUDA_ERROR_UNKNOWN;
         }
-        block[i] = bytes + off;
+        k->ptrs[i] = bytes + off;
     }
     uint64_t old = 0;
+    int err = 0;
     pthread_mutex_lock(&params_lock);
-    int had = cr_idmap_get(&params_given, (uint64_t)(uintptr_t)node, &old);
-    int err = cr_idmap_put(&params_given, (uint64_t)(uintptr_t)node, (uint64_t)(uintptr_t)block);
+    kept_params_t *had = cr_idmap_get(&params_given, (uint64_t)(uintptr_t)node, &old)
+                             ? (kept_params_t *)(uintptr_t)old
+                             : NULL;
+    if (had && same_params(had, k)) {
+        free(k);
+        k = had;
+    } else if (!(err = cr_idmap_put(&params_given, (uint64_t)(uintptr_t)node,
+                                    (uint64_t)(uintptr_t)k))) {
+        free(had);
+    }
     pthread_mutex_unlock(&params_lock);
     if (err) {
-        free(block);
+        free(k);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    if (had)
-        free((void *)(uintptr_t)old);
-    *out = block;
+    *out = k->ptrs;
     return CUDA_SUCCESS;
 }
 

@@ -1067,6 +1067,17 @@ int main(int argc, char **argv)
           "the kernel node reads back as %d: %p/%p <<<%u, %u, %u>>>", (int)got,
           (void *)kp_out.func, (void *)kp_out.kern, kp_out.gridDimX, kp_out.blockDimX,
           kp_out.sharedMemBytes);
+    // and through cudart, which maps the driver's function back to the program's kernel (it
+    // reads the node again: what the first read gave stays valid, as the driver's does)
+    cudaKernelNodeParams kp_rt = {};
+    CHECK_CUDA(cudaGraphKernelNodeGetParams(n_kernel, &kp_rt));
+    CHECK(kp_rt.func == (void *)axpb && kp_rt.gridDim.x == grid.x && kp_rt.blockDim.x == 256 &&
+              kp_rt.kernelParams && *(float *)kp_rt.kernelParams[2] == 2.0f,
+          "cudaGraphKernelNodeGetParams reads back %p (the kernel %p) <<<%u, %u>>>", kp_rt.func,
+          (void *)axpb, kp_rt.gridDim.x, kp_rt.blockDim.x);
+    CHECK(kp_rt.kernelParams == kp_out.kernelParams,
+          "reading the node again moved its parameters (%p, then %p)", (void *)kp_out.kernelParams,
+          (void *)kp_rt.kernelParams);
     CHECK(*(float **)kp_out.kernelParams[0] == x && *(float **)kp_out.kernelParams[1] == y &&
               *(float *)kp_out.kernelParams[2] == 2.0f && *(float *)kp_out.kernelParams[3] == 1.0f &&
               *(int *)kp_out.kernelParams[4] == N,
