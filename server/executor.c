@@ -17,6 +17,7 @@
 #include "handlers.h"
 #include "log.h"
 #include "loop.h"
+#include "memops.h"
 #include "scheduler.h"
 #include "session.h"
 #include "session_private.h"
@@ -186,6 +187,7 @@ static void *executor_main(void *arg)
     msgpack_zone_destroy(&exec_zone);
     inbox_drop(s);
     cr_host_funcs_open_all(s); /* its streams must not wait for answers that cannot come */
+    cr_memops_release(s);      /* nor for values no one will write */
     cr_sched_flush(s);
 
     /* wait for the waiter threads and host functions still using the session */
@@ -205,6 +207,7 @@ static void *executor_main(void *arg)
     cr_graph_release_all(s);    /* captures never ended (graphs went with their handles) */
     cr_host_func_gates_free(s); /* its streams are done */
     cr_shm_release_all(s);      /* after the work that may still have used the regions */
+    cr_memops_free(s);
     if (s->tenant)
         __atomic_sub_fetch(&s->tenant->sessions, 1, __ATOMIC_RELAXED);
     CR_INFO("session %llu: resources of %s released (%llu requests)", (unsigned long long)s->id,

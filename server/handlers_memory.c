@@ -10,6 +10,7 @@
 #include "graph.h"
 #include "handlers.h"
 #include "log.h"
+#include "memops.h"
 #include "protocol.h"
 #include "session.h"
 
@@ -77,7 +78,10 @@ void cr_srv_cuMemAllocPitch_v2(cr_request_t *req)
  * tenant has the bytes back once the free is enqueued. */
 static CUresult before_free(cr_request_t *req, cr_arg_t *a)
 {
-    return cr_session_alloc_size(req->session, a[0].u) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    uint64_t size = cr_session_alloc_size(req->session, a[0].u);
+    /* not while a stream waits on it (memops.c) */
+    return size && !cr_memops_reading(req->session, a[0].u, size) ? CUDA_SUCCESS
+                                                                  : CUDA_ERROR_INVALID_VALUE;
 }
 
 static CUresult after_free(cr_request_t *req, cr_arg_t *a, CUresult r)
@@ -233,6 +237,7 @@ void cr_srv_cuDevicePrimaryCtxReset_v2(cr_request_t *req)
     /* Rare and drastic: done on the executor, which waits for the session's work. Code
      * (libraries, modules) survives, as it does in CUDA. */
     cr_session_t *s = req->session;
+    cr_memops_release(s); /* its streams must drain: no wait is left for a value */
     cr_session_release_resources(s, 1);
     cr_graph_end_captures(s); /* their streams are gone */
     cr_code_reinit_globals(s);

@@ -10,6 +10,7 @@
 #include "cr_server_hand.h"
 #include "dispatch.h"
 #include "handlers.h"
+#include "memops.h"
 #include "session.h"
 
 /* The one pointer inside a CUmemAllocationProp: cleared, whatever the client sent. */
@@ -196,8 +197,10 @@ void cr_srv_cuMemMap(cr_request_t *req)
 /* (ptr, size): whole mappings of the session's */
 static CUresult before_unmap(cr_request_t *req, cr_arg_t *a)
 {
-    return cr_session_vmm_unmappable(req->session, a[0].u, a[1].u) ? CUDA_SUCCESS
-                                                                   : CUDA_ERROR_INVALID_VALUE;
+    return cr_session_vmm_unmappable(req->session, a[0].u, a[1].u) &&
+                   !cr_memops_reading(req->session, a[0].u, a[1].u) /* a stream waits on it */
+               ? CUDA_SUCCESS
+               : CUDA_ERROR_INVALID_VALUE;
 }
 
 static CUresult after_unmap(cr_request_t *req, cr_arg_t *a, CUresult r)

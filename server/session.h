@@ -25,6 +25,7 @@ typedef enum {
     CR_SLOT_SHM,        /* shm.c: the shared-memory regions */
     CR_SLOT_HOST_FUNCS, /* handlers_launch.c: host functions and their gates */
     CR_SLOT_GRAPHS,     /* graph.c: the captures under way (executor only) */
+    CR_SLOT_MEMOPS,     /* memops.c: the stream waits not yet done (its own lock) */
     CR_SLOT_COUNT
 } cr_session_slot_t;
 

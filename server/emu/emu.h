@@ -64,6 +64,7 @@
     X(cuLaunchHostFunc) X(cuStreamAddCallback) X(cuEventCreate) X(cuEventRecord)                   \
     X(cuEventRecordWithFlags) X(cuEventQuery) X(cuEventSynchronize) X(cuEventElapsedTime)          \
     X(cuEventElapsedTime_v2) X(cuEventDestroy_v2) X(cuStreamWaitValue32_v2)                        \
+    X(cuStreamBatchMemOp_v2)                                                                       \
     /* module.c */                                                                                 \
     X(cuLibraryLoadData) X(cuModuleLoadData) X(cuModuleLoadDataEx) X(cuModuleLoadFatBinary)        \
     X(cuLibraryGetKernel) X(cuLibraryGetGlobal) X(cuLibraryGetModule) X(cuLibraryUnload)           \

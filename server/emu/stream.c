@@ -768,66 +768,153 @@ CUresult cr_emu_cuStreamAddCallback(CUstream hStream, CUstreamCallback callback,
     return submit_host(hStream, NULL, callback, userData);
 }
 
-/* ---- waiting on memory (stream memory operations) ---- */
+/* ---- stream memory operations: writes and waits of 32- and 64-bit values ---- */
 
 typedef struct {
     cr__op_t op;
-    const _Atomic uint32_t *addr;
-    uint32_t value;
-    unsigned condition;
-} wait_value_op_t;
+    unsigned n;
+    CUstreamBatchMemOpParams ops[];
+} memops_op_t;
 
-static int value_reached(uint32_t v, uint32_t want, unsigned condition)
+static int is_wide(CUstreamBatchMemOpType kind)
 {
+    return kind == CU_STREAM_MEM_OP_WAIT_VALUE_64 || kind == CU_STREAM_MEM_OP_WRITE_VALUE_64;
+}
+
+/* Whether value v meets a wait for `want` under `condition`, at that width. */
+static int value_reached(uint64_t v, uint64_t want, unsigned condition, int wide)
+{
+    uint64_t mask = wide ? UINT64_MAX : UINT32_MAX;
+    v &= mask;
+    want &= mask;
     switch (condition) {
-    case CU_STREAM_WAIT_VALUE_GEQ:
-        return (int32_t)(v - want) >= 0;
+    case CU_STREAM_WAIT_VALUE_GEQ: /* cyclic: wraparound ignored */
+        return wide ? (int64_t)(v - want) >= 0 : (int32_t)(uint32_t)(v - want) >= 0;
     case CU_STREAM_WAIT_VALUE_EQ:
         return v == want;
     case CU_STREAM_WAIT_VALUE_AND:
         return (v & want) != 0;
-    default:
-        return ~(v | ~want) != 0; /* CU_STREAM_WAIT_VALUE_NOR */
+    default: /* CU_STREAM_WAIT_VALUE_NOR */
+        return (~(v | want) & mask) != 0;
     }
 }
 
-static CUresult wait_value_run(cr__op_t *op, cr__stream_t *s)
+static uint64_t load_value(uint64_t addr, int wide)
 {
-    wait_value_op_t *w = (wait_value_op_t *)op;
+    CR__DEVICE_ACCESS_BEGIN();
+    uint64_t v =
+        wide
+            ? atomic_load_explicit((const _Atomic uint64_t *)(uintptr_t)addr, memory_order_acquire)
+            : atomic_load_explicit((const _Atomic uint32_t *)(uintptr_t)addr, memory_order_acquire);
+    CR__DEVICE_ACCESS_END();
+    return v;
+}
+
+static CUresult memops_run(cr__op_t *op, cr__stream_t *s)
+{
+    memops_op_t *m = (memops_op_t *)op;
     (void)s;
-    struct timespec pause = {0, 1000};
-    while (!value_reached(atomic_load_explicit(w->addr, memory_order_acquire), w->value,
-                          w->condition)) {
-        nanosleep(&pause, NULL);
-        if (pause.tv_nsec < 200000)
-            pause.tv_nsec *= 2; /* a GPU polls; this backs off */
+    for (unsigned i = 0; i < m->n; i++) {
+        const CUstreamBatchMemOpParams *p = &m->ops[i];
+        int wide = is_wide(p->operation);
+        switch (p->operation) {
+        case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+        case CU_STREAM_MEM_OP_WAIT_VALUE_64: {
+            unsigned condition = p->waitValue.flags & ~(unsigned)CU_STREAM_WAIT_VALUE_FLUSH;
+            struct timespec pause = {0, 1000};
+            while (!value_reached(load_value(p->waitValue.address, wide), p->waitValue.value64,
+                                  condition, wide)) {
+                nanosleep(&pause, NULL);
+                if (pause.tv_nsec < 200000)
+                    pause.tv_nsec *= 2; /* a GPU polls; this backs off */
+            }
+            break;
+        }
+        case CU_STREAM_MEM_OP_WRITE_VALUE_32:
+        case CU_STREAM_MEM_OP_WRITE_VALUE_64:
+            CR__DEVICE_ACCESS_BEGIN();
+            if (wide)
+                atomic_store_explicit((_Atomic uint64_t *)(uintptr_t)p->writeValue.address,
+                                      p->writeValue.value64, memory_order_release);
+            else
+                atomic_store_explicit((_Atomic uint32_t *)(uintptr_t)p->writeValue.address,
+                                      p->writeValue.value, memory_order_release);
+            CR__DEVICE_ACCESS_END();
+            break;
+        default: /* a barrier, a flush of remote writes */
+            atomic_thread_fence(memory_order_seq_cst);
+        }
     }
     return CUDA_SUCCESS;
+}
+
+/* CUDA_SUCCESS when the driver would take op. */
+static CUresult memop_check(const CUstreamBatchMemOpParams *op)
+{
+    uint64_t addr, size = is_wide(op->operation) ? 8 : 4;
+    switch (op->operation) {
+    case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+    case CU_STREAM_MEM_OP_WAIT_VALUE_64:
+        if ((op->waitValue.flags & ~(unsigned)CU_STREAM_WAIT_VALUE_FLUSH) >
+            CU_STREAM_WAIT_VALUE_NOR)
+            return CUDA_ERROR_INVALID_VALUE;
+        addr = op->waitValue.address;
+        break;
+    case CU_STREAM_MEM_OP_WRITE_VALUE_32:
+    case CU_STREAM_MEM_OP_WRITE_VALUE_64:
+        if (op->writeValue.flags) /* the _v2 forms take no flag */
+            return CUDA_ERROR_INVALID_VALUE;
+        addr = op->writeValue.address;
+        break;
+    case CU_STREAM_MEM_OP_BARRIER:
+        return op->memoryBarrier.flags <= CU_STREAM_MEMORY_BARRIER_TYPE_GPU
+                   ? CUDA_SUCCESS
+                   : CUDA_ERROR_INVALID_VALUE;
+    case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES:
+        return op->flushRemoteWrites.flags ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (addr % size)
+        return CUDA_ERROR_INVALID_VALUE;
+    /* page-locked host memory or device memory: both are this process's memory here */
+    return cr__host_mapped((uintptr_t)addr, size) || cr__mem_check(addr, size) == CUDA_SUCCESS
+               ? CUDA_SUCCESS
+               : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cr_emu_cuStreamBatchMemOp_v2(CUstream hStream, unsigned int count,
+                                      CUstreamBatchMemOpParams *paramArray, unsigned int flags)
+{
+    CR__ENTER();
+    if (!count || count > 255 || !paramArray || flags) /* "less than 256" */
+        return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < count; i++) {
+        CUresult rc = memop_check(&paramArray[i]);
+        if (rc != CUDA_SUCCESS)
+            return rc;
+    }
+    GET_STREAM(s, hStream);
+    memops_op_t *m = malloc(sizeof *m + count * sizeof *m->ops);
+    if (!m) {
+        cr__stream_put(s);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *m = (memops_op_t){.op.run = memops_run, .n = count};
+    memcpy(m->ops, paramArray, count * sizeof *m->ops);
+    CUresult rc = cr__stream_submit(s, &m->op, NULL);
+    cr__stream_put(s);
+    return rc;
 }
 
 CUresult cr_emu_cuStreamWaitValue32_v2(CUstream hStream, CUdeviceptr addr, cuuint32_t value,
                                        unsigned int flags)
 {
-    CR__ENTER();
-    unsigned condition = flags & ~(unsigned)CU_STREAM_WAIT_VALUE_FLUSH;
-    if (condition > CU_STREAM_WAIT_VALUE_NOR || addr % 4)
-        return CUDA_ERROR_INVALID_VALUE;
-    /* page-locked host memory or device memory: both are this process's memory here */
-    if (!cr__host_mapped((uintptr_t)addr, 4) && cr__mem_check(addr, 4) != CUDA_SUCCESS)
-        return CUDA_ERROR_INVALID_VALUE;
-    GET_STREAM(s, hStream);
-    wait_value_op_t *w = calloc(1, sizeof *w);
-    if (!w) {
-        cr__stream_put(s);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    w->op.run = wait_value_run;
-    w->addr = (const _Atomic uint32_t *)(uintptr_t)addr;
-    w->value = value;
-    w->condition = condition;
-    CUresult rc = cr__stream_submit(s, &w->op, NULL);
-    cr__stream_put(s);
-    return rc;
+    CUstreamBatchMemOpParams op = {.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32};
+    op.waitValue.address = addr;
+    op.waitValue.value = value;
+    op.waitValue.flags = flags;
+    return cr_emu_cuStreamBatchMemOp_v2(hStream, 1, &op, 0);
 }
 
 /* ---- events ---- */

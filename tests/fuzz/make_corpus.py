@@ -455,6 +455,20 @@ def request_seeds():
         frame('cuStreamEndCapture', [CLIENT_ID + 2]),
         frame('cuGraphDestroy', [FIRST_ID]),
         frame('cuGraphLaunch', [FIRST_ID + 0xe0, CLIENT_ID + 2]))
+    # stream memory operations: writes and waits met at once, a batch with a barrier and a
+    # flush, refusals, and a wait left pending when the session ends (the server meets it)
+    s['memops'] = conversation(
+        frame('cuMemAlloc_v2', [True, 4096]),
+        frame('cuStreamCreate', [CLIENT_ID + 2, 1], flags=ASYNC),
+        frame('cuStreamBatchMemOp_v2', [0, [[2, DEV, 5, 0], [1, DEV, 5, 1]]], flags=ASYNC),
+        frame('cuStreamBatchMemOp_v2', [CLIENT_ID + 2, [[5, DEV + 8, 1 << 40, 0], [6, 0, 0, 1],
+                                                       [3, 0, 0, 0], [4, DEV + 8, 1, 0]]]),
+        frame('cuStreamBatchMemOp_v2', [0, [[2, DEV + 2, 1, 0]]]),
+        frame('cuStreamBatchMemOp_v2', [0, [[1, DEV, 0, 2]]]),
+        frame('cuStreamBatchMemOp_v2', [0, []]),
+        frame('cuStreamBatchMemOp_v2', [CLIENT_ID + 2, [[1, DEV + 64, 9, 1]]], flags=ASYNC),
+        frame('cuMemFreeAsync', [DEV, 0]),
+        frame('cuStreamSynchronize', [0]))
     s['host_funcs'] = conversation(
         frame('cuStreamCreate', [CLIENT_ID + 2, 0], flags=ASYNC),
         frame('cuLaunchHostFunc', [0], flags=ASYNC),

@@ -4,11 +4,12 @@
 # checked (the programs check them whenever kernels really execute), then the tenants tests
 # (quotas, isolation, metrics, scheduling, a lost context) and the hostile-client tests whose
 # answers depend on the driver (launch layouts from cuFuncGetParamInfo, tensor maps, what a
-# connection may cost, conditional nodes), then PyTorch (tensor ops, matmuls, a CNN's
-# training whose loss curve must match the same run on NVIDIA's driver directly, a
-# transformer; native and remote timings side by side) and CuPy through the stub, and NVML (tests/nvml: nvidia-smi, gpustat
-# and pynvml as tenants, with temperature and power read through from the real device, and
-# PyTorch's device count and utilization), and NVIDIA's libraries from C programs (cuBLAS,
+# connection may cost, conditional nodes, stream waits), then PyTorch (tensor ops,
+# matmuls, a CNN's training whose loss curve must match the same run on NVIDIA's driver
+# directly, a transformer; native and remote timings side by side) and CuPy through the
+# stub, and NVML (tests/nvml: nvidia-smi, gpustat and pynvml as tenants, with temperature
+# and power read through from the real device, and PyTorch's device count and
+# utilization), and NVIDIA's libraries from C programs (cuBLAS,
 # cuDNN, cuFFT, cuSOLVER, cuRAND against host references). Exits 77 (skipped) when no GPU is
 # usable; a check whose Python package is missing is said SKIP. Each check says how long it
 # took; its whole output is in /tmp/cr-gpu-NAME.log. NVIDIA's NVML clients come from
@@ -98,9 +99,12 @@ for exe in "$build"/tests/integration/*_static "$build"/tests/integration/*_shar
     # the parts of graphs where the stub must do what the driver does, on the driver
     graphs_*) [ "$name" = graphs_static ] && check graphs_native "$exe" --same-as-native
               check "$name" run "$exe" ;;
-    # conditional nodes: natively too, with the same results
+    # conditional nodes, stream memory operations: natively too, with the same results
     conditional_*) [ "$name" = conditional_static ] && check conditional_native "$exe"
                    check "$name" run "$exe" ;;
+    # (bounded: a wait the driver never sees met would hold the check for ever)
+    memops_*) [ "$name" = memops_static ] && check memops_native timeout 60 "$exe" native
+              check "$name" run "$exe" ;;
     mapped_*) [ "$name" = mapped_static ] && check mapped_native "$exe" native
               check "$name" run --transport unix "$exe" shared
               check "${name}_tcp" run "$exe" remote ;;
@@ -128,6 +132,7 @@ check launch_layout hostile launch_layout
 check tensor_maps hostile tensor_maps
 check admission hostile admission
 check conditional_hostile hostile conditional_hostile # handle numbers, instantiation rules
+check memops_hostile hostile memops_hostile # a wait left behind met on the driver
 check torch pycheck torch_test --output /tmp/cr-gpu-torch.json --keep /tmp/cr-gpu-torch
 grep -A9 '^ *native' /tmp/cr-gpu-torch.log 2>/dev/null # the timings, native and remote
 check cupy pycheck cupy_test

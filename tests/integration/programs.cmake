@@ -84,3 +84,5 @@ set(cr_programs ${cr_programs} ${cr_link_ptx})
 cr_cuda_program(link)
 cr_cuda_test(link ARGS ${CMAKE_CURRENT_BINARY_DIR}/link_caller.ptx
                       ${CMAKE_CURRENT_BINARY_DIR}/link_callee.ptx)
+cr_cuda_program(memops)
+cr_cuda_test(memops)

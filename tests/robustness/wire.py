@@ -32,7 +32,8 @@ def pack(v):
     if isinstance(v, bytes):
         return b'\xc6' + struct.pack('>I', len(v)) + v
     if isinstance(v, list):
-        return bytes([0x90 | len(v)]) + b''.join(pack(x) for x in v)
+        head = bytes([0x90 | len(v)]) if len(v) < 16 else b'\xdc' + struct.pack('>H', len(v))
+        return head + b''.join(pack(x) for x in v)
     if isinstance(v, dict):
         return bytes([0x80 | len(v)]) + b''.join(pack(k) + pack(x) for k, x in v.items())
     raise TypeError(v)
