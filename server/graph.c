@@ -32,9 +32,9 @@
  * one is never replayed: it is built as the driver's graph when instantiated, with the
  * handles its anchor numbered (device_graph.c), and built again after edits. The driver's
  * rules hold here too: one node per handle, no instantiation while a handle has none, one
- * executable graph at a time, no clone. A capture gives its graph a handle when cuStreamGetCaptureInfo asks
- * for it, so that the program can add nodes to it (a conditional node, then
- * cuStreamUpdateCaptureDependencies to go on after it).
+ * executable graph at a time, no clone. A capture gives its graph a handle when
+ * cuStreamGetCaptureInfo asks for it, so that the program can add nodes to it (a
+ * conditional node, then cuStreamUpdateCaptureDependencies to go on after it).
  *
  * Streams join a capture by waiting on an event recorded in it (the client follows the same
  * rule, client/capture.c); such a wait, and a wait on an event of the same capture, are
@@ -2251,8 +2251,9 @@ void cr_srv_cuGraphNodeSetParams(cr_request_t *req)
         r = CUDA_ERROR_OUT_OF_MEMORY;
     if (e && r == CUDA_SUCCESS && g == e->graph)
         exec_node_changed(s, e, n->index);
-    else if (e)          /* a held graph's node: its driver's graph is built again */
-        exec_changed(e); /* even a failed replacement may have changed the node */
+    else if (e) /* a held graph's node, or a failed replacement (which may have changed
+                   the node): its driver's graph is built again */
+        exec_changed(e);
     msgpack_zone_destroy(&zone);
     cr_request_finish(req, r);
 }
@@ -2427,9 +2428,10 @@ static void pack_flat(msgpack_packer *pk, const graph_t *g, size_t first, int in
 }
 
 /* [graph] -> [[opcode, inner, removed, [dependencies by place]]...]: its nodes in the order
- * they were added (opcode 0: an empty node; inner: a node of a child graph, whose nodes come just
- * before the child graph node; removed: a destroyed node's place, or a hidden one), a
- * conditional node with its kind, handle and bodies (pack_flat), for cuGraphDebugDotPrint. */
+ * they were added (opcode 0: an empty node; inner: a node of a child graph, whose nodes
+ * come just before the child graph node; removed: a destroyed node's place, or a hidden
+ * one), a conditional node with its kind, handle and bodies (pack_flat), for
+ * cuGraphDebugDotPrint. */
 void cr_srv_cuGraphDebugDotPrint(cr_request_t *req)
 {
     uint64_t id;
