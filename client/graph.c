@@ -61,6 +61,7 @@
 #include "handles.h"
 #include "idmap.h"
 #include "launch.h"
+#include "memops.h"
 #include "memory.h"
 #include "module.h"
 #include "protocol.h"
@@ -451,14 +452,17 @@ static void pack_handles(msgpack_packer *pk, const void *const *h, size_t n)
         msgpack_pack_uint64(pk, (uint64_t)(uintptr_t)h[i]);
 }
 
-/* A node's request: `opcode` with arguments `vals`, or a kernel launch's (is_launch), its
- * stream left 0 for the launch to fill in; opcode 0 is an empty node. */
+/* A node's request: `opcode` with arguments `vals`, or a kernel launch's (is_launch), or a
+ * batch of memory operations' (memops), its stream left 0 for the launch to fill in; opcode
+ * 0 is an empty node. */
 typedef struct {
     uint16_t opcode;
     unsigned nvals;
     uint64_t vals[6];
     int is_launch;
     cr_launch_t launch;
+    const CUstreamBatchMemOpParams *memops;
+    unsigned nmemops;
 } node_args_t;
 
 #define MAX_NODE_ATTRS 32 /* more than there are attribute ids */
@@ -476,6 +480,12 @@ static void pack_node_args(cr_msg_t *m, const node_args_t *a)
     if (a->is_launch) {
         cr_launch_pack(&m->pk, &a->launch, 0, 0);
         cr_msg_bulk(m, a->launch.params.buf, a->launch.params.size);
+        return;
+    }
+    if (a->memops) { /* [stream, operations], as cuStreamBatchMemOp sends them */
+        msgpack_pack_array(&m->pk, 2);
+        msgpack_pack_uint64(&m->pk, 0);
+        cr_memops_pack(&m->pk, a->memops, a->nmemops);
         return;
     }
     msgpack_pack_array(&m->pk, a->nvals);
@@ -629,6 +639,15 @@ static CUresult args_event(node_args_t *a, uint16_t opcode, CUevent event)
     return CUDA_SUCCESS;
 }
 
+/* A node of batch memory operations: cuStreamBatchMemOp's request. */
+static CUresult args_memops(node_args_t *a, const CUstreamBatchMemOpParams *ops, unsigned count,
+                            unsigned flags)
+{
+    CUresult r = flags ? CUDA_ERROR_INVALID_VALUE : cr_memops_check(ops, count);
+    *a = (node_args_t){.opcode = CR_OP_cuStreamBatchMemOp_v2, .memops = ops, .nmemops = count};
+    return r;
+}
+
 /* The generic parameters of the kinds kept as one request. */
 static CUresult args_of(node_args_t *a, CUgraphNodeParams *p)
 {
@@ -663,6 +682,8 @@ static CUresult args_of(node_args_t *a, CUgraphNodeParams *p)
         return args_event(a, CR_OP_cuEventRecord, p->eventRecord.event);
     case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
         return args_event(a, CR_OP_cuStreamWaitEvent, p->eventWait.event);
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+        return args_memops(a, p->memOp.paramArray, p->memOp.count, p->memOp.flags);
     default:
         return CUDA_ERROR_NOT_SUPPORTED;
     }
@@ -684,6 +705,15 @@ CUresult cr_hand_cuGraphAddKernelNode(CUgraphNode *node, CUgraph graph, const CU
         return CUDA_ERROR_INVALID_VALUE;
     CUDA_KERNEL_NODE_PARAMS v2 = from_v1(p);
     return cr_hand_cuGraphAddKernelNode_v2(node, graph, deps, n, &v2);
+}
+
+CUresult cr_hand_cuGraphAddBatchMemOpNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                          size_t n, const CUDA_BATCH_MEM_OP_NODE_PARAMS *p)
+{
+    node_args_t a;
+    return p ? add_described(node, graph, deps, n, &a,
+                             args_memops(&a, p->paramArray, p->count, p->flags))
+             : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult cr_hand_cuGraphAddMemsetNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
@@ -1277,14 +1307,19 @@ static int same_params(const kept_params_t *a, const kept_params_t *b)
     return 1;
 }
 
+static cr_idmap_t memops_given;
+
 static void params_forget(CUgraphNode node)
 {
-    uint64_t old = 0;
+    uint64_t old = 0, ops = 0;
     pthread_mutex_lock(&params_lock);
     int had = cr_idmap_remove(&params_given, (uint64_t)(uintptr_t)node, &old);
+    int had_ops = cr_idmap_remove(&memops_given, (uint64_t)(uintptr_t)node, &ops);
     pthread_mutex_unlock(&params_lock);
     if (had)
         free((void *)(uintptr_t)old);
+    if (had_ops)
+        free((void *)(uintptr_t)ops);
 }
 
 static CUresult kernel_params(CUgraphNode node, node_read_t *q, void ***out)
@@ -1522,6 +1557,59 @@ CUresult cr_hand_cuGraphKernelNodeGetParams(CUgraphNode node, CUDA_KERNEL_NODE_P
     return r;
 }
 
+/* A batch node's operations, kept by node as a kernel node's parameters are (the same
+ * ones handed out again while they do not change). */
+typedef struct {
+    unsigned n;
+    CUstreamBatchMemOpParams ops[];
+} kept_memops_t;
+
+static cr_idmap_t memops_given = CR_IDMAP_INIT; /* node id -> kept_memops_t, params_lock */
+
+CUresult cr_hand_cuGraphBatchMemOpNodeGetParams(CUgraphNode node, CUDA_BATCH_MEM_OP_NODE_PARAMS *p)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    node_read_t q;
+    CUresult r = read_node(node, &q);
+    const msgpack_object *ops = r == CUDA_SUCCESS && q.opcode == CR_OP_cuStreamBatchMemOp_v2 &&
+                                        q.args.type == MSGPACK_OBJECT_ARRAY &&
+                                        q.args.via.array.size == 2
+                                    ? &q.args.via.array.ptr[1]
+                                    : NULL;
+    if (r == CUDA_SUCCESS && !ops)
+        r = CUDA_ERROR_INVALID_VALUE; /* not a node of memory operations */
+    kept_memops_t *k = ops ? malloc(sizeof *k + CR_MEMOPS_MAX * sizeof *k->ops) : NULL;
+    int n = k ? cr_memops_unpack(ops, k->ops) : -1;
+    if (r == CUDA_SUCCESS && n < 0)
+        r = k ? CUDA_ERROR_UNKNOWN : CUDA_ERROR_OUT_OF_MEMORY;
+    read_done(&q);
+    if (r != CUDA_SUCCESS) {
+        free(k);
+        return r;
+    }
+    k->n = (unsigned)n;
+    uint64_t old = 0;
+    pthread_mutex_lock(&params_lock);
+    kept_memops_t *had = cr_idmap_get(&memops_given, (uint64_t)(uintptr_t)node, &old)
+                             ? (kept_memops_t *)(uintptr_t)old
+                             : NULL;
+    if (had && had->n == k->n && !memcmp(had->ops, k->ops, k->n * sizeof *k->ops)) {
+        free(k);
+        k = had;
+    } else if (cr_idmap_put(&memops_given, (uint64_t)(uintptr_t)node, (uint64_t)(uintptr_t)k)) {
+        free(k);
+        k = NULL;
+    } else {
+        free(had);
+    }
+    pthread_mutex_unlock(&params_lock);
+    if (!k)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *p = (CUDA_BATCH_MEM_OP_NODE_PARAMS){cr_ctx_current(), k->n, k->ops, 0};
+    return CUDA_SUCCESS;
+}
+
 CUresult cr_hand_cuGraphMemsetNodeGetParams(CUgraphNode node, CUDA_MEMSET_NODE_PARAMS *p)
 {
     if (!p)
@@ -1716,6 +1804,23 @@ CUresult cr_hand_cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode no
         return CUDA_ERROR_INVALID_VALUE;
     CUDA_KERNEL_NODE_PARAMS v2 = from_v1(p);
     return cr_hand_cuGraphExecKernelNodeSetParams_v2(exec, node, &v2);
+}
+
+CUresult cr_hand_cuGraphBatchMemOpNodeSetParams(CUgraphNode node,
+                                                const CUDA_BATCH_MEM_OP_NODE_PARAMS *p)
+{
+    node_args_t a;
+    return p ? set_described(NULL, node, &a, args_memops(&a, p->paramArray, p->count, p->flags))
+             : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cr_hand_cuGraphExecBatchMemOpNodeSetParams(CUgraphExec exec, CUgraphNode node,
+                                                    const CUDA_BATCH_MEM_OP_NODE_PARAMS *p)
+{
+    node_args_t a;
+    return exec && p
+               ? set_described(exec, node, &a, args_memops(&a, p->paramArray, p->count, p->flags))
+               : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult cr_hand_cuGraphMemsetNodeSetParams(CUgraphNode node, const CUDA_MEMSET_NODE_PARAMS *p)

@@ -10,18 +10,18 @@
  * as its value or outside every allocation. So is a wait no value can satisfy (AND with 0,
  * NOR with every bit set): natively it blocks its stream for ever; the server, which
  * shares the device, does not enqueue one (CUDA_ERROR_INVALID_VALUE). The server checks
- * all of it again, and the memory is the session's. Not capturable yet: on a capturing
- * stream they fail and invalidate the capture.
+ * all of it again, and the memory is the session's. On a capturing stream the batch
+ * becomes a node of batch memory operations (server/graph.c); graph.c adds such nodes by
+ * hand too, with what is here.
  *
  * Threads: any application thread; nothing here waits. */
+#include "memops.h"
+
 #include "capture.h"
-#include "client.h"
 #include "cr_opcodes.h"
 #include "memory.h"
 #include "request.h"
 #include "stream.h"
-
-#define MAX_OPS 255 /* "count ... must be less than 256" */
 
 /* CUDA_SUCCESS when op is one the server would enqueue. */
 static CUresult check_op(const CUstreamBatchMemOpParams *op)
@@ -60,6 +60,18 @@ static CUresult check_op(const CUstreamBatchMemOpParams *op)
     }
 }
 
+CUresult cr_memops_check(const CUstreamBatchMemOpParams *ops, unsigned count)
+{
+    if (!count || count > CR_MEMOPS_MAX || !ops)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < count; i++) {
+        CUresult r = check_op(&ops[i]);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    return CUDA_SUCCESS;
+}
+
 static void pack_op(msgpack_packer *pk, const CUstreamBatchMemOpParams *op)
 {
     msgpack_pack_array(pk, 4);
@@ -88,23 +100,52 @@ static void pack_op(msgpack_packer *pk, const CUstreamBatchMemOpParams *op)
     }
 }
 
+void cr_memops_pack(msgpack_packer *pk, const CUstreamBatchMemOpParams *ops, unsigned count)
+{
+    msgpack_pack_array(pk, count);
+    for (unsigned i = 0; i < count; i++)
+        pack_op(pk, &ops[i]);
+}
+
+int cr_memops_unpack(const msgpack_object *o, CUstreamBatchMemOpParams *ops)
+{
+    if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size > CR_MEMOPS_MAX)
+        return -1;
+    for (uint32_t i = 0; i < o->via.array.size; i++) {
+        const msgpack_object *e = &o->via.array.ptr[i];
+        uint64_t v[4];
+        if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 4)
+            return -1;
+        for (int k = 0; k < 4; k++) {
+            if (e->via.array.ptr[k].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+                return -1;
+            v[k] = e->via.array.ptr[k].via.u64;
+        }
+        CUstreamBatchMemOpParams *op = &ops[i];
+        *op = (CUstreamBatchMemOpParams){.operation = (CUstreamBatchMemOpType)v[0]};
+        if (v[0] == CU_STREAM_MEM_OP_BARRIER || v[0] == CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES) {
+            op->memoryBarrier.flags = (unsigned)v[3];
+        } else { /* a write's fields lie where a wait's do */
+            op->waitValue.address = v[1];
+            op->waitValue.value64 = v[2];
+            op->waitValue.flags = (unsigned)v[3];
+        }
+    }
+    return (int)o->via.array.size;
+}
+
 CUresult cr_hand_cuStreamBatchMemOp_v2(CUstream stream, unsigned int count,
                                        CUstreamBatchMemOpParams *ops, unsigned int flags)
 {
     cr_client_t *cl = cr_client();
     if (!cl)
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (!count || count > MAX_OPS || !ops || flags)
-        return CUDA_ERROR_INVALID_VALUE;
-    for (unsigned i = 0; i < count; i++) {
-        CUresult r = check_op(&ops[i]);
-        if (r != CUDA_SUCCESS)
-            return r;
-    }
+    CUresult r = flags ? CUDA_ERROR_INVALID_VALUE : cr_memops_check(ops, count);
     uint64_t sid;
-    CUresult r = cr_stream_wire_id(stream, &sid);
     if (r == CUDA_SUCCESS)
-        r = cr_capture_check(sid, 0);
+        r = cr_stream_wire_id(stream, &sid);
+    if (r == CUDA_SUCCESS)
+        r = cr_capture_check(sid, 1); /* captured as a node */
     if (r != CUDA_SUCCESS)
         return r;
     cr_msg_t m;
@@ -113,9 +154,7 @@ CUresult cr_hand_cuStreamBatchMemOp_v2(CUstream stream, unsigned int count,
         return cr_transport_error(err);
     msgpack_pack_array(&m.pk, 2);
     msgpack_pack_uint64(&m.pk, sid);
-    msgpack_pack_array(&m.pk, count);
-    for (unsigned i = 0; i < count; i++)
-        pack_op(&m.pk, &ops[i]);
+    cr_memops_pack(&m.pk, ops, count);
     return cr_transport_error(cr_msg_send(&m));
 }
 

@@ -60,6 +60,7 @@
 #include "cr_server_hand.h"
 #include "device_graph.h"
 #include "log.h"
+#include "memops.h"
 #include "request.h"
 #include "scheduler.h"
 #include "session.h"
@@ -387,7 +388,8 @@ static int stream_arg(uint16_t opcode)
     case CR_OP_cuEventRecordWithFlags:
         return 1;
     case CR_OP_cuStreamWaitEvent:
-    case CR_OP_cuLaunchHostFunc: /* a host node: [stream, host id] */
+    case CR_OP_cuLaunchHostFunc:      /* a host node: [stream, host id] */
+    case CR_OP_cuStreamBatchMemOp_v2: /* [stream, operations] */
         return 0;
     default:
         return -1;
@@ -896,6 +898,11 @@ int cr_graph_capture(cr_request_t *req)
     }
     if (!cap)
         return 0;
+    if (op == CR_OP_cuStreamBatchMemOp_v2 &&
+        (req->argc != 2 || cr_memops_check(req->session, &req->args[1]) != CUDA_SUCCESS)) {
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE); /* refused, as outside a capture */
+        return 1;
+    }
     int kept = keep(cap->graph, req, arg) == 0;
     if (kept && joins) /* depends on the stream's work, which stays the stream's last */
         kept = set_deps(cap->graph, cap->graph->count - 1, cap->tails, cap->ntails) == 0;
@@ -1714,6 +1721,8 @@ static CUresult check_node(cr_session_t *s, uint64_t opcode, const msgpack_objec
     case CR_OP_cuLaunchHostFunc: /* [stream, host id]: the client keeps the function */
         return a->size == 2 && !cr_obj_u64(&a->ptr[1], &v) && v ? CUDA_SUCCESS
                                                                 : CUDA_ERROR_INVALID_VALUE;
+    case CR_OP_cuStreamBatchMemOp_v2: /* [stream, operations] */
+        return a->size == 2 ? cr_memops_check(s, &a->ptr[1]) : CUDA_ERROR_INVALID_VALUE;
     default:
         return node_memory_ok(s, (uint16_t)opcode, a);
     }
@@ -1902,6 +1911,9 @@ void cr_srv_cuGraphNodeGetType(cr_request_t *req)
         break;
     case CR_OP_cuStreamWaitEvent:
         type = CU_GRAPH_NODE_TYPE_WAIT_EVENT;
+        break;
+    case CR_OP_cuStreamBatchMemOp_v2:
+        type = CU_GRAPH_NODE_TYPE_BATCH_MEM_OP;
         break;
     default: /* the memsets; captured launches of other forms are kernels */
         type = node_kind(node->opcode) == CR_OP_cuMemsetD8Async ? CU_GRAPH_NODE_TYPE_MEMSET

@@ -169,6 +169,20 @@ static int keep_locked(memops_t *m, const CUstreamBatchMemOpParams *ops, unsigne
     return 0;
 }
 
+CUresult cr_memops_check(cr_session_t *s, const msgpack_object *ops)
+{
+    if (ops->type != MSGPACK_OBJECT_ARRAY || !ops->via.array.size || ops->via.array.size > MAX_OPS)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (uint32_t i = 0; i < ops->via.array.size; i++) {
+        CUstreamBatchMemOpParams op;
+        int wait;
+        CUresult r = parse_op(s, &ops->via.array.ptr[i], &op, &wait);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    return CUDA_SUCCESS;
+}
+
 void cr_srv_cuStreamBatchMemOp_v2(cr_request_t *req)
 {
     cr_session_t *s = req->session;

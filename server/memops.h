@@ -4,9 +4,15 @@
 #ifndef CR_SERVER_MEMOPS_H
 #define CR_SERVER_MEMOPS_H
 
+#include <msgpack.h>
 #include <stdint.h>
 
 #include "session.h"
+
+/* CUDA_SUCCESS when the operations `ops` ([[operation, address, value, flags]...], 1 to
+ * 255 of them) are ones the server would enqueue for session s (a graph's node of them:
+ * checked when added or captured, and again at each replay). */
+CUresult cr_memops_check(cr_session_t *s, const msgpack_object *ops);
 
 /* 1 when a wait the session enqueued, not yet seen done, reads memory in [p, p + len):
  * freeing or unmapping such memory is refused (the wait would read what another tenant

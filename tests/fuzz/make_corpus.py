@@ -456,7 +456,8 @@ def request_seeds():
         frame('cuGraphDestroy', [FIRST_ID]),
         frame('cuGraphLaunch', [FIRST_ID + 0xe0, CLIENT_ID + 2]))
     # stream memory operations: writes and waits met at once, a batch with a barrier and a
-    # flush, refusals, and a wait left pending when the session ends (the server meets it)
+    # flush, refusals, a wait left pending when the session ends (the server meets it), a
+    # graph's node of them launched
     s['memops'] = conversation(
         frame('cuMemAlloc_v2', [True, 4096]),
         frame('cuStreamCreate', [CLIENT_ID + 2, 1], flags=ASYNC),
@@ -468,6 +469,11 @@ def request_seeds():
         frame('cuStreamBatchMemOp_v2', [0, []]),
         frame('cuStreamBatchMemOp_v2', [CLIENT_ID + 2, [[1, DEV + 64, 9, 1]]], flags=ASYNC),
         frame('cuMemFreeAsync', [DEV, 0]),
+        frame('cuGraphCreate', [0]),
+        frame('cuGraphAddNode', [FIRST_ID, [], OP['cuStreamBatchMemOp_v2'],
+                                 [0, [[2, DEV + 128, 4, 0], [1, DEV + 128, 4, 1]]]]),
+        frame('cuGraphInstantiateWithFlags', [FIRST_ID, 0]),
+        frame('cuGraphLaunch', [FIRST_ID + 0x20, 0], flags=ASYNC),
         frame('cuStreamSynchronize', [0]))
     s['host_funcs'] = conversation(
         frame('cuStreamCreate', [CLIENT_ID + 2, 0], flags=ASYNC),

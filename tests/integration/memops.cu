@@ -1,7 +1,10 @@
 // Stream memory operations through the stub: cuStreamWaitValue32/64 hold a stream until
 // another stream's cuStreamWriteValue32/64 (or a kernel) writes what they wait for, under
 // each condition (GEQ, EQ, AND, NOR); cuStreamBatchMemOp runs writes, a barrier and a wait
-// in order. Every result is checked, and that a wait really held its stream. Also runs
+// in order; captured, they become nodes of batch memory operations, which a graph also
+// takes by hand (cuGraphAddBatchMemOpNode) and which read back and take new operations,
+// in the graph and in an executable graph. Every result is checked, and that a wait really
+// held its stream. Also runs
 // natively on a GPU (tests/gpu/run.sh, with the argument "native"), with the same results;
 // without it, what the server refuses beyond the driver too: a wait no value can meet.
 #include <cuda.h>
@@ -15,10 +18,18 @@
 typedef CUresult (*wait32_t)(CUstream, CUdeviceptr, cuuint32_t, unsigned);
 typedef CUresult (*wait64_t)(CUstream, CUdeviceptr, cuuint64_t, unsigned);
 typedef CUresult (*batch_t)(CUstream, unsigned, CUstreamBatchMemOpParams *, unsigned);
+typedef CUresult (*add_node_t)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                               const CUDA_BATCH_MEM_OP_NODE_PARAMS *);
+typedef CUresult (*node_params_t)(CUgraphNode, CUDA_BATCH_MEM_OP_NODE_PARAMS *);
+typedef CUresult (*exec_params_t)(CUgraphExec, CUgraphNode, const CUDA_BATCH_MEM_OP_NODE_PARAMS *);
 
 static wait32_t wait32, write32;
 static wait64_t wait64, write64;
 static batch_t batch;
+static add_node_t add_node;
+static CUresult (*node_type)(CUgraphNode, CUgraphNodeType *); // cudart has no name for it
+static node_params_t get_params, set_params;
+static exec_params_t exec_set_params;
 
 static void *driver(const char *name)
 {
@@ -138,6 +149,111 @@ static void batched(unsigned *words, cudaStream_t a, cudaStream_t r)
     printf("memops: a batch wrote, fenced and waited in order\n");
 }
 
+static CUstreamBatchMemOpParams write_op(unsigned *to, unsigned v)
+{
+    CUstreamBatchMemOpParams op = {};
+    op.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+    op.writeValue.address = (CUdeviceptr)to;
+    op.writeValue.value = v;
+    return op;
+}
+
+// A capture of writes, a wait and a kernel: nodes of batch memory operations, run in order
+// at each launch.
+static void captured(unsigned *words, cudaStream_t a, cudaStream_t r)
+{
+    unsigned *flag = words, *data = words + 1, *out = words + 2;
+    CHECK_CUDA(cudaMemsetAsync(words, 0, 8 * sizeof(unsigned), r));
+    CHECK_CUDA(cudaStreamSynchronize(r));
+    cudaGraph_t g;
+    CHECK_CUDA(cudaStreamBeginCapture(a, cudaStreamCaptureModeGlobal));
+    CHECK(write32((CUstream)a, (CUdeviceptr)data, 21, 0) == CUDA_SUCCESS, "a captured write");
+    CHECK(write32((CUstream)a, (CUdeviceptr)flag, 1, 0) == CUDA_SUCCESS, "a captured write");
+    CHECK(wait32((CUstream)a, (CUdeviceptr)flag, 1, CU_STREAM_WAIT_VALUE_GEQ) == CUDA_SUCCESS,
+          "a captured wait");
+    copy_word<<<1, 1, 0, a>>>(data, out);
+    CHECK_CUDA(cudaStreamEndCapture(a, &g));
+    cudaGraphNode_t nodes[8];
+    size_t count = 8;
+    CHECK_CUDA(cudaGraphGetNodes(g, nodes, &count));
+    int batches = 0;
+    for (size_t i = 0; i < count; i++) {
+        CUgraphNodeType type;
+        CHECK(node_type((CUgraphNode)nodes[i], &type) == CUDA_SUCCESS, "cuGraphNodeGetType");
+        batches += type == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP;
+    }
+    CHECK(count == 4 && batches == 3, "the capture made %zu nodes, %d of memory operations",
+          count, batches);
+    cudaGraphExec_t exec;
+    CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
+    for (int i = 0; i < 2; i++) {
+        CHECK_CUDA(cudaMemsetAsync(words, 0, 8 * sizeof(unsigned), a));
+        CHECK_CUDA(cudaGraphLaunch(exec, a));
+        CHECK_CUDA(cudaStreamSynchronize(a));
+        CHECK(read_word(out, r) == 21 && read_word(flag, r) == 1,
+              "launch %d of the captured graph: out %u, flag %u", i, read_word(out, r),
+              read_word(flag, r));
+    }
+    CHECK_CUDA(cudaGraphExecDestroy(exec));
+    CHECK_CUDA(cudaGraphDestroy(g));
+    printf("memops: captured as nodes of memory operations, run in order at each launch\n");
+}
+
+// A node of memory operations added by hand after a kernel: read back, given other
+// operations in the graph and in an executable graph.
+static void explicit_nodes(unsigned *words, cudaStream_t a, cudaStream_t r)
+{
+    unsigned *flag = words, *data = words + 1;
+    CHECK_CUDA(cudaMemsetAsync(words, 0, 8 * sizeof(unsigned), r));
+    CHECK_CUDA(cudaStreamSynchronize(r));
+    cudaGraph_t g;
+    CHECK_CUDA(cudaGraphCreate(&g, 0));
+    cudaKernelNodeParams kp = {};
+    unsigned nine = 9;
+    void *args[] = {&data, &nine};
+    kp.func = (void *)set_word;
+    kp.gridDim = dim3(1);
+    kp.blockDim = dim3(1);
+    kp.kernelParams = args;
+    cudaGraphNode_t kernel, node;
+    CHECK_CUDA(cudaGraphAddKernelNode(&kernel, g, nullptr, 0, &kp));
+    CUstreamBatchMemOpParams ops[2] = {write_op(flag, 5), write_op(data + 1, 8)};
+    CUDA_BATCH_MEM_OP_NODE_PARAMS p = {};
+    p.count = 2;
+    p.paramArray = ops;
+    CHECK(add_node((CUgraphNode *)&node, (CUgraph)g, (CUgraphNode *)&kernel, 1, &p) ==
+              CUDA_SUCCESS,
+          "cuGraphAddBatchMemOpNode");
+    CUgraphNodeType type;
+    CHECK(node_type((CUgraphNode)node, &type) == CUDA_SUCCESS &&
+              type == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP,
+          "node type %d", (int)type);
+    CUDA_BATCH_MEM_OP_NODE_PARAMS got = {};
+    CHECK(get_params((CUgraphNode)node, &got) == CUDA_SUCCESS && got.count == 2 &&
+              got.paramArray[0].writeValue.operation == CU_STREAM_MEM_OP_WRITE_VALUE_32 &&
+              got.paramArray[0].writeValue.address == (CUdeviceptr)flag &&
+              got.paramArray[0].writeValue.value == 5 && got.paramArray[1].writeValue.value == 8,
+          "the node reads back %u operations", got.count);
+    ops[0] = write_op(flag, 6);
+    CHECK(set_params((CUgraphNode)node, &p) == CUDA_SUCCESS, "cuGraphBatchMemOpNodeSetParams");
+    cudaGraphExec_t exec;
+    CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
+    CHECK_CUDA(cudaGraphLaunch(exec, a));
+    CHECK_CUDA(cudaStreamSynchronize(a));
+    CHECK(read_word(flag, r) == 6 && read_word(data, r) == 9 && read_word(data + 1, r) == 8,
+          "after the graph: flag %u, data %u", read_word(flag, r), read_word(data, r));
+    ops[0] = write_op(flag, 7);
+    CHECK(exec_set_params((CUgraphExec)exec, (CUgraphNode)node, &p) == CUDA_SUCCESS,
+          "cuGraphExecBatchMemOpNodeSetParams");
+    CHECK_CUDA(cudaGraphLaunch(exec, a));
+    CHECK_CUDA(cudaStreamSynchronize(a));
+    CHECK(read_word(flag, r) == 7, "after the executable graph's edit: flag %u",
+          read_word(flag, r));
+    CHECK_CUDA(cudaGraphExecDestroy(exec));
+    CHECK_CUDA(cudaGraphDestroy(g));
+    printf("memops: a node of memory operations added, read back and given others\n");
+}
+
 // What the driver refuses at once: an address not aligned to its value, a batch of 256.
 static void refusals(unsigned *words, cudaStream_t a, int native)
 {
@@ -176,6 +292,11 @@ int main(int argc, char **argv)
     wait64 = (wait64_t)driver("cuStreamWaitValue64");
     write64 = (wait64_t)driver("cuStreamWriteValue64");
     batch = (batch_t)driver("cuStreamBatchMemOp");
+    add_node = (add_node_t)driver("cuGraphAddBatchMemOpNode");
+    node_type = (CUresult(*)(CUgraphNode, CUgraphNodeType *))driver("cuGraphNodeGetType");
+    get_params = (node_params_t)driver("cuGraphBatchMemOpNodeGetParams");
+    set_params = (node_params_t)driver("cuGraphBatchMemOpNodeSetParams");
+    exec_set_params = (exec_params_t)driver("cuGraphExecBatchMemOpNodeSetParams");
     unsigned *words;
     CHECK_CUDA(cudaMalloc(&words, 64));
     cudaStream_t a, b, r;
@@ -185,6 +306,8 @@ int main(int argc, char **argv)
     producer_consumer(words, a, b, r);
     wide(words, a, b, r);
     batched(words, a, r);
+    captured(words, a, r);
+    explicit_nodes(words, a, r);
     refusals(words, a, native);
     CHECK_CUDA(cudaFree(words));
     CHECK_CUDA(cudaFreeHost(host_word));

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Stream memory operations sent by a hostile client: addresses of another session or of
 no allocation, unaligned ones, values past their width, unknown operations and flags,
-batches of 0 or 256, waits no value can meet, malformed messages are refused; memory a
+batches of 0 or 256, waits no value can meet, malformed messages are refused, in a
+graph's node of memory operations too; memory a
 pending wait reads cannot be freed with cuMemFreeAsync; and a session that leaves with
 waits no one will meet (two of them a sequence of values of one address) does not keep the
 server: they are met, its resources go, and the next session is served.
@@ -56,6 +57,24 @@ def memops_hostile(server, opcodes):
     refused('a wait for AND 0 (never met)', [[WAIT32, mine, 0, AND]])
     refused('a wait for NOR with every bit (never met)', [[WAIT64, mine, (1 << 64) - 1, NOR]])
     expect('a barrier and a flush', batch(a, [[BARRIER, 0, 0, 1], [FLUSH, 0, 0, 0]]), SUCCESS)
+
+    # a graph's node of memory operations is checked as the stream's batch is
+    g = a.call('cuGraphCreate', [0])[1]
+    memop = opcodes['cuStreamBatchMemOp_v2']
+
+    def node(ops):
+        return a.call('cuGraphAddNode', [g, [], memop, [0, ops]])[0]
+
+    expect('a node writing another session\'s memory', node([[WRITE32, theirs, 1, 0]]),
+           INVALID_VALUE)
+    expect('a node of no operations', node([]), INVALID_VALUE)
+    expect('a node waiting for AND 0', node([[WAIT32, mine, 0, AND]]), INVALID_VALUE)
+    expect('a node of a write and a met wait',
+           node([[WRITE32, mine + 8, 4, 0], [WAIT32, mine + 8, 4, EQ]]), SUCCESS)
+    exe = a.call('cuGraphInstantiateWithFlags', [g, 0])
+    expect('its graph instantiates', exe[0], SUCCESS)
+    expect('and launches', a.call('cuGraphLaunch', [exe[1], 0])[0], SUCCESS)
+    expect('and finishes', a.call('cuStreamSynchronize', [0])[0], SUCCESS)
 
     # a wait no one meets: its memory stays, and the session's end meets it
     stream = (1 << 62) + 7
