@@ -159,8 +159,9 @@ static CUstreamBatchMemOpParams write_op(unsigned *to, unsigned v)
 }
 
 // A capture of writes, a wait and a kernel: nodes of batch memory operations, run in order
-// at each launch.
-static void captured(unsigned *words, cudaStream_t a, cudaStream_t r)
+// at each launch. Through the stub each call is a node of its own; natively the driver may
+// join them (the count is printed).
+static void captured(unsigned *words, cudaStream_t a, cudaStream_t r, int native)
 {
     unsigned *flag = words, *data = words + 1, *out = words + 2;
     CHECK_CUDA(cudaMemsetAsync(words, 0, 8 * sizeof(unsigned), r));
@@ -182,8 +183,9 @@ static void captured(unsigned *words, cudaStream_t a, cudaStream_t r)
         CHECK(node_type((CUgraphNode)nodes[i], &type) == CUDA_SUCCESS, "cuGraphNodeGetType");
         batches += type == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP;
     }
-    CHECK(count == 4 && batches == 3, "the capture made %zu nodes, %d of memory operations",
-          count, batches);
+    printf("memops: the capture made %zu nodes, %d of memory operations\n", count, batches);
+    CHECK(native ? batches >= 1 && count == (size_t)batches + 1 : count == 4 && batches == 3,
+          "the capture made %zu nodes, %d of memory operations", count, batches);
     cudaGraphExec_t exec;
     CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
     for (int i = 0; i < 2; i++) {
@@ -306,7 +308,7 @@ int main(int argc, char **argv)
     producer_consumer(words, a, b, r);
     wide(words, a, b, r);
     batched(words, a, r);
-    captured(words, a, r);
+    captured(words, a, r, native);
     explicit_nodes(words, a, r);
     refusals(words, a, native);
     CHECK_CUDA(cudaFree(words));
