@@ -1296,8 +1296,9 @@ typedef struct {
 static pthread_mutex_t params_lock = PTHREAD_MUTEX_INITIALIZER;
 static cr_idmap_t params_given = CR_IDMAP_INIT; /* node id -> kept_params_t */
 
-static int same_params(const kept_params_t *a, const kept_params_t *b)
+static int same_params(const void *x, const void *y)
 {
+    const kept_params_t *a = x, *b = y;
     const uint8_t *ab = (const uint8_t *)(a->ptrs + a->n), *bb = (const uint8_t *)(b->ptrs + b->n);
     if (a->n != b->n || a->bytes != b->bytes || memcmp(ab, bb, a->bytes) != 0)
         return 0;
@@ -1308,6 +1309,28 @@ static int same_params(const kept_params_t *a, const kept_params_t *b)
 }
 
 static cr_idmap_t memops_given;
+
+/* What node's GetParams hands out, kept in map by node: the block kept before when
+ * `same` finds it holds what `fresh` (malloc'd) does, else fresh in its place; NULL out
+ * of memory (fresh freed, the block kept before kept). */
+static void *hand_out(cr_idmap_t *map, CUgraphNode node, void *fresh,
+                      int (*same)(const void *, const void *))
+{
+    uint64_t old = 0;
+    pthread_mutex_lock(&params_lock);
+    void *had = cr_idmap_get(map, (uint64_t)(uintptr_t)node, &old) ? (void *)(uintptr_t)old : NULL;
+    if (had && same(had, fresh)) {
+        free(fresh);
+        fresh = had;
+    } else if (cr_idmap_put(map, (uint64_t)(uintptr_t)node, (uint64_t)(uintptr_t)fresh)) {
+        free(fresh);
+        fresh = NULL;
+    } else {
+        free(had);
+    }
+    pthread_mutex_unlock(&params_lock);
+    return fresh;
+}
 
 static void params_forget(CUgraphNode node)
 {
@@ -1352,24 +1375,8 @@ static CUresult kernel_params(CUgraphNode node, node_read_t *q, void ***out)
         }
         k->ptrs[i] = bytes + off;
     }
-    uint64_t old = 0;
-    int err = 0;
-    pthread_mutex_lock(&params_lock);
-    kept_params_t *had = cr_idmap_get(&params_given, (uint64_t)(uintptr_t)node, &old)
-                             ? (kept_params_t *)(uintptr_t)old
-                             : NULL;
-    if (had && same_params(had, k)) {
-        free(k);
-        k = had;
-    } else if (!(err = cr_idmap_put(&params_given, (uint64_t)(uintptr_t)node,
-                                    (uint64_t)(uintptr_t)k))) {
-        free(had);
-    }
-    pthread_mutex_unlock(&params_lock);
-    if (err) {
-        free(k);
+    if (!(k = hand_out(&params_given, node, k, same_params)))
         return CUDA_ERROR_OUT_OF_MEMORY;
-    }
     *out = k->ptrs;
     return CUDA_SUCCESS;
 }
@@ -1566,6 +1573,12 @@ typedef struct {
 
 static cr_idmap_t memops_given = CR_IDMAP_INIT; /* node id -> kept_memops_t, params_lock */
 
+static int same_memops(const void *x, const void *y)
+{
+    const kept_memops_t *a = x, *b = y;
+    return a->n == b->n && !memcmp(a->ops, b->ops, a->n * sizeof *a->ops);
+}
+
 CUresult cr_hand_cuGraphBatchMemOpNodeGetParams(CUgraphNode node, CUDA_BATCH_MEM_OP_NODE_PARAMS *p)
 {
     if (!p)
@@ -1579,32 +1592,19 @@ CUresult cr_hand_cuGraphBatchMemOpNodeGetParams(CUgraphNode node, CUDA_BATCH_MEM
                                     : NULL;
     if (r == CUDA_SUCCESS && !ops)
         r = CUDA_ERROR_INVALID_VALUE; /* not a node of memory operations */
-    kept_memops_t *k = ops ? malloc(sizeof *k + CR_MEMOPS_MAX * sizeof *k->ops) : NULL;
+    uint32_t count = ops && ops->type == MSGPACK_OBJECT_ARRAY ? ops->via.array.size : 0;
+    kept_memops_t *k =
+        ops && count <= CR_MEMOPS_MAX ? malloc(sizeof *k + count * sizeof *k->ops) : NULL;
     int n = k ? cr_memops_unpack(ops, k->ops) : -1;
     if (r == CUDA_SUCCESS && n < 0)
-        r = k ? CUDA_ERROR_UNKNOWN : CUDA_ERROR_OUT_OF_MEMORY;
+        r = k || count > CR_MEMOPS_MAX ? CUDA_ERROR_UNKNOWN : CUDA_ERROR_OUT_OF_MEMORY;
     read_done(&q);
     if (r != CUDA_SUCCESS) {
         free(k);
         return r;
     }
     k->n = (unsigned)n;
-    uint64_t old = 0;
-    pthread_mutex_lock(&params_lock);
-    kept_memops_t *had = cr_idmap_get(&memops_given, (uint64_t)(uintptr_t)node, &old)
-                             ? (kept_memops_t *)(uintptr_t)old
-                             : NULL;
-    if (had && had->n == k->n && !memcmp(had->ops, k->ops, k->n * sizeof *k->ops)) {
-        free(k);
-        k = had;
-    } else if (cr_idmap_put(&memops_given, (uint64_t)(uintptr_t)node, (uint64_t)(uintptr_t)k)) {
-        free(k);
-        k = NULL;
-    } else {
-        free(had);
-    }
-    pthread_mutex_unlock(&params_lock);
-    if (!k)
+    if (!(k = hand_out(&memops_given, node, k, same_memops)))
         return CUDA_ERROR_OUT_OF_MEMORY;
     *p = (CUDA_BATCH_MEM_OP_NODE_PARAMS){cr_ctx_current(), k->n, k->ops, 0};
     return CUDA_SUCCESS;

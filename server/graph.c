@@ -126,8 +126,7 @@ typedef struct {
 struct graph {
     unsigned refs;   /* its handle or its capture, and a launch replaying it */
     uint64_t serial; /* unique in the process: what an executable graph was made from */
-    uint64_t origin; /* the serial of the graph it is a clone of, 0 for none */
-    uint64_t copied; /* the serial of the graph it is a copy of (graph_copy), 0 for none */
+    uint64_t copied; /* the serial of the graph it is a copy (a clone) of, 0 for none */
     node_t *nodes;
     size_t count, cap;
     uint64_t bytes;
@@ -1609,7 +1608,6 @@ void cr_srv_cuGraphClone(cr_request_t *req)
     }
     graph_t *copy = graph_copy(g);
     if (copy) { /* a graph of its own, even when g is held by a node */
-        copy->origin = g->serial;
         copy->owned = 0;
         relevel(copy, 0);
     }
@@ -2858,7 +2856,7 @@ void cr_srv_cuGraphNodeFindInClone(cr_request_t *req)
     node_ref_t *r = node_arg(req, 2);
     graph_t *clone =
         r && !cr_arg_u64(req, 1, &cid) ? cr_session_handle(req->session, CR_HT_CUgraph, cid) : NULL;
-    if (!clone || clone->origin != r->graph->serial || r->index >= clone->count ||
+    if (!clone || clone->copied != r->graph->serial || r->index >= clone->count ||
         clone->nodes[r->index].removed) {
         reply_id(req, CUDA_ERROR_INVALID_VALUE, 0);
         return;

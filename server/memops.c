@@ -169,18 +169,30 @@ static int keep_locked(memops_t *m, const CUstreamBatchMemOpParams *ops, unsigne
     return 0;
 }
 
-CUresult cr_memops_check(cr_session_t *s, const msgpack_object *ops)
+/* Reads a batch ([[operation, address, value, flags]...], 1 to MAX_OPS of them) into ops:
+ * CUDA_SUCCESS with *n operations, *waits of them waits, when parse_op takes each. */
+static CUresult parse_ops(cr_session_t *s, const msgpack_object *list,
+                          CUstreamBatchMemOpParams ops[MAX_OPS], unsigned *n, unsigned *waits)
 {
-    if (ops->type != MSGPACK_OBJECT_ARRAY || !ops->via.array.size || ops->via.array.size > MAX_OPS)
+    *n = *waits = 0;
+    if (list->type != MSGPACK_OBJECT_ARRAY || !list->via.array.size ||
+        list->via.array.size > MAX_OPS)
         return CUDA_ERROR_INVALID_VALUE;
-    for (uint32_t i = 0; i < ops->via.array.size; i++) {
-        CUstreamBatchMemOpParams op;
+    for (; *n < list->via.array.size; ++*n) {
         int wait;
-        CUresult r = parse_op(s, &ops->via.array.ptr[i], &op, &wait);
+        CUresult r = parse_op(s, &list->via.array.ptr[*n], &ops[*n], &wait);
         if (r != CUDA_SUCCESS)
             return r;
+        *waits += wait;
     }
     return CUDA_SUCCESS;
+}
+
+CUresult cr_memops_check(cr_session_t *s, const msgpack_object *ops)
+{
+    CUstreamBatchMemOpParams parsed[MAX_OPS];
+    unsigned n, waits;
+    return parse_ops(s, ops, parsed, &n, &waits);
 }
 
 void cr_srv_cuStreamBatchMemOp_v2(cr_request_t *req)
@@ -191,17 +203,8 @@ void cr_srv_cuStreamBatchMemOp_v2(cr_request_t *req)
     uint64_t sid;
     cr_handle_t *stream =
         req->argc == 2 && !cr_arg_u64(req, 0, &sid) ? cr_session_stream(s, sid) : NULL;
-    const msgpack_object *list = stream ? &req->args[1] : NULL;
-    CUresult r = list && list->type == MSGPACK_OBJECT_ARRAY && list->via.array.size >= 1 &&
-                         list->via.array.size <= MAX_OPS
-                     ? CUDA_SUCCESS
-                     : CUDA_ERROR_INVALID_VALUE;
-    unsigned n = r == CUDA_SUCCESS ? list->via.array.size : 0, waits = 0;
-    for (unsigned i = 0; r == CUDA_SUCCESS && i < n; i++) {
-        int wait;
-        r = parse_op(s, &list->via.array.ptr[i], &ops[i], &wait);
-        waits += wait;
-    }
+    unsigned n = 0, waits = 0;
+    CUresult r = stream ? parse_ops(s, &req->args[1], ops, &n, &waits) : CUDA_ERROR_INVALID_VALUE;
     if (r == CUDA_SUCCESS && !d->cuStreamBatchMemOp_v2)
         r = CUDA_ERROR_NOT_SUPPORTED;
     memops_t *m = r == CUDA_SUCCESS && waits ? state(s, 1) : NULL;
