@@ -10,8 +10,9 @@
  *                               kind of node made here, as the request it stands for (a
  *                               kernel node: cuLaunchKernel's arguments and parameter bytes),
  *                               its stream 0; opcode 0 is an empty node
- *   cuGraphAddChildGraphNode    [graph, dependencies, child graph] -> node: the node holds a
- *                               copy of the child
+ *   cuGraphAddChildGraphNode    [graph, dependencies, child graph (, move)] -> node: the
+ *                               node holds a copy of the child, or with move 1 the child
+ *                               itself (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE)
  *   cuGraphChildGraphNodeGetGraph  [node] -> the graph it holds
  *   cuGraphExecChildGraphNodeSetParams  [executable graph, node, graph]
  *   cuGraphConditionalHandleCreate  [graph, default value, flags] -> handle
@@ -760,8 +761,10 @@ CUresult cr_hand_cuGraphAddHostNode(CUgraphNode *node, CUgraph graph, const CUgr
     return add_described(node, graph, deps, n, &a, args_host(&a, p));
 }
 
-CUresult cr_hand_cuGraphAddChildGraphNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
-                                          size_t n, CUgraph child)
+/* A child graph node holding a copy of `child`, or with `move` the child itself (its
+ * handle then the node's, destroyed with it). */
+static CUresult child_node(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
+                           CUgraph child, int move)
 {
     cr_client_t *cl = cr_client();
     if (!cl)
@@ -772,16 +775,29 @@ CUresult cr_hand_cuGraphAddChildGraphNode(CUgraphNode *node, CUgraph graph, cons
     int err = cr_msg_begin(cl->conn, &m, CR_OP_cuGraphAddChildGraphNode);
     if (err)
         return cr_transport_error(err);
-    msgpack_pack_array(&m.pk, 3);
+    msgpack_pack_array(&m.pk, move ? 4 : 3);
     msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)graph);
     pack_handles(&m.pk, (const void *const *)deps, n);
     msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)child);
+    if (move)
+        msgpack_pack_uint64(&m.pk, 1);
     uint64_t id = 0;
     CUresult r = cr_call_u64(&m, &id);
     *node = r == CUDA_SUCCESS ? (CUgraphNode)(uintptr_t)id : NULL;
-    if (r == CUDA_SUCCESS) /* the child's nodes are copied in: so are its references */
-        cr_user_objects_copy((uint64_t)(uintptr_t)child, (uint64_t)(uintptr_t)graph);
+    if (r != CUDA_SUCCESS)
+        return r;
+    /* the child's nodes are copied in: so are its references; moved, they are the
+     * parent's alone */
+    cr_user_objects_copy((uint64_t)(uintptr_t)child, (uint64_t)(uintptr_t)graph);
+    if (move)
+        cr_user_objects_graph_gone((uint64_t)(uintptr_t)child);
     return r;
+}
+
+CUresult cr_hand_cuGraphAddChildGraphNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                          size_t n, CUgraph child)
+{
+    return child_node(node, graph, deps, n, child, 0);
 }
 
 /* The graph a child graph node holds: the server's, not a copy, so that what the program
@@ -1002,7 +1018,11 @@ CUresult cr_hand_cuGraphAddNode(CUgraphNode *node, CUgraph graph, const CUgraphN
         return CUDA_ERROR_INVALID_VALUE;
     switch (p->type) {
     case CU_GRAPH_NODE_TYPE_GRAPH:
-        return cr_hand_cuGraphAddChildGraphNode(node, graph, deps, n, p->graph.graph);
+        if (p->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE &&
+            p->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE)
+            return CUDA_ERROR_INVALID_VALUE;
+        return child_node(node, graph, deps, n, p->graph.graph,
+                          p->graph.ownership == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE);
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC: {
         CUDA_MEM_ALLOC_NODE_PARAMS a = {p->alloc.poolProps, p->alloc.accessDescs,
                                         p->alloc.accessDescCount, p->alloc.bytesize, 0};

@@ -121,6 +121,7 @@ typedef struct {
     cr_session_t *session;
     CUdeviceptr ptr;
     int freed_in_graph;
+    unsigned execs; /* executable graphs holding it: the driver allows one at a time */
 } graph_mem_t;
 
 struct graph {
@@ -141,6 +142,9 @@ struct graph {
     uint8_t owned;             /* a node's: BODY (a conditional node's) or CHILD (a child
                                   graph node's); 0 for a graph of its own */
     uint8_t level;             /* how deep it is held: 0 for a graph of its own */
+    uint8_t moved;             /* a child graph moved into its node, not copied
+                                  (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE): its handle is the
+                                  node's, for no other use of its own */
     uint32_t conds;            /* its conditional nodes */
 };
 
@@ -273,12 +277,15 @@ static void graph_unref(void *p)
     free(g);
 }
 
+static int mems_held(const graph_t *g, int delta);
+
 static void exec_free(void *p)
 {
     exec_t *e = p;
     cr_device_graph_free(e->device);
     if (e->held)
         cr_graph_anchor_drop_exec(e->held);
+    mems_held(e->graph, -1);
     graph_unref(e->graph);
     free(e);
 }
@@ -288,6 +295,38 @@ static void exec_free(void *p)
 static int conditional(const graph_t *g)
 {
     return g->conds || cr_graph_anchor_count(g->anchor) > 0;
+}
+
+/* 1 when g or a graph it holds has memory nodes (a moved child graph may). The driver's
+ * rules for such a graph: it is not cloned, none of its nodes or edges is destroyed, and
+ * one executable graph of it lives at a time. */
+static int holds_memory(const graph_t *g)
+{
+    if (g->mem_count)
+        return 1;
+    for (size_t i = 0; i < g->count; i++)
+        for (uint32_t b = 0; g->nodes[i].nest && b < g->nodes[i].nest->size; b++)
+            if (holds_memory(g->nodes[i].nest->bodies[b]))
+                return 1;
+    return 0;
+}
+
+/* Counts an executable graph's copy g as a holder of its memory (+1) or no more (-1);
+ * with delta 0 only asks: 1 when an executable graph holds some of g's memory. */
+static int mems_held(const graph_t *g, int delta)
+{
+    int held = 0;
+    for (size_t i = 0; i < g->mem_count; i++) {
+        held |= g->mems[i]->execs > 0;
+        if (delta > 0)
+            g->mems[i]->execs++;
+        else if (delta < 0)
+            g->mems[i]->execs--;
+    }
+    for (size_t i = 0; i < g->count; i++)
+        for (uint32_t b = 0; g->nodes[i].nest && b < g->nodes[i].nest->size; b++)
+            held |= mems_held(g->nodes[i].nest->bodies[b], delta);
+    return held;
 }
 
 /* An order of g's nodes that runs every node after the nodes it depends on, into *order
@@ -661,8 +700,9 @@ static void relevel(graph_t *g, unsigned level)
             relevel(g->nodes[i].nest->bodies[b], level + 1);
 }
 
-/* Appends a child graph node holding a copy of `child` to g. 0, or -1 (nothing kept). */
-static int keep_child(graph_t *g, const graph_t *child)
+/* Appends a child graph node holding a copy of `child` to g, or `child` itself when `move`
+ * (the caller then makes it the node's). 0, or -1 (nothing kept). */
+static int keep_child(graph_t *g, graph_t *child, int move)
 {
     nest_t *c = calloc(1, sizeof *c + sizeof *c->bodies);
     if (!c || charge_bodies(g, 1) != 0) {
@@ -670,7 +710,10 @@ static int keep_child(graph_t *g, const graph_t *child)
         return -1;
     }
     c->size = 1;
-    if (!(c->bodies[0] = graph_copy(child)) || keep_bytes(g, 0, 0, NULL, 0, NULL, 0) != 0) {
+    if (move)
+        child->refs++;
+    if (!(c->bodies[0] = move ? child : graph_copy(child)) ||
+        keep_bytes(g, 0, 0, NULL, 0, NULL, 0) != 0) {
         uncharge_bodies(g, 1);
         nest_free(c);
         return -1;
@@ -744,9 +787,13 @@ static int keep_memory_node(graph_t *g, uint8_t type, CUdeviceptr ptr, uint64_t 
 }
 
 /* Memory for g: allocated and charged to the tenant now (CUDA_ERROR_OUT_OF_MEMORY past its
- * quota), held by g, with an empty node standing for its allocation (its last node). */
+ * quota), held by g, with an empty node standing for its allocation (its last node). A
+ * graph held by a node takes no memory nodes, as on a GPU (a child graph moved into its
+ * node keeps those it had). */
 static CUresult graph_alloc(cr_session_t *s, graph_t *g, uint64_t bytes, CUdeviceptr *out)
 {
+    if (g->owned)
+        return CUDA_ERROR_NOT_SUPPORTED;
     if (!bytes || bytes > SIZE_MAX)
         return CUDA_ERROR_INVALID_VALUE;
     graph_mem_t *m = calloc(1, sizeof *m);
@@ -795,7 +842,7 @@ static void capture_memory(cr_request_t *req, capture_t *cap)
     uint64_t bytes, ptr;
     graph_t *g = cap->graph;
     if (req->hdr.opcode == CR_OP_cuMemFreeAsync) {
-        graph_mem_t *m = cr_arg_u64(req, 0, &ptr) ? NULL : graph_mem_of(g, ptr);
+        graph_mem_t *m = g->owned || cr_arg_u64(req, 0, &ptr) ? NULL : graph_mem_of(g, ptr);
         if (!m || keep_memory_node(g, CU_GRAPH_NODE_TYPE_MEM_FREE, ptr, 0) != 0) {
             g->invalid = 1;
         } else {
@@ -1171,7 +1218,7 @@ void cr_srv_cuGraphInstantiateWithFlags(cr_request_t *req)
         return;
     }
     graph_t *g = cr_session_handle(s, CR_HT_CUgraph, gid);
-    if (!g) {
+    if (!g || g->moved) { /* a moved child graph runs only in its node */
         reply_id(req, CUDA_ERROR_INVALID_VALUE, 0);
         return;
     }
@@ -1198,8 +1245,9 @@ void cr_srv_cuGraphInstantiateWithFlags(cr_request_t *req)
         reply_id(req, CUDA_ERROR_INVALID_VALUE, CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED);
         return;
     }
-    /* the driver's rule for a graph with conditional nodes: one executable graph at a time */
-    if (conditional(g) && cr_graph_anchor_take_exec(g->anchor) != 0) {
+    /* the driver's rule for a graph with conditional nodes, and for one with memory nodes
+     * (whose memory an executable graph then holds): one executable graph at a time */
+    if (mems_held(g, 0) || (conditional(g) && cr_graph_anchor_take_exec(g->anchor) != 0)) {
         reply_id(req, CUDA_ERROR_NOT_SUPPORTED, 0);
         return;
     }
@@ -1215,6 +1263,7 @@ void cr_srv_cuGraphInstantiateWithFlags(cr_request_t *req)
                       NULL,
                       CUDA_SUCCESS,
                       conditional(g) ? g->anchor : NULL};
+        mems_held(copy, 1);
         r = CUDA_SUCCESS;
         if (cr_session_handle_attach(s, id, 0, e, exec_free) != 0) {
             cr_session_remove_handle(s, id);
@@ -1602,7 +1651,8 @@ void cr_srv_cuGraphClone(cr_request_t *req)
     graph_t *g = req->argc == 1 && !cr_arg_u64(req, 0, &id)
                      ? cr_session_handle(req->session, CR_HT_CUgraph, id)
                      : NULL;
-    if (!g || g->conds) { /* the driver clones no graph with conditional nodes */
+    /* the driver clones no graph with conditional or memory nodes */
+    if (!g || g->conds || holds_memory(g)) {
         reply_id(req, g ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE, 0);
         return;
     }
@@ -2078,35 +2128,76 @@ void cr_srv_cuGraphAddNode_v2(cr_request_t *req)
     cr_request_free(req);
 }
 
-/* [graph, dependencies, child graph] -> a node holding a copy of the child */
+/* 1 when g is `outer` or a graph held in it. */
+static int within(const graph_t *outer, const graph_t *g)
+{
+    if (outer == g)
+        return 1;
+    for (size_t i = 0; i < outer->count; i++)
+        for (uint32_t b = 0; outer->nodes[i].nest && b < outer->nodes[i].nest->size; b++)
+            if (within(outer->nodes[i].nest->bodies[b], g))
+                return 1;
+    return 0;
+}
+
+/* 1 when one of session s's captures records into g. */
+static int capturing_into(cr_session_t *s, const graph_t *g)
+{
+    const captures_t *c = captures(s, 0);
+    for (size_t i = 0; c && i < c->count; i++)
+        if (c->caps[i].graph == g)
+            return 1;
+    return 0;
+}
+
+/* [graph, dependencies, child graph (, move)] -> a node holding a copy of the child, or
+ * with move 1 (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE) the child itself */
 void cr_srv_cuGraphAddChildGraphNode(cr_request_t *req)
 {
     cr_session_t *s = req->session;
-    uint64_t gid, cid;
-    graph_t *g = req->argc == 3 && !cr_arg_u64(req, 0, &gid)
+    uint64_t gid, cid, move = 0;
+    graph_t *g = (req->argc == 3 || (req->argc == 4 && !cr_arg_u64(req, 3, &move))) &&
+                         !cr_arg_u64(req, 0, &gid)
                      ? cr_session_handle(s, CR_HT_CUgraph, gid)
                      : NULL;
     graph_t *child =
         g && !cr_arg_u64(req, 2, &cid) ? cr_session_handle(s, CR_HT_CUgraph, cid) : NULL;
     deps_t d = {NULL, 0};
-    if (!g || !child || child == g || !deps_read(s, g, &req->args[1], &d)) {
+    /* a graph moved into a node is that node's alone; one moved must be a graph of its own
+     * (not held, not being captured into) that does not hold g */
+    if (!g || !child || child == g || child->moved || move > 1 ||
+        (move && (child->owned || within(child, g) || capturing_into(s, child))) ||
+        !deps_read(s, g, &req->args[1], &d)) {
         reply_id(req, CUDA_ERROR_INVALID_VALUE, 0);
         return;
     }
-    /* a graph with memory nodes cannot be a child, as on a GPU; one with conditional nodes
-     * is not copied (its handles are its own graph's); graphs held past MAX_LEVEL are not */
-    if (child->mem_count || child->conds || g->level + 1 + height(child) > MAX_LEVEL) {
+    /* a graph with memory nodes is a child only when moved, as on a GPU; one with
+     * conditional nodes is no child (its handles are its own graph's); graphs held past
+     * MAX_LEVEL are not */
+    if ((!move && holds_memory(child)) || conditional(child) ||
+        g->level + 1 + height(child) > MAX_LEVEL) {
         free(d.idx);
         reply_id(req, CUDA_ERROR_NOT_SUPPORTED, 0);
         return;
     }
     size_t before = g->count;
-    if (keep_child(g, child) != 0 || deps_give(g, &d) != 0) { /* nothing of it stays */
+    uint64_t nid = 0;
+    if (keep_child(g, child, (int)move) != 0 || deps_give(g, &d) != 0 ||
+        (move && node_handle(s, g, g->count - 1, &nid) != CUDA_SUCCESS)) { /* nothing stays */
         while (g->count > before)
             drop_last(g);
+        if (move) {
+            child->owned = 0;
+            relevel(child, 0);
+        }
         free(d.idx);
         reply_id(req, CUDA_ERROR_OUT_OF_MEMORY, 0);
         return;
+    }
+    if (move) { /* its handle is the node's from now on, and goes with it */
+        child->moved = 1;
+        g->nodes[g->count - 1].nest->given = cid;
+        cr_session_handle_reparent(s, cid, nid);
     }
     reply_node(req, g, g->count - 1);
 }
@@ -2322,7 +2413,7 @@ void cr_srv_cuGraphExecUpdate_v2(cr_request_t *req)
                     ? cr_session_handle(s, CR_HT_CUgraphExec, eid)
                     : NULL;
     graph_t *g = e && !cr_arg_u64(req, 1, &gid) ? cr_session_handle(s, CR_HT_CUgraph, gid) : NULL;
-    if (!e || !g) {
+    if (!e || !g || g->moved) {
         reply_id(req, CUDA_ERROR_INVALID_VALUE, CU_GRAPH_EXEC_UPDATE_ERROR);
         return;
     }
@@ -2340,6 +2431,8 @@ void cr_srv_cuGraphExecUpdate_v2(cr_request_t *req)
     for (size_t i = 0; i < copy->count; i++) /* nodes turned off stay off */
         copy->nodes[i].disabled = e->graph->nodes[i].disabled;
     graph_t *was = e->graph;
+    mems_held(was, -1);
+    mems_held(copy, 1);
     e->graph = copy;
     int held_changed = 0; /* in the graphs its nodes hold */
     for (size_t i = 0; i < copy->count; i++)
@@ -2498,6 +2591,10 @@ void cr_srv_cuGraphAddMemFreeNode(cr_request_t *req)
                      : NULL;
     graph_mem_t *m = g ? graph_mem_of(g, ptr) : NULL;
     deps_t d = {NULL, 0};
+    if (g && g->owned) { /* see graph_alloc */
+        cr_request_finish(req, CUDA_ERROR_NOT_SUPPORTED);
+        return;
+    }
     if (!m || !deps_read(s, g, &req->args[1], &d)) {
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;
@@ -2781,7 +2878,8 @@ void cr_srv_cuGraphRemoveDependencies(cr_request_t *req)
     edge_t *e;
     uint32_t n = 0;
     graph_t *g = edges_arg(req, &e, &n);
-    CUresult r = g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    /* no edge of a graph with memory nodes goes, as on a GPU */
+    CUresult r = g && !holds_memory(g) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
     for (uint32_t i = 0; i < n && r == CUDA_SUCCESS; i++)
         if (!depends_on(&g->nodes[e[i].to], e[i].from))
             r = CUDA_ERROR_INVALID_VALUE;
@@ -2806,8 +2904,7 @@ static void release_handles(cr_graph_anchor_t *a, const node_t *n)
 
 /* [node]: the node and its edges go; its place stays, empty, so that the other nodes keep
  * their indices (their handles and executable graphs go by them). A node that holds graphs
- * (a child graph's, a conditional node's bodies) takes them with it. Memory nodes stay:
- * their memory is the graph's. */
+ * (a child graph's, a conditional node's bodies) takes them with it. */
 void cr_srv_cuGraphDestroyNode(cr_request_t *req)
 {
     node_ref_t *r = node_arg(req, 1);
@@ -2818,9 +2915,8 @@ void cr_srv_cuGraphDestroyNode(cr_request_t *req)
     graph_t *g = r->graph;
     size_t index = r->index;
     node_t *n = &g->nodes[index];
-    if (n->opcode == 0 &&
-        (n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || n->type == CU_GRAPH_NODE_TYPE_MEM_FREE)) {
-        cr_request_finish(req, CUDA_ERROR_NOT_SUPPORTED);
+    if (holds_memory(g)) { /* the driver's rule: a graph with memory nodes keeps its nodes */
+        cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;
     }
     uint64_t size = (uint64_t)n->body_len + n->bulk_len;

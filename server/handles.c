@@ -175,6 +175,16 @@ static cr_handle_t *child_locked(cr_session_t *s, uint64_t parent)
     return NULL;
 }
 
+int cr_session_handle_reparent(cr_session_t *s, uint64_t id, uint64_t parent)
+{
+    pthread_mutex_lock(&s->lock);
+    cr_handle_t *h = lookup(s, id);
+    if (h)
+        h->parent = parent;
+    pthread_mutex_unlock(&s->lock);
+    return h ? 0 : CR_ENOTFOUND;
+}
+
 void cr_session_remove_handle(cr_session_t *s, uint64_t id)
 {
     pthread_mutex_lock(&s->lock);

@@ -148,6 +148,9 @@ int cr_session_add_handle_as(cr_session_t *s, uint8_t type, void *obj, uint64_t 
  * removes this one too, so a freed function can never be named again. */
 int cr_session_add_child_handle(cr_session_t *s, uint8_t type, void *obj, void *parent_obj,
                                 uint64_t *id);
+/* Makes handle `id` belong to handle `parent` from now on (a graph moved into a node):
+ * it goes with it. 0, or CR_ENOTFOUND. */
+int cr_session_handle_reparent(cr_session_t *s, uint64_t id, uint64_t parent);
 /* Gives a handle what another module keeps about its object: device memory charged for it
  * (uncharged when it goes) and `extra`, freed then with extra_free. 0, or CR_ENOTFOUND. */
 int cr_session_handle_attach(cr_session_t *s, uint64_t id, uint64_t charged, void *extra,

@@ -743,6 +743,152 @@ static void edges_to_earlier_nodes(float *x, float *y, cudaStream_t s)
     printf("edges to nodes added earlier: run after them; a cycle refused\n");
 }
 
+// A graph with memory nodes follows the rules CUDA 13 documents for it: it is not cloned
+// and not copied into a child graph node (cudaErrorNotSupported), none of its nodes or
+// edges is destroyed (cudaErrorInvalidValue), one executable graph of it lives at a time.
+// Moved into a child graph node (cudaGraphChildGraphOwnershipMove) it runs there, and its
+// handle is the node's: the node gives it back, and it is neither destroyed nor
+// instantiated nor given memory nodes on its own; the parent then holds memory nodes too.
+static void memory_node_rules(float *x, float *y, cudaStream_t s)
+{
+    cudaGraph_t g, parent, copy = nullptr;
+    CHECK_CUDA(cudaGraphCreate(&g, 0));
+    CHECK_CUDA(cudaGraphCreate(&parent, 0));
+    cudaMemAllocNodeParams ap = {};
+    ap.poolProps.allocType = cudaMemAllocationTypePinned;
+    ap.poolProps.location.type = cudaMemLocationTypeDevice;
+    ap.poolProps.location.id = 0;
+    ap.bytesize = BYTES;
+    cudaGraphNode_t alloc, kernels[2], out, release, node, more;
+    CHECK_CUDA(cudaGraphAddMemAllocNode(&alloc, g, nullptr, 0, &ap));
+    float *tmp = (float *)ap.dptr;
+    scale_add(g, alloc, x, tmp, 2.0f, 1.0f, kernels); // tmp = 3x + 1
+    CHECK_CUDA(
+        cudaGraphAddMemcpyNode1D(&out, g, &kernels[1], 1, y, tmp, BYTES, cudaMemcpyDeviceToDevice));
+    CHECK_CUDA(cudaGraphAddMemFreeNode(&release, g, &out, 1, tmp));
+    EXPECT_CUDA_ERROR(cudaGraphClone(&copy, g), cudaErrorNotSupported);
+    EXPECT_CUDA_ERROR(cudaGraphDestroyNode(kernels[1]), cudaErrorInvalidValue);
+    EXPECT_CUDA_ERROR(cudaGraphDestroyNode(alloc), cudaErrorInvalidValue);
+    EXPECT_CUDA_ERROR(cudaGraphRemoveDependencies(g, &kernels[1], &out, nullptr, 1),
+                      cudaErrorInvalidValue);
+    EXPECT_CUDA_ERROR(cudaGraphAddChildGraphNode(&node, parent, nullptr, 0, g),
+                      cudaErrorNotSupported);
+    cudaGetLastError();
+    size_t count = 0;
+    CHECK_CUDA(cudaGraphGetNodes(g, nullptr, &count));
+    CHECK(count == 5, "the graph has %zu nodes after the refusals, not 5", count);
+    cudaGraphExec_t exec, second = nullptr;
+    CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
+    EXPECT_CUDA_ERROR(cudaGraphInstantiate(&second, g, 0), cudaErrorNotSupported);
+    cudaGetLastError();
+    fill(x, 2.0f);
+    fill(y, -9.0f);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    CHECK_CUDA(cudaGraphLaunch(exec, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    expect_all(y, 7.0f, "y through a graph's memory");
+    CHECK_CUDA(cudaGraphExecDestroy(exec));
+    CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0)); // its one executable graph is gone
+    CHECK_CUDA(cudaGraphExecDestroy(exec));
+
+    // moved into a child graph node: y = 0 first, then the graph
+    cudaMemsetParams mp = zeroing(y, N);
+    cudaGraphNode_t zero;
+    CHECK_CUDA(cudaGraphAddMemsetNode(&zero, parent, nullptr, 0, &mp));
+    cudaGraphNodeParams p = {};
+    p.type = cudaGraphNodeTypeGraph;
+    p.graph.graph = g;
+    p.graph.ownership = cudaGraphChildGraphOwnershipMove;
+    CHECK_CUDA(cudaGraphAddNode(&node, parent, &zero, nullptr, 1, &p));
+    cudaGraph_t held = nullptr;
+    CHECK_CUDA(cudaGraphChildGraphNodeGetGraph(node, &held));
+    CHECK(held == g, "the node holds %p, not the graph moved into it %p", (void *)held,
+          (void *)g);
+    EXPECT_CUDA_ERROR(cudaGraphDestroy(g), cudaErrorInvalidValue);
+    EXPECT_CUDA_ERROR(cudaGraphInstantiate(&second, g, 0), cudaErrorInvalidValue);
+    cudaGetLastError();
+    EXPECT_CUDA_ERROR(cudaGraphAddMemAllocNode(&more, g, nullptr, 0, &ap), cudaErrorNotSupported);
+    cudaGetLastError();
+    cudaGraph_t other;
+    CHECK_CUDA(cudaGraphCreate(&other, 0));
+    EXPECT_CUDA_ERROR(cudaGraphAddNode(&more, other, nullptr, nullptr, 0, &p),
+                      cudaErrorInvalidValue); // moved once, it is the node's
+    cudaGetLastError();
+    CHECK_CUDA(cudaGraphDestroy(other));
+    EXPECT_CUDA_ERROR(cudaGraphClone(&copy, parent), cudaErrorNotSupported);
+    EXPECT_CUDA_ERROR(cudaGraphDestroyNode(zero), cudaErrorInvalidValue);
+    cudaGetLastError();
+    CHECK_CUDA(cudaGraphInstantiate(&exec, parent, 0));
+    EXPECT_CUDA_ERROR(cudaGraphInstantiate(&second, parent, 0), cudaErrorNotSupported);
+    cudaGetLastError();
+    for (int i = 0; i < 2; i++) {
+        fill(x, 4.0f + i);
+        fill(y, -9.0f);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        CHECK_CUDA(cudaGraphLaunch(exec, s));
+        CHECK_CUDA(cudaStreamSynchronize(s));
+        expect_all(y, 3.0f * (4.0f + i) + 1.0f, "y through a graph moved into a child node");
+    }
+    CHECK_CUDA(cudaGraphExecDestroy(exec));
+    CHECK_CUDA(cudaGraphDestroy(parent)); // and the graph moved into it
+    printf("memory nodes: the driver's rules; a graph of them moved into a child node\n");
+}
+
+// A graph without memory nodes moved into a child graph node: nodes added to it later run
+// with the node (as with a copy's handle); a clone of the parent holds a copy of it; the
+// moved graph's handle goes with its node, or with the parent (through the stub only: on a
+// GPU the handle would then name freed memory).
+static void moved_graph_goes_with_its_node(cudaStream_t s)
+{
+    unsigned *word;
+    CHECK_CUDA(cudaMalloc(&word, sizeof *word));
+    cudaGraph_t g, parent, copy, held;
+    CHECK_CUDA(cudaGraphCreate(&g, 0));
+    CHECK_CUDA(cudaGraphCreate(&parent, 0));
+    cudaGraphNodeParams p = {};
+    p.type = cudaGraphNodeTypeGraph;
+    p.graph.graph = g;
+    p.graph.ownership = cudaGraphChildGraphOwnershipMove;
+    cudaGraphNode_t node, set, in_copy;
+    CHECK_CUDA(cudaGraphAddNode(&node, parent, nullptr, nullptr, 0, &p));
+    cudaMemsetParams mp = {};
+    mp.dst = word;
+    mp.value = 0x5a5a5a5a;
+    mp.elementSize = 4;
+    mp.width = 1;
+    mp.height = 1;
+    CHECK_CUDA(cudaGraphAddMemsetNode(&set, g, nullptr, 0, &mp)); // the node's, moved
+    cudaGraphExec_t exec;
+    CHECK_CUDA(cudaGraphInstantiate(&exec, parent, 0));
+    CHECK_CUDA(cudaMemset(word, 0, sizeof *word));
+    CHECK_CUDA(cudaGraphLaunch(exec, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    unsigned got = 0;
+    CHECK_CUDA(cudaMemcpy(&got, word, sizeof got, cudaMemcpyDeviceToHost));
+    CHECK(got == 0x5a5a5a5au, "a node added to the moved graph did not run: %#x", got);
+    CHECK_CUDA(cudaGraphExecDestroy(exec));
+    CHECK_CUDA(cudaGraphClone(&copy, parent));
+    CHECK_CUDA(cudaGraphNodeFindInClone(&in_copy, node, copy));
+    CHECK_CUDA(cudaGraphChildGraphNodeGetGraph(in_copy, &held));
+    CHECK(held != g, "the clone's child graph node holds the moved graph itself");
+    size_t count = 0;
+    CHECK_CUDA(cudaGraphGetNodes(held, nullptr, &count));
+    CHECK(count == 1, "the clone's child graph has %zu nodes", count);
+    CHECK_CUDA(cudaGraphDestroyNode(node)); // no memory nodes: it goes, and g with it
+    EXPECT_CUDA_ERROR(cudaGraphGetNodes(g, nullptr, &count), cudaErrorInvalidValue);
+    cudaGetLastError();
+    // moved again into the clone's parent; it goes with that graph
+    CHECK_CUDA(cudaGraphCreate(&g, 0));
+    p.graph.graph = g;
+    CHECK_CUDA(cudaGraphAddNode(&node, copy, nullptr, nullptr, 0, &p));
+    CHECK_CUDA(cudaGraphDestroy(copy));
+    EXPECT_CUDA_ERROR(cudaGraphGetNodes(g, nullptr, &count), cudaErrorInvalidValue);
+    cudaGetLastError();
+    CHECK_CUDA(cudaGraphDestroy(parent));
+    CHECK_CUDA(cudaFree(word));
+    printf("a moved graph: its handle goes with its node\n");
+}
+
 // The DOT picture of a graph with an IF/ELSE node (the stub's own picture, not the driver's):
 // the node named with its kind and handle, each body a cluster with its nodes and edges, a
 // dashed edge from the node to where each body starts.
@@ -809,6 +955,7 @@ int main(int argc, char **argv)
         edits_after_launches(x, y, s1);
         child_graph_nodes(x, y, s1);
         edges_to_earlier_nodes(x, y, s1);
+        memory_node_rules(x, y, s1);
         printf("graphs: the parts the driver shares passed\n");
         return 0;
     }
@@ -1380,7 +1527,7 @@ int main(int argc, char **argv)
     CHECK_CUDA(cudaGraphMemFreeNodeGetParams(n_free, &freed_at));
     CHECK(freed_at == tmp, "the free node reads back as %p", freed_at);
     EXPECT_CUDA_ERROR(cudaGraphMemFreeNodeGetParams(n_alloc, &freed_at), cudaErrorInvalidValue);
-    EXPECT_CUDA_ERROR(cudaGraphDestroyNode(n_alloc), cudaErrorNotSupported);
+    EXPECT_CUDA_ERROR(cudaGraphDestroyNode(n_alloc), cudaErrorInvalidValue);
     cudaGetLastError();
     cudaGraphExec_t with_mem_exec;
     CHECK_CUDA(cudaGraphInstantiate(&with_mem_exec, with_mem, 0));
@@ -1435,6 +1582,8 @@ int main(int argc, char **argv)
     child_graph_nodes(x, y, s1);
     stale_after_first_launch(s1);
     edges_to_earlier_nodes(x, y, s1);
+    memory_node_rules(x, y, s1);
+    moved_graph_goes_with_its_node(s1);
     conditional_picture(y);
     CHECK_CUDA(cudaEventDestroy(fork));
     CHECK_CUDA(cudaEventDestroy(join));
