@@ -17,6 +17,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "array.h"
 #include "client.h"
@@ -260,11 +261,13 @@ CUresult cr_hand_cuStreamGetCaptureInfo(CUstream stream, CUstreamCaptureStatus *
  * array it owns until the next such call (here: the thread's next). */
 static __thread CUgraphNode *tails;
 static __thread size_t tails_cap;
+static __thread CUgraphEdgeData *tail_edges; /* theirs: every one the default edge */
+static __thread size_t tail_edges_cap;
 
 /* [stream] -> [graph, [nodes]]: the graph being captured into and the stream's last nodes,
  * asked of the server only when the program wants them (to add nodes to the graph). */
 static CUresult capture_graph(uint64_t wire, CUgraph *graph, const CUgraphNode **deps,
-                              size_t *count)
+                              const CUgraphEdgeData **edges, size_t *count)
 {
     cr_client_t *cl = cr_client();
     cr_msg_t m;
@@ -282,7 +285,9 @@ static CUresult capture_graph(uint64_t wire, CUgraph *graph, const CUgraphNode *
          a[2].type != MSGPACK_OBJECT_ARRAY))
         r = CUDA_ERROR_UNKNOWN;
     uint32_t n = r == CUDA_SUCCESS ? a[2].via.array.size : 0;
-    if (n && cr_array_room((void **)&tails, &tails_cap, n - 1, sizeof *tails))
+    if (n && (cr_array_room((void **)&tails, &tails_cap, n - 1, sizeof *tails) ||
+              (edges &&
+               cr_array_room((void **)&tail_edges, &tail_edges_cap, n - 1, sizeof *tail_edges))))
         r = CUDA_ERROR_OUT_OF_MEMORY;
     for (uint32_t i = 0; r == CUDA_SUCCESS && i < n; i++) {
         if (a[2].via.array.ptr[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
@@ -295,6 +300,10 @@ static CUresult capture_graph(uint64_t wire, CUgraph *graph, const CUgraphNode *
             *graph = (CUgraph)(uintptr_t)a[1].via.u64;
         if (deps)
             *deps = n ? tails : NULL;
+        if (edges && n)
+            memset(tail_edges, 0, n * sizeof *tail_edges);
+        if (edges)
+            *edges = n ? tail_edges : NULL;
         if (count)
             *count = n;
     }
@@ -304,11 +313,13 @@ static CUresult capture_graph(uint64_t wire, CUgraph *graph, const CUgraphNode *
 
 /* The status is answered here; the graph and the stream's last nodes, when asked for,
  * by the server (the graph then has a handle, which the capture's end gives too). Every
- * edge is a default one. */
+ * edge of a capture is a default one (edge data given to a capture is refused). */
 CUresult cr_hand_cuStreamGetCaptureInfo_v3(CUstream stream, CUstreamCaptureStatus *status,
                                            cuuint64_t *id, CUgraph *graph, const CUgraphNode **deps,
                                            const CUgraphEdgeData **edges, size_t *count)
 {
+    if (edges && !deps)
+        return CUDA_ERROR_INVALID_VALUE;
     CUresult r = cr_hand_cuStreamGetCaptureInfo(stream, status, id);
     if (r != CUDA_SUCCESS)
         return r;
@@ -324,7 +335,7 @@ CUresult cr_hand_cuStreamGetCaptureInfo_v3(CUstream stream, CUstreamCaptureStatu
     if (*status != CU_STREAM_CAPTURE_STATUS_ACTIVE || (!graph && !deps && !count) ||
         cr_stream_wire_id(stream, &wire) != CUDA_SUCCESS)
         return CUDA_SUCCESS;
-    return capture_graph(wire, graph, deps, count);
+    return capture_graph(wire, graph, deps, edges, count);
 }
 
 /* cudart 13 and cuBLAS ask this one (the v3 without edges) before their launches. */
@@ -342,7 +353,10 @@ CUresult cr_hand_cuStreamUpdateCaptureDependencies_v2(CUstream stream, CUgraphNo
                                                       const CUgraphEdgeData *edges, size_t count,
                                                       unsigned flags)
 {
-    (void)edges;
+    static const CUgraphEdgeData plain; /* the default edge */
+    for (size_t i = 0; edges && i < count; i++)
+        if (memcmp(&edges[i], &plain, sizeof plain) != 0)
+            return cr_unsupported("cuStreamUpdateCaptureDependencies with edge data");
     CUstreamCaptureStatus status;
     CUresult r = cr_hand_cuStreamIsCapturing(stream, &status);
     if (r != CUDA_SUCCESS)

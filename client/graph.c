@@ -111,6 +111,7 @@ static CUresult send_async(uint16_t opcode, uint64_t a, uint64_t b)
 
 static void pack_handles(msgpack_packer *pk, const void *const *h, size_t n);
 static int default_edges(const CUgraphEdgeData *edges, size_t n);
+static uint64_t edge_wire(const CUgraphEdgeData *e);
 
 /* [stream, mode] or [stream, mode, graph, dependencies]: a capture into a graph of its own,
  * or into `into` after those of its nodes. */
@@ -1041,30 +1042,30 @@ CUresult cr_hand_cuGraphAddNode(CUgraphNode *node, CUgraph graph, const CUgraphN
     }
 }
 
-CUresult cr_hand_cuGraphAddNode_v2(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
-                                   const CUgraphEdgeData *edges, size_t n, CUgraphNodeParams *p)
-{
-    (void)edges; /* nodes run in the order they were added, which every edge already keeps */
-    return cr_hand_cuGraphAddNode(node, graph, deps, n, p);
-}
-
-/* [graph, from nodes, to nodes]: cuGraphAddDependencies and cuGraphRemoveDependencies. */
+/* [graph, from nodes, to nodes (, their data)]: cuGraphAddDependencies and
+ * cuGraphRemoveDependencies; the data only when some edge's is not the default. */
 static CUresult edges_call(uint16_t opcode, CUgraph graph, const CUgraphNode *from,
-                           const CUgraphNode *to, size_t n)
+                           const CUgraphNode *to, const CUgraphEdgeData *edges, size_t n)
 {
     cr_client_t *cl = cr_client();
     if (!cl)
         return CUDA_ERROR_NOT_INITIALIZED;
     if ((n && (!from || !to)) || n > UINT32_MAX)
         return CUDA_ERROR_INVALID_VALUE;
+    int data = !default_edges(edges, n);
     cr_msg_t m;
     int err = cr_msg_begin(cl->conn, &m, opcode);
     if (err)
         return cr_transport_error(err);
-    msgpack_pack_array(&m.pk, 3);
+    msgpack_pack_array(&m.pk, data ? 4 : 3);
     msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)graph);
     pack_handles(&m.pk, (const void *const *)from, n);
     pack_handles(&m.pk, (const void *const *)to, n);
+    if (data) {
+        msgpack_pack_array(&m.pk, (uint32_t)n);
+        for (size_t i = 0; i < n; i++)
+            msgpack_pack_uint64(&m.pk, edge_wire(&edges[i]));
+    }
     cr_pending_t p = {0};
     msgpack_unpacked u;
     CUresult r = cr_call(&m, &p, &u);
@@ -1072,28 +1073,41 @@ static CUresult edges_call(uint16_t opcode, CUgraph graph, const CUgraphNode *fr
     return r;
 }
 
-/* 1 when every edge given (none: NULL) is the default edge, the only kind kept. */
-static int default_edges(const CUgraphEdgeData *edges, size_t n)
+/* Edges with data other than the default (a programmatic edge, say) are added after the
+ * node, which is destroyed again when the server refuses them. */
+CUresult cr_hand_cuGraphAddNode_v2(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                   const CUgraphEdgeData *edges, size_t n, CUgraphNodeParams *p)
 {
-    for (size_t i = 0; edges && i < n; i++)
-        if (edges[i].from_port || edges[i].to_port || edges[i].type)
-            return 0;
-    return 1;
+    if (default_edges(edges, n))
+        return cr_hand_cuGraphAddNode(node, graph, deps, n, p);
+    if (!node || !deps || n > UINT32_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUgraphNode *to = malloc(n * sizeof *to);
+    if (!to)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = cr_hand_cuGraphAddNode(node, graph, NULL, 0, p);
+    for (size_t i = 0; r == CUDA_SUCCESS && i < n; i++)
+        to[i] = *node;
+    if (r == CUDA_SUCCESS &&
+        (r = edges_call(CR_OP_cuGraphAddDependencies, graph, deps, to, edges, n)) != CUDA_SUCCESS) {
+        cr_hand_cuGraphDestroyNode(*node);
+        *node = NULL;
+    }
+    free(to);
+    return r;
 }
 
 CUresult cr_hand_cuGraphAddDependencies(CUgraph graph, const CUgraphNode *from,
                                         const CUgraphNode *to, size_t n)
 {
-    return edges_call(CR_OP_cuGraphAddDependencies, graph, from, to, n);
+    return edges_call(CR_OP_cuGraphAddDependencies, graph, from, to, NULL, n);
 }
 
 CUresult cr_hand_cuGraphAddDependencies_v2(CUgraph graph, const CUgraphNode *from,
                                            const CUgraphNode *to, const CUgraphEdgeData *edges,
                                            size_t n)
 {
-    if (!default_edges(edges, n))
-        return CUDA_ERROR_NOT_SUPPORTED;
-    return cr_hand_cuGraphAddDependencies(graph, from, to, n);
+    return edges_call(CR_OP_cuGraphAddDependencies, graph, from, to, edges, n);
 }
 
 /* --- edges --------------------------------------------------------------------------------- */
@@ -1122,10 +1136,54 @@ static CUresult give_nodes(const msgpack_object *ids, CUgraphNode *out, size_t *
     return CUDA_SUCCESS;
 }
 
-/* [handle] -> [[nodes]] or [[from nodes], [to nodes]] (two lists: b not NULL), into the
- * caller's arrays; edge data, when asked, is the default edge's. */
+/* 1 when every edge given (none: NULL) is the default edge. */
+static int default_edges(const CUgraphEdgeData *edges, size_t n)
+{
+    for (size_t i = 0; edges && i < n; i++)
+        if (edge_wire(&edges[i]))
+            return 0;
+    return 1;
+}
+
+/* An edge's data as it travels: its first bytes read as a little-endian integer. */
+static uint64_t edge_wire(const CUgraphEdgeData *e)
+{
+    uint64_t w = 0;
+    for (int i = 7; i >= 0; i--)
+        w = w << 8 | ((const unsigned char *)e)[i];
+    return w;
+}
+
+/* The edges' data of a reply (none: every edge a default one) for the `given` nodes
+ * written, into edges (the rest of its `room` zeroed); without edges to fill, nodes that
+ * were written with data other than the default make it CUDA_ERROR_LOSSY_QUERY, as the
+ * driver answers. */
+static CUresult give_edges(const msgpack_object *o, CUgraphEdgeData *edges, size_t room,
+                           const CUgraphNode *written, size_t given)
+{
+    if (o->type != MSGPACK_OBJECT_ARRAY || (o->via.array.size && o->via.array.size < given))
+        return CUDA_ERROR_UNKNOWN;
+    for (size_t i = 0; edges && i < room; i++)
+        memset(&edges[i], 0, sizeof edges[i]);
+    for (size_t i = 0; written && o->via.array.size && i < given; i++) {
+        const msgpack_object *w = &o->via.array.ptr[i];
+        if (w->type != MSGPACK_OBJECT_POSITIVE_INTEGER || w->via.u64 >> 24)
+            return CUDA_ERROR_UNKNOWN;
+        if (!edges && w->via.u64)
+            return CUDA_ERROR_LOSSY_QUERY;
+        if (edges) {
+            edges[i].from_port = (unsigned char)w->via.u64;
+            edges[i].to_port = (unsigned char)(w->via.u64 >> 8);
+            edges[i].type = (unsigned char)(w->via.u64 >> 16);
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+/* [handle] -> [[nodes]] or [[from nodes], [to nodes]] (two lists: b not NULL), and with
+ * `data` their edges' data, into the caller's arrays. */
 static CUresult query_nodes(uint16_t opcode, uint64_t handle, CUgraphNode *a, CUgraphNode *b,
-                            CUgraphEdgeData *edges, size_t *count, int two)
+                            CUgraphEdgeData *edges, size_t *count, int two, int data)
 {
     cr_client_t *cl = cr_client();
     if (!cl)
@@ -1144,12 +1202,12 @@ static CUresult query_nodes(uint16_t opcode, uint64_t handle, CUgraphNode *a, CU
     if (r == CUDA_SUCCESS) {
         const msgpack_object_array *reply = &u.data.via.array;
         size_t room = *count, second = *count;
-        r = reply->size == (two ? 3u : 2u) ? give_nodes(&reply->ptr[1], a, count)
-                                           : CUDA_ERROR_UNKNOWN;
+        r = reply->size == 2u + (two != 0) + (data != 0) ? give_nodes(&reply->ptr[1], a, count)
+                                                         : CUDA_ERROR_UNKNOWN;
         if (r == CUDA_SUCCESS && two)
             r = give_nodes(&reply->ptr[2], b, &second);
-        for (size_t i = 0; r == CUDA_SUCCESS && edges && i < room; i++)
-            memset(&edges[i], 0, sizeof edges[i]);
+        if (r == CUDA_SUCCESS && data)
+            r = give_edges(&reply->ptr[2 + (two != 0)], edges, a ? room : 0, a, a ? *count : 0);
     }
     cr_reply_done(&p, &u);
     return r;
@@ -1157,60 +1215,58 @@ static CUresult query_nodes(uint16_t opcode, uint64_t handle, CUgraphNode *a, CU
 
 CUresult cr_hand_cuGraphGetEdges(CUgraph graph, CUgraphNode *from, CUgraphNode *to, size_t *n)
 {
-    return query_nodes(CR_OP_cuGraphGetEdges, (uint64_t)(uintptr_t)graph, from, to, NULL, n, 1);
+    return query_nodes(CR_OP_cuGraphGetEdges, (uint64_t)(uintptr_t)graph, from, to, NULL, n, 1, 1);
 }
 
 CUresult cr_hand_cuGraphGetEdges_v2(CUgraph graph, CUgraphNode *from, CUgraphNode *to,
                                     CUgraphEdgeData *edges, size_t *n)
 {
-    return query_nodes(CR_OP_cuGraphGetEdges, (uint64_t)(uintptr_t)graph, from, to, edges, n, 1);
+    return query_nodes(CR_OP_cuGraphGetEdges, (uint64_t)(uintptr_t)graph, from, to, edges, n, 1, 1);
 }
 
 CUresult cr_hand_cuGraphGetRootNodes(CUgraph graph, CUgraphNode *roots, size_t *n)
 {
     return query_nodes(CR_OP_cuGraphGetRootNodes, (uint64_t)(uintptr_t)graph, roots, NULL, NULL, n,
-                       0);
+                       0, 0);
 }
 
 CUresult cr_hand_cuGraphNodeGetDependencies(CUgraphNode node, CUgraphNode *deps, size_t *n)
 {
     return query_nodes(CR_OP_cuGraphNodeGetDependencies, (uint64_t)(uintptr_t)node, deps, NULL,
-                       NULL, n, 0);
+                       NULL, n, 0, 1);
 }
 
 CUresult cr_hand_cuGraphNodeGetDependencies_v2(CUgraphNode node, CUgraphNode *deps,
                                                CUgraphEdgeData *edges, size_t *n)
 {
     return query_nodes(CR_OP_cuGraphNodeGetDependencies, (uint64_t)(uintptr_t)node, deps, NULL,
-                       edges, n, 0);
+                       edges, n, 0, 1);
 }
 
 CUresult cr_hand_cuGraphNodeGetDependentNodes(CUgraphNode node, CUgraphNode *dependents, size_t *n)
 {
     return query_nodes(CR_OP_cuGraphNodeGetDependentNodes, (uint64_t)(uintptr_t)node, dependents,
-                       NULL, NULL, n, 0);
+                       NULL, NULL, n, 0, 1);
 }
 
 CUresult cr_hand_cuGraphNodeGetDependentNodes_v2(CUgraphNode node, CUgraphNode *dependents,
                                                  CUgraphEdgeData *edges, size_t *n)
 {
     return query_nodes(CR_OP_cuGraphNodeGetDependentNodes, (uint64_t)(uintptr_t)node, dependents,
-                       NULL, edges, n, 0);
+                       NULL, edges, n, 0, 1);
 }
 
 CUresult cr_hand_cuGraphRemoveDependencies(CUgraph graph, const CUgraphNode *from,
                                            const CUgraphNode *to, size_t n)
 {
-    return edges_call(CR_OP_cuGraphRemoveDependencies, graph, from, to, n);
+    return edges_call(CR_OP_cuGraphRemoveDependencies, graph, from, to, NULL, n);
 }
 
 CUresult cr_hand_cuGraphRemoveDependencies_v2(CUgraph graph, const CUgraphNode *from,
                                               const CUgraphNode *to, const CUgraphEdgeData *edges,
                                               size_t n)
 {
-    if (!default_edges(edges, n)) /* only the default edge is ever there */
-        return CUDA_ERROR_INVALID_VALUE;
-    return cr_hand_cuGraphRemoveDependencies(graph, from, to, n);
+    return edges_call(CR_OP_cuGraphRemoveDependencies, graph, from, to, edges, n);
 }
 
 static void params_forget(CUgraphNode node);

@@ -106,7 +106,8 @@ typedef struct {
                          of the graph, as on a GPU (edges go past it) */
     uint32_t ndeps;   /* its edges: the nodes it depends on, by index */
     uint32_t *deps;
-    nest_t *nest; /* a conditional node's bodies, a child graph node's graph */
+    uint8_t *kinds; /* each edge's data (edge_kind), by the same index; NULL: all default */
+    nest_t *nest;   /* a conditional node's bodies, a child graph node's graph */
 } node_t;
 
 static int node_kind(uint16_t opcode);
@@ -269,6 +270,7 @@ static void graph_unref(void *p)
     for (size_t i = 0; i < g->count; i++) {
         free(g->nodes[i].bytes);
         free(g->nodes[i].deps);
+        free(g->nodes[i].kinds);
         nest_free(g->nodes[i].nest);
     }
     cr_graph_anchor_unref(g->anchor);
@@ -472,24 +474,48 @@ static int keep_bytes(graph_t *g, uint16_t opcode, int arg, const void *body, ui
     return 0;
 }
 
-/* Node `index` of g depends on the n nodes at idx, instead of what it had: 0, or -1 past
- * the session's bound or out of memory (then unchanged). */
-static int set_deps(graph_t *g, size_t index, const uint32_t *idx, uint32_t n)
+/* The bytes a node's edges count: 4 each, one more each when some carry data. */
+static uint64_t edges_cost(uint32_t n, const uint8_t *kinds)
+{
+    return (uint64_t)n * (sizeof(uint32_t) + (kinds ? 1 : 0));
+}
+
+/* Node `index` of g depends on the n nodes at idx, with the edges' data `kinds` (NULL: all
+ * default), instead of what it had: 0, or -1 past the session's bound or out of memory
+ * (then unchanged). */
+static int set_deps(graph_t *g, size_t index, const uint32_t *idx, const uint8_t *kinds, uint32_t n)
 {
     node_t *node = &g->nodes[index];
-    uint64_t old = (uint64_t)node->ndeps * sizeof *node->deps, size = (uint64_t)n * sizeof *idx;
+    int some = 0;
+    for (uint32_t i = 0; kinds && i < n; i++)
+        some |= kinds[i] != 0;
+    uint64_t old = edges_cost(node->ndeps, node->kinds), size = edges_cost(n, some ? kinds : NULL);
     uint32_t *deps = NULL;
+    uint8_t *data = NULL;
     if (n) {
-        if (*g->account - old + size > MAX_SESSION_BYTES || !(deps = malloc(size)))
+        if (*g->account - old + size > MAX_SESSION_BYTES || !(deps = malloc(n * sizeof *deps)) ||
+            (some && !(data = malloc(n)))) {
+            free(deps);
             return -1;
-        memcpy(deps, idx, size);
+        }
+        memcpy(deps, idx, n * sizeof *deps);
+        if (data)
+            memcpy(data, kinds, n);
     }
     free(node->deps);
+    free(node->kinds);
     node->deps = deps;
+    node->kinds = data;
     node->ndeps = n;
     g->bytes = g->bytes - old + size;
     *g->account = *g->account - old + size;
     return 0;
+}
+
+/* The data of node n's edge i (edge_kind's form). */
+static uint8_t kind_of(const node_t *n, uint32_t i)
+{
+    return n->kinds ? n->kinds[i] : 0;
 }
 
 /* Whether two nodes are the same request (edges aside). */
@@ -509,33 +535,54 @@ static int depends_on(const node_t *n, uint32_t index)
     return 0;
 }
 
-/* Adds the edge from -> node `to` of g: 1 when added, 0 when it was there, -1 out of
- * memory or past the session's bound. */
-static int add_edge(graph_t *g, uint32_t from, size_t to)
+/* Whether node n has the edge from node `index` with data `kind`. */
+static int edge_there(const node_t *n, uint32_t index, uint8_t kind)
+{
+    for (uint32_t i = 0; i < n->ndeps; i++)
+        if (n->deps[i] == index && kind_of(n, i) == kind)
+            return 1;
+    return 0;
+}
+
+/* Adds the edge from -> node `to` of g with data `kind`: 1 when added, 0 when it was there
+ * (with any data), -1 out of memory or past the session's bound. */
+static int add_edge(graph_t *g, uint32_t from, size_t to, uint8_t kind)
 {
     node_t *n = &g->nodes[to];
     if (depends_on(n, from))
         return 0;
-    uint32_t *idx = malloc(((size_t)n->ndeps + 1) * sizeof *idx);
-    if (!idx)
-        return -1;
-    if (n->ndeps)
-        memcpy(idx, n->deps, n->ndeps * sizeof *idx);
-    idx[n->ndeps] = from;
-    int err = set_deps(g, to, idx, n->ndeps + 1);
+    size_t count = (size_t)n->ndeps + 1;
+    uint32_t *idx = malloc(count * sizeof *idx);
+    uint8_t *kinds = calloc(count, 1);
+    int err = -1;
+    if (idx && kinds) {
+        if (n->ndeps)
+            memcpy(idx, n->deps, n->ndeps * sizeof *idx);
+        if (n->kinds)
+            memcpy(kinds, n->kinds, n->ndeps);
+        idx[n->ndeps] = from;
+        kinds[n->ndeps] = kind;
+        err = set_deps(g, to, idx, kinds, n->ndeps + 1);
+    }
     free(idx);
+    free(kinds);
     return err ? -1 : 1;
 }
 
-/* Removes the edge from -> node `to` of g; 1 when there was one. */
-static int remove_edge(graph_t *g, uint32_t from, size_t to)
+/* Removes the edge from -> node `to` of g whose data is `kind` (any: -1); 1 when there was
+ * one. */
+static int remove_edge(graph_t *g, uint32_t from, size_t to, int kind)
 {
     node_t *n = &g->nodes[to];
     for (uint32_t i = 0; i < n->ndeps; i++)
-        if (n->deps[i] == from) {
+        if (n->deps[i] == from && (kind < 0 || kind == kind_of(n, i))) {
+            uint64_t was = edges_cost(n->ndeps, n->kinds);
             n->deps[i] = n->deps[--n->ndeps];
-            g->bytes -= sizeof *n->deps;
-            *g->account -= sizeof *n->deps;
+            if (n->kinds)
+                n->kinds[i] = n->kinds[n->ndeps];
+            uint64_t now = edges_cost(n->ndeps, n->kinds);
+            g->bytes -= was - now;
+            *g->account -= was - now;
             return 1;
         }
     return 0;
@@ -548,7 +595,7 @@ static int follow(capture_t *cap)
     graph_t *g = cap->graph;
     uint32_t last = (uint32_t)(g->count - 1);
     uint32_t *one = NULL;
-    if (set_deps(g, last, cap->tails, cap->ntails) != 0 || !(one = malloc(sizeof *one)))
+    if (set_deps(g, last, cap->tails, NULL, cap->ntails) != 0 || !(one = malloc(sizeof *one)))
         return -1;
     free(cap->tails);
     one[0] = last;
@@ -615,11 +662,12 @@ static CUresult drop_last(graph_t *g)
 {
     node_t *n = &g->nodes[--g->count];
     uint64_t size =
-        (uint64_t)n->body_len + n->bulk_len + NODE_COST + (uint64_t)n->ndeps * sizeof *n->deps;
+        (uint64_t)n->body_len + n->bulk_len + NODE_COST + edges_cost(n->ndeps, n->kinds);
     g->bytes -= size;
     *g->account -= size;
     free(n->bytes);
     free(n->deps);
+    free(n->kinds);
     if (n->nest) {
         if (n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
             g->conds--;
@@ -676,7 +724,7 @@ static int keep_node(graph_t *g, const node_t *n, int with_deps)
         }
         g->conds += n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL;
     }
-    return with_deps ? set_deps(g, g->count - 1, n->deps, n->ndeps) : 0;
+    return with_deps ? set_deps(g, g->count - 1, n->deps, n->kinds, n->ndeps) : 0;
 }
 
 /* How many levels of held graphs g holds (0: none). */
@@ -951,7 +999,7 @@ int cr_graph_capture(cr_request_t *req)
     }
     int kept = keep(cap->graph, req, arg) == 0;
     if (kept && joins) /* depends on the stream's work, which stays the stream's last */
-        kept = set_deps(cap->graph, cap->graph->count - 1, cap->tails, cap->ntails) == 0;
+        kept = set_deps(cap->graph, cap->graph->count - 1, cap->tails, NULL, cap->ntails) == 0;
     else if (kept)
         kept = follow(cap) == 0;
     if (kept)
@@ -1701,7 +1749,7 @@ static int deps_read(cr_session_t *s, const graph_t *g, const msgpack_object *o,
 /* Gives g's last node the dependencies d (and frees them). 0 or -1. */
 static int deps_give(graph_t *g, deps_t *d)
 {
-    int err = set_deps(g, g->count - 1, d->idx, d->n);
+    int err = set_deps(g, g->count - 1, d->idx, NULL, d->n);
     free(d->idx);
     d->idx = NULL;
     return err;
@@ -2204,22 +2252,64 @@ void cr_srv_cuGraphAddChildGraphNode(cr_request_t *req)
 
 typedef struct {
     uint32_t from, to; /* node indices */
+    uint8_t kind;      /* its data (edge_kind) */
 } edge_t;
 
-/* [graph, from nodes, to nodes] (cuGraphAdd/RemoveDependencies): the graph, and its *n
- * edges by index into *edges (free it); NULL when the message is malformed, a node is not
- * the graph's, or out of memory (*edges NULL). */
+/* An edge's data (CUgraphEdgeData), which travels as its first bytes read as a
+ * little-endian integer (from_port | to_port << 8 | type << 16; the reserved bytes zero),
+ * kept as from_port | type << 4 (0: the default edge). The driver's rules: no node type
+ * has input ports, only kernel nodes output ports (PROGRAMMATIC, LAUNCH_ORDER), and a
+ * programmatic edge leaves by one of those. 0, or -1 for data the driver refuses. */
+static int edge_kind(uint64_t wire, uint8_t *kind)
+{
+    uint64_t from_port = wire & 0xff, to_port = (wire >> 8) & 0xff, type = wire >> 16;
+    if (to_port || type > CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC ||
+        from_port > CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER ||
+        (type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC &&
+         from_port == CU_GRAPH_KERNEL_NODE_PORT_DEFAULT))
+        return -1;
+    *kind = (uint8_t)(from_port | type << 4);
+    return 0;
+}
+
+static uint64_t edge_wire(uint8_t kind)
+{
+    return (uint64_t)(kind & 0xf) | (uint64_t)(kind >> 4) << 16;
+}
+
+static int is_kernel(const node_t *n)
+{
+    return n->opcode && node_kind(n->opcode) == CR_OP_cuLaunchKernel;
+}
+
+/* Whether an edge from -> to with data `kind` may be: a port leaves a kernel node, and a
+ * programmatic edge joins two. */
+static int edge_fits(const graph_t *g, const edge_t *e)
+{
+    if (!e->kind)
+        return 1;
+    int programmatic = e->kind >> 4 == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+    return is_kernel(&g->nodes[e->from]) && (!programmatic || is_kernel(&g->nodes[e->to]));
+}
+
+/* [graph, from nodes, to nodes (, their edges' data)] (cuGraphAdd/RemoveDependencies): the
+ * graph, and its *n edges by index into *edges (free it); NULL when the message is
+ * malformed, a node is not the graph's, data is not the driver's, or out of memory
+ * (*edges NULL). */
 static graph_t *edges_arg(cr_request_t *req, edge_t **edges, uint32_t *n)
 {
     cr_session_t *s = req->session;
     uint64_t gid;
     *edges = NULL;
-    graph_t *g = req->argc == 3 && !cr_arg_u64(req, 0, &gid)
+    graph_t *g = (req->argc == 3 || req->argc == 4) && !cr_arg_u64(req, 0, &gid)
                      ? cr_session_handle(s, CR_HT_CUgraph, gid)
                      : NULL;
     const msgpack_object *from = g ? &req->args[1] : NULL, *to = g ? &req->args[2] : NULL;
+    const msgpack_object *data = g && req->argc == 4 ? &req->args[3] : NULL;
     if (!g || from->type != MSGPACK_OBJECT_ARRAY || to->type != MSGPACK_OBJECT_ARRAY ||
-        from->via.array.size != to->via.array.size)
+        from->via.array.size != to->via.array.size ||
+        (data &&
+         (data->type != MSGPACK_OBJECT_ARRAY || data->via.array.size != from->via.array.size)))
         return NULL;
     *n = from->via.array.size;
     if (*n && !(*edges = malloc(*n * sizeof **edges)))
@@ -2227,17 +2317,20 @@ static graph_t *edges_arg(cr_request_t *req, edge_t **edges, uint32_t *n)
     for (uint32_t i = 0; i < *n; i++) {
         node_ref_t *a = node_of(s, g, &from->via.array.ptr[i]);
         node_ref_t *b = node_of(s, g, &to->via.array.ptr[i]);
-        if (!a || !b) {
+        uint64_t wire = 0;
+        uint8_t kind = 0;
+        if (!a || !b || (data && cr_obj_u64(&data->via.array.ptr[i], &wire)) ||
+            edge_kind(wire, &kind) != 0) {
             free(*edges);
             *edges = NULL;
             return NULL;
         }
-        (*edges)[i] = (edge_t){(uint32_t)a->index, (uint32_t)b->index};
+        (*edges)[i] = (edge_t){(uint32_t)a->index, (uint32_t)b->index, kind};
     }
     return g;
 }
 
-/* [graph, from nodes, to nodes]: every edge is added, or none; an edge to a node added
+/* [graph, from nodes, to nodes (, data)]: every edge is added, or none; an edge to a node added
  * before it makes the run order depart from the order of addition (run_order), and a
  * cycle is refused when the graph is instantiated, as the driver does. */
 void cr_srv_cuGraphAddDependencies(cr_request_t *req)
@@ -2247,18 +2340,18 @@ void cr_srv_cuGraphAddDependencies(cr_request_t *req)
     graph_t *g = edges_arg(req, &e, &n);
     CUresult r = g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
     for (uint32_t i = 0; i < n && r == CUDA_SUCCESS; i++)
-        if (e[i].from == e[i].to)
+        if (e[i].from == e[i].to || !edge_fits(g, &e[i]))
             r = CUDA_ERROR_INVALID_VALUE;
     uint8_t *added = r == CUDA_SUCCESS && n ? calloc(n, 1) : NULL;
     if (n && r == CUDA_SUCCESS && !added)
         r = CUDA_ERROR_OUT_OF_MEMORY;
     for (uint32_t i = 0; i < n && r == CUDA_SUCCESS; i++) {
-        int got = add_edge(g, e[i].from, e[i].to);
+        int got = add_edge(g, e[i].from, e[i].to, e[i].kind);
         added[i] = got == 1;
         if (got < 0) {
             for (uint32_t k = 0; k < i; k++) /* back to the edges there were */
                 if (added[k])
-                    remove_edge(g, e[k].from, e[k].to);
+                    remove_edge(g, e[k].from, e[k].to, e[k].kind);
             r = CUDA_ERROR_OUT_OF_MEMORY;
         }
     }
@@ -2370,7 +2463,7 @@ static CUgraphExecUpdateResult same_shape(const graph_t *a, const graph_t *b)
         const node_t *now = &a->nodes[i], *next = &b->nodes[i];
         int same_edges = now->ndeps == next->ndeps;
         for (uint32_t k = 0; same_edges && k < now->ndeps; k++)
-            same_edges = depends_on(next, now->deps[k]);
+            same_edges = edge_there(next, now->deps[k], kind_of(now, k));
         if (now->removed != next->removed || now->hidden != next->hidden || !same_edges)
             return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
         if (now->opcode != next->opcode || now->type != next->type || !now->nest != !next->nest ||
@@ -2695,21 +2788,31 @@ static void pack_ids(msgpack_packer *pk, const uint64_t *ids, size_t n)
 }
 
 /* Replies [CUresult, [handles of these n nodes of g]] and, with `also`, [the handles of
- * those] after it. Owns idx and also. */
-static void reply_nodes(cr_request_t *req, graph_t *g, uint32_t *idx, uint32_t *also, size_t n)
+ * those] after it; with `kinds`, the n edges' data after them (edge_wire's form; none at
+ * all when every edge is a default one). Owns idx, also and kinds. */
+static void reply_nodes(cr_request_t *req, graph_t *g, uint32_t *idx, uint32_t *also,
+                        uint8_t *kinds, size_t n)
 {
     uint64_t *a = NULL, *b = NULL;
     CUresult r = handles_of(req->session, g, idx, n, &a);
     if (r == CUDA_SUCCESS && also)
         r = handles_of(req->session, g, also, n, &b);
+    int some = 0;
+    for (size_t i = 0; kinds && i < n; i++)
+        some |= kinds[i] != 0;
     cr_reply_t reply;
     if (r != CUDA_SUCCESS) {
         cr_request_finish(req, r);
     } else {
-        if (cr_reply_begin(req, &reply, r, also ? 2 : 1) == 0) {
+        if (cr_reply_begin(req, &reply, r, 1 + (also != NULL) + (kinds != NULL)) == 0) {
             pack_ids(&reply.pk, a, n);
             if (also)
                 pack_ids(&reply.pk, b, n);
+            if (kinds) {
+                msgpack_pack_array(&reply.pk, some ? (uint32_t)n : 0);
+                for (size_t i = 0; some && i < n; i++)
+                    msgpack_pack_uint64(&reply.pk, edge_wire(kinds[i]));
+            }
             cr_reply_send(req, &reply, 0);
         }
         cr_request_free(req);
@@ -2718,6 +2821,7 @@ static void reply_nodes(cr_request_t *req, graph_t *g, uint32_t *idx, uint32_t *
     free(b);
     free(idx);
     free(also);
+    free(kinds);
 }
 
 static graph_t *graph_arg(cr_request_t *req)
@@ -2796,7 +2900,7 @@ void cr_srv_cuGraphExecChildGraphNodeSetParams(cr_request_t *req)
     cr_request_finish(req, CUDA_SUCCESS);
 }
 
-/* [graph] -> [[from nodes], [to nodes]]: every edge */
+/* [graph] -> [[from nodes], [to nodes], [their data]]: every edge */
 void cr_srv_cuGraphGetEdges(cr_request_t *req)
 {
     graph_t *g = graph_arg(req);
@@ -2808,9 +2912,11 @@ void cr_srv_cuGraphGetEdges(cr_request_t *req)
     for (size_t i = 0; i < g->count; i++)
         n += visible(&g->nodes[i]) ? g->nodes[i].ndeps : 0;
     uint32_t *from = n ? malloc(n * sizeof *from) : NULL, *to = n ? malloc(n * sizeof *to) : NULL;
-    if (n && (!from || !to)) {
+    uint8_t *kinds = malloc(n ? n : 1);
+    if ((n && (!from || !to)) || !kinds) {
         free(from);
         free(to);
+        free(kinds);
         cr_request_finish(req, CUDA_ERROR_OUT_OF_MEMORY);
         return;
     }
@@ -2819,8 +2925,9 @@ void cr_srv_cuGraphGetEdges(cr_request_t *req)
         for (uint32_t d = 0; visible(&g->nodes[i]) && d < g->nodes[i].ndeps; d++, k++) {
             from[k] = g->nodes[i].deps[d];
             to[k] = (uint32_t)i;
+            kinds[k] = kind_of(&g->nodes[i], d);
         }
-    reply_nodes(req, g, from, to, n);
+    reply_nodes(req, g, from, to, kinds, n);
 }
 
 /* [graph] -> [nodes without dependencies] */
@@ -2836,42 +2943,55 @@ void cr_srv_cuGraphGetRootNodes(cr_request_t *req)
     for (size_t i = 0; i < g->count; i++)
         if (visible(&g->nodes[i]) && g->nodes[i].ndeps == 0)
             idx[n++] = (uint32_t)i;
-    reply_nodes(req, g, idx, NULL, n);
+    reply_nodes(req, g, idx, NULL, NULL, n);
 }
 
-/* [node] -> [the nodes it depends on] */
+/* [node] -> [[the nodes it depends on], [their edges' data]] */
 void cr_srv_cuGraphNodeGetDependencies(cr_request_t *req)
 {
     node_ref_t *r = node_arg(req, 1);
     const node_t *n = r ? &r->graph->nodes[r->index] : NULL;
     uint32_t *idx = n && n->ndeps ? malloc(n->ndeps * sizeof *idx) : NULL;
-    if (!n || (n->ndeps && !idx)) {
+    uint8_t *kinds = n ? calloc(n->ndeps ? n->ndeps : 1, 1) : NULL;
+    if (!n || (n->ndeps && !idx) || !kinds) {
+        free(idx);
+        free(kinds);
         cr_request_finish(req, n ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_VALUE);
         return;
     }
     if (n->ndeps)
         memcpy(idx, n->deps, n->ndeps * sizeof *idx);
-    reply_nodes(req, r->graph, idx, NULL, n->ndeps);
+    if (n->kinds)
+        memcpy(kinds, n->kinds, n->ndeps);
+    reply_nodes(req, r->graph, idx, NULL, kinds, n->ndeps);
 }
 
-/* [node] -> [the nodes that depend on it] */
+/* [node] -> [[the nodes that depend on it], [those edges' data]]: nodes added before it
+ * too (an edge may lead back in the order of addition) */
 void cr_srv_cuGraphNodeGetDependentNodes(cr_request_t *req)
 {
     node_ref_t *r = node_arg(req, 1);
     graph_t *g = r ? r->graph : NULL;
     uint32_t *idx = g ? malloc(g->count * sizeof *idx) : NULL;
-    if (!g || !idx) {
+    uint8_t *kinds = g ? malloc(g->count) : NULL;
+    if (!g || !idx || !kinds) {
+        free(idx);
+        free(kinds);
         cr_request_finish(req, g ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_VALUE);
         return;
     }
     size_t n = 0;
-    for (size_t i = r->index + 1; i < g->count; i++)
-        if (visible(&g->nodes[i]) && depends_on(&g->nodes[i], (uint32_t)r->index))
-            idx[n++] = (uint32_t)i;
-    reply_nodes(req, g, idx, NULL, n);
+    for (size_t i = 0; i < g->count; i++)
+        for (uint32_t d = 0; visible(&g->nodes[i]) && d < g->nodes[i].ndeps; d++)
+            if (g->nodes[i].deps[d] == r->index) {
+                kinds[n] = kind_of(&g->nodes[i], d);
+                idx[n++] = (uint32_t)i;
+            }
+    reply_nodes(req, g, idx, NULL, kinds, n);
 }
 
-/* [graph, from nodes, to nodes]: edges removed; each must be there. The nodes keep their
+/* [graph, from nodes, to nodes (, data)]: edges removed; each must be there, with that
+ * data. The nodes keep their
  * order, which no longer needs to hold but does no harm. */
 void cr_srv_cuGraphRemoveDependencies(cr_request_t *req)
 {
@@ -2880,11 +3000,11 @@ void cr_srv_cuGraphRemoveDependencies(cr_request_t *req)
     graph_t *g = edges_arg(req, &e, &n);
     /* no edge of a graph with memory nodes goes, as on a GPU */
     CUresult r = g && !holds_memory(g) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-    for (uint32_t i = 0; i < n && r == CUDA_SUCCESS; i++)
-        if (!depends_on(&g->nodes[e[i].to], e[i].from))
+    for (uint32_t i = 0; i < n && r == CUDA_SUCCESS; i++) /* there, with that data */
+        if (!edge_there(&g->nodes[e[i].to], e[i].from, e[i].kind))
             r = CUDA_ERROR_INVALID_VALUE;
     for (uint32_t i = 0; i < n && r == CUDA_SUCCESS; i++)
-        remove_edge(g, e[i].from, e[i].to);
+        remove_edge(g, e[i].from, e[i].to, e[i].kind);
     free(e);
     cr_request_finish(req, r);
 }
@@ -2920,7 +3040,7 @@ void cr_srv_cuGraphDestroyNode(cr_request_t *req)
         return;
     }
     uint64_t size = (uint64_t)n->body_len + n->bulk_len;
-    set_deps(g, index, NULL, 0); /* never fails: it only frees */
+    set_deps(g, index, NULL, NULL, 0); /* never fails: it only frees */
     free(n->bytes);
     n->bytes = NULL;
     n->body_len = 0;
@@ -2938,7 +3058,7 @@ void cr_srv_cuGraphDestroyNode(cr_request_t *req)
     g->bytes -= size;
     *g->account -= size;
     for (size_t i = 0; i < g->count; i++) /* an edge may lead to a node added before */
-        remove_edge(g, (uint32_t)index, i);
+        remove_edge(g, (uint32_t)index, i, -1);
     uint64_t id = g->node_ids[index];
     g->node_ids[index] = 0;
     cr_session_remove_handle(req->session, id);

@@ -743,6 +743,101 @@ static void edges_to_earlier_nodes(float *x, float *y, cudaStream_t s)
     printf("edges to nodes added earlier: run after them; a cycle refused\n");
 }
 
+// Edge data (cudaGraphEdgeData): a programmatic edge between two kernel nodes is kept with
+// its data and read back by every query (without room for the data, a query that would
+// lose it fails with cudaErrorLossyQuery); an edge is removed only with its data; data
+// the driver's rules refuse (a port on a memset node, an input port, a programmatic edge
+// from the default port) is refused; the graph runs (the edge's two kernels touch
+// different memory, so its result holds however closely they follow).
+static void edges_with_data(float *x, float *y, float *z, cudaStream_t s)
+{
+    cudaGraph_t g;
+    CHECK_CUDA(cudaGraphCreate(&g, 0));
+    cudaGraphNode_t kernels[2], third, zero;
+    scale_add(g, nullptr, x, y, 2.0f, 1.0f, kernels); // y = 3x + 1
+    int n = N;
+    float a = 3.0f, b = 0.0f;
+    void *args[] = {&x, &z, &a, &b, &n};
+    cudaGraphNodeParams p = {};
+    p.type = cudaGraphNodeTypeKernel;
+    p.kernel.func = (void *)axpb;
+    p.kernel.gridDim = dim3((N + 255) / 256);
+    p.kernel.blockDim = dim3(256);
+    p.kernel.kernelParams = args;
+    cudaGraphEdgeData pdl = {};
+    pdl.from_port = cudaGraphKernelNodePortProgrammatic;
+    pdl.type = cudaGraphDependencyTypeProgrammatic;
+    CHECK_CUDA(cudaGraphAddNode(&third, g, &kernels[1], &pdl, 1, &p)); // z = 3x
+    cudaGraphNode_t from[4], to[4];
+    cudaGraphEdgeData data[4];
+    size_t count = 4;
+    CHECK_CUDA(cudaGraphGetEdges(g, from, to, data, &count));
+    CHECK(count == 2, "%zu edges, not 2", count);
+    for (size_t i = 0; i < count; i++) {
+        bool programmatic = from[i] == kernels[1] && to[i] == third;
+        CHECK(programmatic || (from[i] == kernels[0] && to[i] == kernels[1]), "edge %zu unknown",
+              i);
+        CHECK(data[i].from_port == (programmatic ? cudaGraphKernelNodePortProgrammatic : 0) &&
+                  data[i].to_port == 0 &&
+                  data[i].type == (programmatic ? cudaGraphDependencyTypeProgrammatic : 0),
+              "edge %zu reads back with port %d, type %d", i, (int)data[i].from_port,
+              (int)data[i].type);
+    }
+    count = 4;
+    EXPECT_CUDA_ERROR(cudaGraphGetEdges(g, from, to, nullptr, &count), cudaErrorLossyQuery);
+    cudaGetLastError();
+    count = 4;
+    CHECK_CUDA(cudaGraphNodeGetDependencies(third, from, data, &count));
+    CHECK(count == 1 && from[0] == kernels[1] && data[0].type == cudaGraphDependencyTypeProgrammatic,
+          "the node's dependencies: %zu, type %d", count, (int)data[0].type);
+    count = 4;
+    CHECK_CUDA(cudaGraphNodeGetDependentNodes(kernels[1], to, data, &count));
+    CHECK(count == 1 && to[0] == third && data[0].from_port == cudaGraphKernelNodePortProgrammatic,
+          "the node's dependents: %zu, port %d", count, (int)data[0].from_port);
+    count = 4;
+    CHECK_CUDA(cudaGraphNodeGetDependentNodes(kernels[0], to, nullptr, &count)); // default
+    CHECK(count == 1 && to[0] == kernels[1], "the first kernel's dependents: %zu", count);
+    // removed only with its data
+    EXPECT_CUDA_ERROR(cudaGraphRemoveDependencies(g, &kernels[1], &third, nullptr, 1),
+                      cudaErrorInvalidValue);
+    cudaGetLastError();
+    // refused as the driver documents
+    cudaMemsetParams mp = zeroing(z, N);
+    CHECK_CUDA(cudaGraphAddMemsetNode(&zero, g, nullptr, 0, &mp));
+    EXPECT_CUDA_ERROR(cudaGraphAddDependencies(g, &zero, &kernels[0], &pdl, 1),
+                      cudaErrorInvalidValue);
+    cudaGraphEdgeData bad = {};
+    bad.to_port = 1;
+    EXPECT_CUDA_ERROR(cudaGraphAddDependencies(g, &kernels[0], &third, &bad, 1),
+                      cudaErrorInvalidValue);
+    bad = {};
+    bad.type = cudaGraphDependencyTypeProgrammatic;
+    EXPECT_CUDA_ERROR(cudaGraphAddDependencies(g, &kernels[0], &third, &bad, 1),
+                      cudaErrorInvalidValue);
+    cudaGetLastError();
+    CHECK_CUDA(cudaGraphAddDependencies(g, &zero, &kernels[0], nullptr, 1)); // z = 0 first
+    count = 0;
+    CHECK_CUDA(cudaGraphGetEdges(g, nullptr, nullptr, nullptr, &count)); // counting loses none
+    CHECK(count == 3, "%zu edges after the refusals, not 3", count);
+    cudaGraphExec_t exec;
+    CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
+    fill(x, 2.0f);
+    fill(y, -9.0f);
+    fill(z, -9.0f);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    CHECK_CUDA(cudaGraphLaunch(exec, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    expect_all(y, 7.0f, "y in a graph with a programmatic edge");
+    expect_all(z, 6.0f, "z after a programmatic edge");
+    CHECK_CUDA(cudaGraphExecDestroy(exec));
+    CHECK_CUDA(cudaGraphRemoveDependencies(g, &kernels[1], &third, &pdl, 1));
+    count = 4;
+    CHECK_CUDA(cudaGraphNodeGetDependencies(third, from, nullptr, &count));
+    CHECK(count == 0, "the programmatic edge stayed: %zu dependencies", count);
+    CHECK_CUDA(cudaGraphDestroy(g));
+    printf("edge data: kept, read back, removed with its data, refused where the driver does\n");
+}
+
 // A graph with memory nodes follows the rules CUDA 13 documents for it: it is not cloned
 // and not copied into a child graph node (cudaErrorNotSupported), none of its nodes or
 // edges is destroyed (cudaErrorInvalidValue), one executable graph of it lives at a time.
@@ -858,15 +953,27 @@ static void moved_graph_goes_with_its_node(cudaStream_t s)
     mp.width = 1;
     mp.height = 1;
     CHECK_CUDA(cudaGraphAddMemsetNode(&set, g, nullptr, 0, &mp)); // the node's, moved
+    cudaGraphNodeParams loop = p; // the parent moved into the graph it holds
+    loop.graph.graph = parent;
+    EXPECT_CUDA_ERROR(cudaGraphAddNode(&in_copy, g, nullptr, nullptr, 0, &loop),
+                      cudaErrorInvalidValue);
+    cudaGetLastError();
     cudaGraphExec_t exec;
     CHECK_CUDA(cudaGraphInstantiate(&exec, parent, 0));
     CHECK_CUDA(cudaMemset(word, 0, sizeof *word));
+    CHECK_CUDA(cudaDeviceSynchronize()); // s does not wait for the legacy stream
     CHECK_CUDA(cudaGraphLaunch(exec, s));
     CHECK_CUDA(cudaStreamSynchronize(s));
     unsigned got = 0;
     CHECK_CUDA(cudaMemcpy(&got, word, sizeof got, cudaMemcpyDeviceToHost));
     CHECK(got == 0x5a5a5a5au, "a node added to the moved graph did not run: %#x", got);
     CHECK_CUDA(cudaGraphExecDestroy(exec));
+    cudaGraph_t other;
+    CHECK_CUDA(cudaGraphCreate(&other, 0));
+    EXPECT_CUDA_ERROR(cudaGraphAddChildGraphNode(&in_copy, other, nullptr, 0, g),
+                      cudaErrorInvalidValue); // not even copied: it is the node's
+    cudaGetLastError();
+    CHECK_CUDA(cudaGraphDestroy(other));
     CHECK_CUDA(cudaGraphClone(&copy, parent));
     CHECK_CUDA(cudaGraphNodeFindInClone(&in_copy, node, copy));
     CHECK_CUDA(cudaGraphChildGraphNodeGetGraph(in_copy, &held));
@@ -956,6 +1063,7 @@ int main(int argc, char **argv)
         child_graph_nodes(x, y, s1);
         edges_to_earlier_nodes(x, y, s1);
         memory_node_rules(x, y, s1);
+        edges_with_data(x, y, z, s1);
         printf("graphs: the parts the driver shares passed\n");
         return 0;
     }
@@ -1584,6 +1692,7 @@ int main(int argc, char **argv)
     edges_to_earlier_nodes(x, y, s1);
     memory_node_rules(x, y, s1);
     moved_graph_goes_with_its_node(s1);
+    edges_with_data(x, y, z, s1);
     conditional_picture(y);
     CHECK_CUDA(cudaEventDestroy(fork));
     CHECK_CUDA(cudaEventDestroy(join));
