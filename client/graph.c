@@ -21,11 +21,16 @@
  *   cuGraphAddMemAllocNode      [graph, dependencies, bytes] -> [node, address]: allocated
  *                               now, kept across launches (server/graph.c)
  *   cuGraphAddMemFreeNode       [graph, dependencies, address] -> node
- *   cuGraphAddDependencies      [graph, from nodes, to nodes]
- *   cuGraphRemoveDependencies   [graph, from nodes, to nodes]: each edge must be there
- *   cuGraphGetEdges             [graph] -> [[from nodes], [to nodes]]
+ *   cuGraphAddDependencies      [graph, from nodes, to nodes (, their data)]: an edge's
+ *                               data (CUgraphEdgeData) as its first bytes read as a
+ *                               little-endian integer, sent only when some is not zero
+ *   cuGraphRemoveDependencies   [graph, from nodes, to nodes (, their data)]: each edge
+ *                               must be there, with that data
+ *   cuGraphGetEdges             [graph] -> [[from nodes], [to nodes], [their data]]
  *   cuGraphGetRootNodes         [graph] -> [nodes]
- *   cuGraphNodeGetDependencies, cuGraphNodeGetDependentNodes   [node] -> [nodes]
+ *   cuGraphNodeGetDependencies, cuGraphNodeGetDependentNodes   [node] -> [[nodes],
+ *                               [their edges' data]]; data lists are empty when every edge
+ *                               is a default one
  *   cuGraphDestroyNode          [node]
  *   cuGraphNodeFindInClone      [node, cloned graph] -> node
  *   cuGraphKernelNodeGetParams_v2  [node] -> [opcode, arguments] + bulk: the request the

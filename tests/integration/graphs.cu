@@ -18,7 +18,9 @@
 // stream-ordered calls in a capture; user objects owned by the program and by graphs; a
 // capture into a graph the program made; kernel node attributes; an executable graph's
 // nodes given new arguments and turned off and on after launches; a graph whose module was
-// unloaded or memory freed after its first launch fails at the next.
+// unloaded or memory freed after its first launch fails at the next; a graph with memory
+// nodes keeps the driver's rules, and one moved into a child graph node runs there; edges
+// keep their data.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -816,6 +818,9 @@ static void edges_with_data(float *x, float *y, float *z, cudaStream_t s)
                       cudaErrorInvalidValue);
     cudaGetLastError();
     CHECK_CUDA(cudaGraphAddDependencies(g, &zero, &kernels[0], nullptr, 1)); // z = 0 first
+    count = 4; // a dependent added before the node
+    CHECK_CUDA(cudaGraphNodeGetDependentNodes(zero, to, nullptr, &count));
+    CHECK(count == 1 && to[0] == kernels[0], "the memset's dependents: %zu", count);
     count = 0;
     CHECK_CUDA(cudaGraphGetEdges(g, nullptr, nullptr, nullptr, &count)); // counting loses none
     CHECK(count == 3, "%zu edges after the refusals, not 3", count);
