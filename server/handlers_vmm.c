@@ -4,7 +4,9 @@
  * physical memory is charged to its tenant before the device sees the request and given
  * back once it is really gone; mapped ranges are its device memory like its allocations.
  * CUmemAllocationProp carries one pointer (a Windows handle's metadata): it is cleared,
- * never followed, and handles are not exported (requestedHandleTypes must be none). A
+ * never followed. Physical memory may be made exportable as a file descriptor, as
+ * PyTorch's expandable segments always ask, but no handle is exported (the export and
+ * import calls are not remoted), so none leaves the session. A
  * client sees one device, 0: the locations it names are the server's device, and only
  * device memory is remoted. */
 #include "cr_server_hand.h"
@@ -102,8 +104,9 @@ static CUresult before_create(cr_request_t *req, cr_arg_t *a)
     CUresult r = from_client_prop(req, a[2].p);
     if (r != CUDA_SUCCESS)
         return r;
-    if (prop && prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE)
-        return CUDA_ERROR_NOT_SUPPORTED; /* a shareable handle would leave the session */
+    if (prop && prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE &&
+        prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return CUDA_ERROR_NOT_SUPPORTED; /* Windows' handles, fabric handles across machines */
     return cr_session_charge(req->session, a[1].u);
 }
 

@@ -6,7 +6,8 @@
 # answers depend on the driver (launch layouts from cuFuncGetParamInfo, tensor maps, what a
 # connection may cost, conditional nodes, stream waits), then PyTorch (tensor ops,
 # matmuls, a CNN's training whose loss curve must match the same run on NVIDIA's driver
-# directly, a transformer; native and remote timings side by side) and CuPy through the
+# directly, a transformer; native and remote timings side by side; again with expandable
+# segments) and CuPy through the
 # stub, and NVML (tests/nvml: nvidia-smi, gpustat and pynvml as tenants, with temperature
 # and power read through from the real device, and PyTorch's device count and
 # utilization), and NVIDIA's libraries from C programs (cuBLAS,
@@ -135,6 +136,12 @@ check conditional_hostile hostile conditional_hostile # handle numbers, instanti
 check memops_hostile hostile memops_hostile # a wait left behind met on the driver
 check torch pycheck torch_test --output /tmp/cr-gpu-torch.json --keep /tmp/cr-gpu-torch
 grep -A9 '^ *native' /tmp/cr-gpu-torch.log 2>/dev/null # the timings, native and remote
+# the same with PyTorch's expandable segments (the virtual-memory API, each piece asked
+# exportable as a file descriptor), native and remote alike
+check torch_expandable env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True \
+  CR_SERVER_ARGS="--backend cuda" python3 tests/gpu/torch_test.py \
+  --server "$build/server/cuda-remoted" --stub "$build/client" --steps 100 \
+  --keep /tmp/cr-gpu-torch-expandable
 check cupy pycheck cupy_test
 echo "gpu: $pass passed, $fail failed ${failed[*]:-}, $skip skipped"
 [ "$fail" -eq 0 ]

@@ -5,7 +5,8 @@
 // addresses), access flags and properties read back, the handle behind a mapped address
 // retained and released, the refusals a GPU gives (a map outside
 // any reservation, half a mapping unmapped, an unknown handle), then everything unmapped and
-// released with the memory in use back where it was.
+// released with the memory in use back where it was. The pieces are exportable as file
+// descriptors, as PyTorch asks for every piece; exporting one is refused (not remoted).
 //
 //   vmm               the checks above (exit 0 when all hold)
 //   vmm QUOTA_BYTES   then, for a tenant with that quota: pieces created until the quota is
@@ -30,6 +31,7 @@ static struct {
     PFN_cuMemGetAccess_v10020 get_access;
     PFN_cuMemGetAllocationPropertiesFromHandle_v10020 properties;
     PFN_cuMemRetainAllocationHandle_v11000 retain;
+    PFN_cuMemExportToShareableHandle_v10020 export_handle;
 } drv;
 
 static void *entry(const char *name)
@@ -61,6 +63,7 @@ static CUmemAllocationProp device_prop()
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
     prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     prop.location.id = 0;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR; // as PyTorch asks
     return prop;
 }
 
@@ -113,6 +116,8 @@ int main(int argc, char **argv)
     drv.properties = (PFN_cuMemGetAllocationPropertiesFromHandle_v10020)entry(
         "cuMemGetAllocationPropertiesFromHandle");
     drv.retain = (PFN_cuMemRetainAllocationHandle_v11000)entry("cuMemRetainAllocationHandle");
+    drv.export_handle =
+        (PFN_cuMemExportToShareableHandle_v10020)entry("cuMemExportToShareableHandle");
 
     CUmemAllocationProp prop = device_prop();
     size_t piece = 0;
@@ -182,8 +187,18 @@ int main(int argc, char **argv)
     CHECK(flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE, "access flags %llu", flags);
     CUmemAllocationProp got = {};
     CHECK_CU(drv.properties(&got, handles[2]));
-    CHECK(got.type == CU_MEM_ALLOCATION_TYPE_PINNED && got.location.type == CU_MEM_LOCATION_TYPE_DEVICE,
-          "properties: type %d, location type %d", (int)got.type, (int)got.location.type);
+    CHECK(got.type == CU_MEM_ALLOCATION_TYPE_PINNED &&
+              got.location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
+              got.requestedHandleTypes == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+          "properties: type %d, location type %d, handle types %d", (int)got.type,
+          (int)got.location.type, (int)got.requestedHandleTypes);
+    int fd = -1; // a handle would leave the session: not remoted
+    EXPECT_CU(drv.export_handle(&fd, handles[2], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+              CUDA_ERROR_NOT_SUPPORTED);
+    CUmemAllocationProp fabric = device_prop();
+    fabric.requestedHandleTypes = CU_MEM_HANDLE_TYPE_FABRIC;
+    CUmemGenericAllocationHandle refused;
+    EXPECT_CU(drv.create(&refused, piece, &fabric, 0), CUDA_ERROR_NOT_SUPPORTED);
     // the handle behind an address inside a mapping, as PyTorch's allocator looks it up; one
     // more release lets it go, the memory charged once
     CUmemGenericAllocationHandle again = 0;
