@@ -411,6 +411,37 @@ def request_seeds():
         frame('cuGraphDestroy', [FIRST_ID]),
         frame('cuGraphLaunch', [FIRST_ID + 0x80, CLIENT_ID + 2], flags=ASYNC),
         frame('cuMemcpyDtoH_v2', [DEV + 2048, 64, 0]))
+    # edges with data (a programmatic edge from a memset refused, a default one kept, data
+    # of no meaning), and a graph with a memory node moved into a child graph node: the
+    # driver's rules for such graphs, a move that would hold its own parent refused
+    s['graph_edges_moved'] = conversation(
+        frame('cuMemAlloc_v2', [True, 4096]),
+        frame('cuGraphCreate', [0]),
+        frame('cuGraphAddNode', [FIRST_ID, [], OP['cuMemsetD32Async'], [DEV, 9, 1024, 0]]),
+        frame('cuGraphAddNode', [FIRST_ID, [], OP['cuMemsetD32Async'], [DEV, 7, 1024, 0]]),
+        frame('cuGraphAddDependencies', [FIRST_ID, [FIRST_ID + 0x10], [FIRST_ID + 0x20],
+                                         [0x10001]]),
+        frame('cuGraphAddDependencies', [FIRST_ID, [FIRST_ID + 0x10], [FIRST_ID + 0x20], [0]]),
+        frame('cuGraphAddDependencies', [FIRST_ID, [FIRST_ID + 0x20], [FIRST_ID + 0x10],
+                                         [1 << 40]]),
+        frame('cuGraphGetEdges', [FIRST_ID]),
+        frame('cuGraphNodeGetDependencies', [FIRST_ID + 0x20]),
+        frame('cuGraphNodeGetDependentNodes', [FIRST_ID + 0x10]),
+        frame('cuGraphRemoveDependencies', [FIRST_ID, [FIRST_ID + 0x10], [FIRST_ID + 0x20],
+                                            [2]]),
+        frame('cuGraphCreate', [0]),
+        frame('cuGraphAddMemAllocNode', [FIRST_ID + 0x30, [], 1 << 20]),
+        frame('cuGraphAddChildGraphNode', [FIRST_ID, [FIRST_ID + 0x20], FIRST_ID + 0x30, 1]),
+        frame('cuGraphAddChildGraphNode', [FIRST_ID + 0x30, [], FIRST_ID, 1]),
+        frame('cuGraphChildGraphNodeGetGraph', [FIRST_ID + 0x50]),
+        frame('cuGraphClone', [FIRST_ID]),
+        frame('cuGraphInstantiateWithFlags', [FIRST_ID, 0]),
+        frame('cuGraphInstantiateWithFlags', [FIRST_ID, 0]),
+        frame('cuGraphInstantiateWithFlags', [FIRST_ID + 0x30, 0]),
+        frame('cuGraphDestroyNode', [FIRST_ID + 0x10]),
+        frame('cuGraphDestroy', [FIRST_ID + 0x30]),
+        frame('cuGraphDestroy', [FIRST_ID]),
+        frame('cuGraphExecDestroy', [FIRST_ID + 0x60]))
     # conditional nodes (IF/ELSE with a SWITCH nested in a body), a child graph node whose
     # graph is given out and replaced in the executable graph, and a capture's graph asked
     # for and its dependencies set; a graph's conditional handles are numbered 1, 2, ...;
