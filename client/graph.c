@@ -9,7 +9,9 @@
  *   cuGraphAddNode              [graph, dependencies, opcode, arguments] + bulk -> node: every
  *                               kind of node made here, as the request it stands for (a
  *                               kernel node: cuLaunchKernel's arguments and parameter bytes),
- *                               its stream 0; opcode 0 is an empty node
+ *                               its stream 0; opcode 0 is an empty node; dependencies here and
+ *                               in every message that adds a node are each a node, or
+ *                               [node, its edge's data] (see cuGraphAddDependencies)
  *   cuGraphAddChildGraphNode    [graph, dependencies, child graph (, move)] -> node: the
  *                               node holds a copy of the child, or with move 1 the child
  *                               itself (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE)
@@ -459,6 +461,24 @@ static void pack_handles(msgpack_packer *pk, const void *const *h, size_t n)
         msgpack_pack_uint64(pk, (uint64_t)(uintptr_t)h[i]);
 }
 
+/* A new node's dependencies: each a node, or [node, its edge's data] where that data is
+ * not the default (edges NULL: all default). */
+static void pack_deps(msgpack_packer *pk, const CUgraphNode *deps, const CUgraphEdgeData *edges,
+                      size_t n)
+{
+    msgpack_pack_array(pk, (uint32_t)n);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t data = edges ? edge_wire(&edges[i]) : 0;
+        if (data) {
+            msgpack_pack_array(pk, 2);
+            msgpack_pack_uint64(pk, (uint64_t)(uintptr_t)deps[i]);
+            msgpack_pack_uint64(pk, data);
+        } else {
+            msgpack_pack_uint64(pk, (uint64_t)(uintptr_t)deps[i]);
+        }
+    }
+}
+
 /* A node's request: `opcode` with arguments `vals`, or a kernel launch's (is_launch), or a
  * batch of memory operations' (memops), its stream left 0 for the launch to fill in; opcode
  * 0 is an empty node. */
@@ -501,8 +521,8 @@ static void pack_node_args(cr_msg_t *m, const node_args_t *a)
 }
 
 /* Sends [graph, dependencies, opcode, arguments] + bulk under cuGraphAddNode's name. */
-static CUresult add_node(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t ndeps,
-                         const node_args_t *a)
+static CUresult add_node(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                         const CUgraphEdgeData *edges, size_t ndeps, const node_args_t *a)
 {
     cr_client_t *cl = cr_client();
     if (!cl)
@@ -515,7 +535,7 @@ static CUresult add_node(CUgraphNode *node, CUgraph graph, const CUgraphNode *de
         return cr_transport_error(err);
     msgpack_pack_array(&m.pk, 4);
     msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)graph);
-    pack_handles(&m.pk, (const void *const *)deps, ndeps);
+    pack_deps(&m.pk, deps, edges, ndeps);
     pack_node_args(&m, a);
     uint64_t id = 0;
     CUresult r = cr_call_u64(&m, &id);
@@ -548,10 +568,11 @@ static CUresult set_node(CUgraphExec exec, CUgraphNode node, const node_args_t *
 }
 
 /* A node's arguments described (args_*), then added or set, then let go. */
-static CUresult add_described(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
-                              node_args_t *a, CUresult described)
+static CUresult add_described(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                              const CUgraphEdgeData *edges, size_t n, node_args_t *a,
+                              CUresult described)
 {
-    CUresult r = described == CUDA_SUCCESS ? add_node(node, graph, deps, n, a) : described;
+    CUresult r = described == CUDA_SUCCESS ? add_node(node, graph, deps, edges, n, a) : described;
     if (described == CUDA_SUCCESS && a->is_launch)
         cr_launch_free(&a->launch);
     return r;
@@ -702,7 +723,7 @@ CUresult cr_hand_cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph graph, const
                                          size_t n, const CUDA_KERNEL_NODE_PARAMS *p)
 {
     node_args_t a;
-    return add_described(node, graph, deps, n, &a, args_kernel(&a, p));
+    return add_described(node, graph, deps, NULL, n, &a, args_kernel(&a, p));
 }
 
 CUresult cr_hand_cuGraphAddKernelNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
@@ -718,7 +739,7 @@ CUresult cr_hand_cuGraphAddBatchMemOpNode(CUgraphNode *node, CUgraph graph, cons
                                           size_t n, const CUDA_BATCH_MEM_OP_NODE_PARAMS *p)
 {
     node_args_t a;
-    return p ? add_described(node, graph, deps, n, &a,
+    return p ? add_described(node, graph, deps, NULL, n, &a,
                              args_memops(&a, p->paramArray, p->count, p->flags))
              : CUDA_ERROR_INVALID_VALUE;
 }
@@ -728,7 +749,7 @@ CUresult cr_hand_cuGraphAddMemsetNode(CUgraphNode *node, CUgraph graph, const CU
 {
     (void)ctx; /* one context: every node runs in the server's */
     node_args_t a;
-    return add_described(node, graph, deps, n, &a, args_memset(&a, p));
+    return add_described(node, graph, deps, NULL, n, &a, args_memset(&a, p));
 }
 
 CUresult cr_hand_cuGraphAddMemcpyNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
@@ -736,41 +757,43 @@ CUresult cr_hand_cuGraphAddMemcpyNode(CUgraphNode *node, CUgraph graph, const CU
 {
     (void)ctx;
     node_args_t a;
-    return add_described(node, graph, deps, n, &a, args_copy(&a, p));
+    return add_described(node, graph, deps, NULL, n, &a, args_copy(&a, p));
 }
 
 CUresult cr_hand_cuGraphAddEmptyNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
                                      size_t n)
 {
     node_args_t a = {0};
-    return add_described(node, graph, deps, n, &a, CUDA_SUCCESS);
+    return add_described(node, graph, deps, NULL, n, &a, CUDA_SUCCESS);
 }
 
 CUresult cr_hand_cuGraphAddEventRecordNode(CUgraphNode *node, CUgraph graph,
                                            const CUgraphNode *deps, size_t n, CUevent event)
 {
     node_args_t a;
-    return add_described(node, graph, deps, n, &a, args_event(&a, CR_OP_cuEventRecord, event));
+    return add_described(node, graph, deps, NULL, n, &a,
+                         args_event(&a, CR_OP_cuEventRecord, event));
 }
 
 CUresult cr_hand_cuGraphAddEventWaitNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
                                          size_t n, CUevent event)
 {
     node_args_t a;
-    return add_described(node, graph, deps, n, &a, args_event(&a, CR_OP_cuStreamWaitEvent, event));
+    return add_described(node, graph, deps, NULL, n, &a,
+                         args_event(&a, CR_OP_cuStreamWaitEvent, event));
 }
 
 CUresult cr_hand_cuGraphAddHostNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
                                     size_t n, const CUDA_HOST_NODE_PARAMS *p)
 {
     node_args_t a;
-    return add_described(node, graph, deps, n, &a, args_host(&a, p));
+    return add_described(node, graph, deps, NULL, n, &a, args_host(&a, p));
 }
 
 /* A child graph node holding a copy of `child`, or with `move` the child itself (its
  * handle then the node's, destroyed with it). */
-static CUresult child_node(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
-                           CUgraph child, int move)
+static CUresult child_node(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                           const CUgraphEdgeData *edges, size_t n, CUgraph child, int move)
 {
     cr_client_t *cl = cr_client();
     if (!cl)
@@ -783,7 +806,7 @@ static CUresult child_node(CUgraphNode *node, CUgraph graph, const CUgraphNode *
         return cr_transport_error(err);
     msgpack_pack_array(&m.pk, move ? 4 : 3);
     msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)graph);
-    pack_handles(&m.pk, (const void *const *)deps, n);
+    pack_deps(&m.pk, deps, edges, n);
     msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)child);
     if (move)
         msgpack_pack_uint64(&m.pk, 1);
@@ -803,7 +826,7 @@ static CUresult child_node(CUgraphNode *node, CUgraph graph, const CUgraphNode *
 CUresult cr_hand_cuGraphAddChildGraphNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
                                           size_t n, CUgraph child)
 {
-    return child_node(node, graph, deps, n, child, 0);
+    return child_node(node, graph, deps, NULL, n, child, 0);
 }
 
 /* The graph a child graph node holds: the server's, not a copy, so that what the program
@@ -831,7 +854,8 @@ CUresult cr_hand_cuGraphExecChildGraphNodeSetParams(CUgraphExec exec, CUgraphNod
 
 /* [graph, dependencies, value] -> [node] or [node, address] (with address). */
 static CUresult memory_node(uint16_t opcode, CUgraphNode *node, CUgraph graph,
-                            const CUgraphNode *deps, size_t n, uint64_t value, CUdeviceptr *address)
+                            const CUgraphNode *deps, const CUgraphEdgeData *edges, size_t n,
+                            uint64_t value, CUdeviceptr *address)
 {
     cr_client_t *cl = cr_client();
     if (!cl)
@@ -844,7 +868,7 @@ static CUresult memory_node(uint16_t opcode, CUgraphNode *node, CUgraph graph,
         return cr_transport_error(err);
     msgpack_pack_array(&m.pk, 3);
     msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)graph);
-    pack_handles(&m.pk, (const void *const *)deps, n);
+    pack_deps(&m.pk, deps, edges, n);
     msgpack_pack_uint64(&m.pk, value);
     cr_pending_t p = {0};
     msgpack_unpacked u;
@@ -867,8 +891,8 @@ static CUresult memory_node(uint16_t opcode, CUgraphNode *node, CUgraph graph,
 /* Memory of the graph: allocated when the node is added (its address fixed then, as on a
  * GPU), charged to the tenant, kept across launches; the server refuses more than the
  * tenant's quota with CUDA_ERROR_OUT_OF_MEMORY. */
-CUresult cr_hand_cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
-                                        size_t n, CUDA_MEM_ALLOC_NODE_PARAMS *p)
+static CUresult alloc_node(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                           const CUgraphEdgeData *edges, size_t n, CUDA_MEM_ALLOC_NODE_PARAMS *p)
 {
     if (!cr_client())
         return CUDA_ERROR_NOT_INITIALIZED;
@@ -879,7 +903,7 @@ CUresult cr_hand_cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph graph, const 
         return CUDA_ERROR_INVALID_VALUE;
     CUdeviceptr dptr = 0;
     CUresult r =
-        memory_node(CR_OP_cuGraphAddMemAllocNode, node, graph, deps, n, p->bytesize, &dptr);
+        memory_node(CR_OP_cuGraphAddMemAllocNode, node, graph, deps, edges, n, p->bytesize, &dptr);
     if (r == CUDA_SUCCESS) {
         p->dptr = dptr;
         cr_devmap_add(dptr, p->bytesize);
@@ -887,10 +911,16 @@ CUresult cr_hand_cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph graph, const 
     return r;
 }
 
+CUresult cr_hand_cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                        size_t n, CUDA_MEM_ALLOC_NODE_PARAMS *p)
+{
+    return alloc_node(node, graph, deps, NULL, n, p);
+}
+
 CUresult cr_hand_cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
                                        size_t n, CUdeviceptr dptr)
 {
-    return memory_node(CR_OP_cuGraphAddMemFreeNode, node, graph, deps, n, dptr, NULL);
+    return memory_node(CR_OP_cuGraphAddMemFreeNode, node, graph, deps, NULL, n, dptr, NULL);
 }
 
 /* --- conditional nodes --- */
@@ -962,7 +992,8 @@ CUresult cr_hand_cuGraphConditionalHandleCreate(CUgraphConditionalHandle *handle
 
 /* A conditional node: the server makes it and its bodies, whose handles come back. */
 static CUresult conditional_node(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
-                                 size_t n, CUDA_CONDITIONAL_NODE_PARAMS *p)
+                                 const CUgraphEdgeData *edges, size_t n,
+                                 CUDA_CONDITIONAL_NODE_PARAMS *p)
 {
     cr_client_t *cl = cr_client();
     if (!cl)
@@ -975,7 +1006,7 @@ static CUresult conditional_node(CUgraphNode *node, CUgraph graph, const CUgraph
         return cr_transport_error(err);
     msgpack_pack_array(&m.pk, 5);
     msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)graph);
-    pack_handles(&m.pk, (const void *const *)deps, n);
+    pack_deps(&m.pk, deps, edges, n);
     msgpack_pack_uint64(&m.pk, p->handle);
     msgpack_pack_uint64(&m.pk, (uint64_t)p->type);
     msgpack_pack_uint64(&m.pk, p->size);
@@ -1017,8 +1048,9 @@ static CUresult conditional_node(CUgraphNode *node, CUgraph graph, const CUgraph
 }
 
 /* The generic form, for the kinds above. */
-CUresult cr_hand_cuGraphAddNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
-                                CUgraphNodeParams *p)
+/* A node of any kind above after `deps`, its edges with `edges`' data (NULL: default). */
+static CUresult add_any(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                        const CUgraphEdgeData *edges, size_t n, CUgraphNodeParams *p)
 {
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
@@ -1027,24 +1059,37 @@ CUresult cr_hand_cuGraphAddNode(CUgraphNode *node, CUgraph graph, const CUgraphN
         if (p->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE &&
             p->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE)
             return CUDA_ERROR_INVALID_VALUE;
-        return child_node(node, graph, deps, n, p->graph.graph,
+        return child_node(node, graph, deps, edges, n, p->graph.graph,
                           p->graph.ownership == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE);
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC: {
         CUDA_MEM_ALLOC_NODE_PARAMS a = {p->alloc.poolProps, p->alloc.accessDescs,
                                         p->alloc.accessDescCount, p->alloc.bytesize, 0};
-        CUresult r = cr_hand_cuGraphAddMemAllocNode(node, graph, deps, n, &a);
+        CUresult r = alloc_node(node, graph, deps, edges, n, &a);
         p->alloc.dptr = a.dptr;
         return r;
     }
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
-        return cr_hand_cuGraphAddMemFreeNode(node, graph, deps, n, p->free.dptr);
+        return memory_node(CR_OP_cuGraphAddMemFreeNode, node, graph, deps, edges, n, p->free.dptr,
+                           NULL);
     case CU_GRAPH_NODE_TYPE_CONDITIONAL:
-        return conditional_node(node, graph, deps, n, &p->conditional);
+        return conditional_node(node, graph, deps, edges, n, &p->conditional);
     default: {
         node_args_t a;
-        return add_described(node, graph, deps, n, &a, args_of(&a, p));
+        return add_described(node, graph, deps, edges, n, &a, args_of(&a, p));
     }
     }
+}
+
+CUresult cr_hand_cuGraphAddNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
+                                CUgraphNodeParams *p)
+{
+    return add_any(node, graph, deps, NULL, n, p);
+}
+
+CUresult cr_hand_cuGraphAddNode_v2(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                   const CUgraphEdgeData *edges, size_t n, CUgraphNodeParams *p)
+{
+    return add_any(node, graph, deps, edges, n, p);
 }
 
 /* [graph, from nodes, to nodes (, their data)]: cuGraphAddDependencies and
@@ -1075,30 +1120,6 @@ static CUresult edges_call(uint16_t opcode, CUgraph graph, const CUgraphNode *fr
     msgpack_unpacked u;
     CUresult r = cr_call(&m, &p, &u);
     cr_reply_done(&p, &u);
-    return r;
-}
-
-/* Edges with data other than the default (a programmatic edge, say) are added after the
- * node, which is destroyed again when the server refuses them. */
-CUresult cr_hand_cuGraphAddNode_v2(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
-                                   const CUgraphEdgeData *edges, size_t n, CUgraphNodeParams *p)
-{
-    if (default_edges(edges, n))
-        return cr_hand_cuGraphAddNode(node, graph, deps, n, p);
-    if (!node || !deps || n > UINT32_MAX)
-        return CUDA_ERROR_INVALID_VALUE;
-    CUgraphNode *to = malloc(n * sizeof *to);
-    if (!to)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    CUresult r = cr_hand_cuGraphAddNode(node, graph, NULL, 0, p);
-    for (size_t i = 0; r == CUDA_SUCCESS && i < n; i++)
-        to[i] = *node;
-    if (r == CUDA_SUCCESS &&
-        (r = edges_call(CR_OP_cuGraphAddDependencies, graph, deps, to, edges, n)) != CUDA_SUCCESS) {
-        cr_hand_cuGraphDestroyNode(*node);
-        *node = NULL;
-    }
-    free(to);
     return r;
 }
 

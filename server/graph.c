@@ -175,13 +175,20 @@ typedef struct {
     size_t index;   /* the node's place in the graph's order */
 } node_ref_t;
 
-/* Nodes by index that a node to add, or a capture's first node, depends on. */
+/* Nodes by index that a node to add, or a capture's first node, depends on, and the data
+ * of those edges (in idx's allocation). */
 typedef struct {
     uint32_t *idx;
     uint32_t n;
+    uint8_t *kinds;
 } deps_t;
 
-static int deps_read(cr_session_t *s, const graph_t *g, const msgpack_object *o, deps_t *d);
+/* What edge data the dependencies of deps_read may carry: none (a capture's), or that of
+ * edges to a node that is not a kernel, or to a kernel node. */
+enum { DATA_NONE, DATA_TO_OTHER, DATA_TO_KERNEL };
+
+static int deps_read(cr_session_t *s, const graph_t *g, const msgpack_object *o, deps_t *d,
+                     int data);
 static void exec_build(cr_session_t *s, exec_t *e, uint64_t eid, uint64_t sid);
 static CUresult node_handle(cr_session_t *s, graph_t *g, size_t index, uint64_t *id);
 
@@ -516,6 +523,33 @@ static int set_deps(graph_t *g, size_t index, const uint32_t *idx, const uint8_t
 static uint8_t kind_of(const node_t *n, uint32_t i)
 {
     return n->kinds ? n->kinds[i] : 0;
+}
+
+/* An edge's data (CUgraphEdgeData), which travels as its first bytes read as a
+ * little-endian integer (from_port | to_port << 8 | type << 16; the reserved bytes zero),
+ * kept as from_port | type << 4 (0: the default edge). The driver's rules: no node type
+ * has input ports, only kernel nodes output ports (PROGRAMMATIC, LAUNCH_ORDER), and a
+ * programmatic edge leaves by one of those. 0, or -1 for data the driver refuses. */
+static int edge_kind(uint64_t wire, uint8_t *kind)
+{
+    uint64_t from_port = wire & 0xff, to_port = (wire >> 8) & 0xff, type = wire >> 16;
+    if (to_port || type > CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC ||
+        from_port > CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER ||
+        (type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC &&
+         from_port == CU_GRAPH_KERNEL_NODE_PORT_DEFAULT))
+        return -1;
+    *kind = (uint8_t)(from_port | type << 4);
+    return 0;
+}
+
+static uint64_t edge_wire(uint8_t kind)
+{
+    return (uint64_t)(kind & 0xf) | (uint64_t)(kind >> 4) << 16;
+}
+
+static int is_kernel(const node_t *n)
+{
+    return n->opcode && node_kind(n->opcode) == CR_OP_cuLaunchKernel;
 }
 
 /* Whether two nodes are the same request (edges aside). */
@@ -1108,8 +1142,8 @@ void cr_srv_cuStreamBeginCapture_v2(cr_request_t *req)
         return;
     }
     graph_t *target = into ? cr_session_handle(s, CR_HT_CUgraph, into) : NULL;
-    deps_t d = {NULL, 0};
-    if (into && (!target || !deps_read(s, target, &req->args[3], &d))) {
+    deps_t d = {NULL, 0, NULL};
+    if (into && (!target || !deps_read(s, target, &req->args[3], &d, DATA_NONE))) {
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;
     }
@@ -1194,14 +1228,14 @@ void cr_srv_cuStreamUpdateCaptureDependencies_v2(cr_request_t *req)
     capture_t *cap = req->argc == 3 && !cr_arg_u64(req, 0, &sid) && !cr_arg_u64(req, 2, &flags)
                          ? capture_of(captures(s, 0), sid)
                          : NULL;
-    deps_t d = {NULL, 0};
+    deps_t d = {NULL, 0, NULL};
     if (!cap) {
         cr_request_finish(req, CUDA_ERROR_ILLEGAL_STATE);
         return;
     }
     if ((flags != CU_STREAM_ADD_CAPTURE_DEPENDENCIES &&
          flags != CU_STREAM_SET_CAPTURE_DEPENDENCIES) ||
-        !deps_read(s, cap->graph, &req->args[1], &d)) {
+        !deps_read(s, cap->graph, &req->args[1], &d, DATA_NONE)) {
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;
     }
@@ -1720,28 +1754,53 @@ static node_ref_t *node_of(cr_session_t *s, const graph_t *g, const msgpack_obje
     return n && n->graph == g ? n : NULL;
 }
 
-/* The dependencies of a node to add: nodes of g (each once), into deps->idx. Added before
- * the new node, they already run before it. */
-static int deps_read(cr_session_t *s, const graph_t *g, const msgpack_object *o, deps_t *d)
+/* One dependency of a node to add: a node of g, or [node, its edge's data] (edge_wire's
+ * form) as `data` allows (DATA_*: by the driver's rules, a port only out of a kernel node,
+ * a programmatic edge only between two). The node, or NULL. */
+static node_ref_t *dep_of(cr_session_t *s, const graph_t *g, const msgpack_object *o, int data,
+                          uint8_t *kind)
 {
-    d->idx = NULL;
-    d->n = 0;
+    *kind = 0;
+    if (o->type != MSGPACK_OBJECT_ARRAY)
+        return node_of(s, g, o);
+    uint64_t wire;
+    node_ref_t *n =
+        data != DATA_NONE && o->via.array.size == 2 ? node_of(s, g, &o->via.array.ptr[0]) : NULL;
+    if (!n || cr_obj_u64(&o->via.array.ptr[1], &wire) || edge_kind(wire, kind) != 0 ||
+        (*kind && !is_kernel(&g->nodes[n->index])) ||
+        (*kind >> 4 == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC && data != DATA_TO_KERNEL))
+        return NULL;
+    return n;
+}
+
+/* The dependencies of a node to add: nodes of g (each once, with the data of the first
+ * edge named), into deps->idx and deps->kinds. Added before the new node, they already run
+ * before it. */
+static int deps_read(cr_session_t *s, const graph_t *g, const msgpack_object *o, deps_t *d,
+                     int data)
+{
+    *d = (deps_t){NULL, 0, NULL};
     if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size > g->count)
         return 0;
-    if (o->via.array.size && !(d->idx = malloc(o->via.array.size * sizeof *d->idx)))
+    size_t size = o->via.array.size;
+    if (size && !(d->idx = malloc(size * (sizeof *d->idx + 1))))
         return 0;
-    for (uint32_t i = 0; i < o->via.array.size; i++) {
-        node_ref_t *n = node_of(s, g, &o->via.array.ptr[i]);
+    d->kinds = size ? (uint8_t *)(d->idx + size) : NULL;
+    for (uint32_t i = 0; i < size; i++) {
+        uint8_t kind;
+        node_ref_t *n = dep_of(s, g, &o->via.array.ptr[i], data, &kind);
         if (!n) {
             free(d->idx);
-            d->idx = NULL;
+            *d = (deps_t){NULL, 0, NULL};
             return 0;
         }
         int seen = 0;
         for (uint32_t k = 0; k < d->n; k++)
             seen |= d->idx[k] == n->index;
-        if (!seen)
+        if (!seen) {
+            d->kinds[d->n] = kind;
             d->idx[d->n++] = (uint32_t)n->index;
+        }
     }
     return 1;
 }
@@ -1749,9 +1808,9 @@ static int deps_read(cr_session_t *s, const graph_t *g, const msgpack_object *o,
 /* Gives g's last node the dependencies d (and frees them). 0 or -1. */
 static int deps_give(graph_t *g, deps_t *d)
 {
-    int err = set_deps(g, g->count - 1, d->idx, NULL, d->n);
+    int err = set_deps(g, g->count - 1, d->idx, d->kinds, d->n);
     free(d->idx);
-    d->idx = NULL;
+    *d = (deps_t){NULL, 0, NULL};
     return err;
 }
 
@@ -2030,8 +2089,11 @@ void cr_srv_cuGraphAddNode(cr_request_t *req)
                      ? cr_session_handle(s, CR_HT_CUgraph, gid)
                      : NULL;
     int arg = 0;
-    deps_t d = {NULL, 0};
-    CUresult r = !g || !deps_read(s, g, &req->args[1], &d)
+    deps_t d = {NULL, 0, NULL};
+    int to = opcode <= UINT16_MAX && node_kind((uint16_t)opcode) == CR_OP_cuLaunchKernel
+                 ? DATA_TO_KERNEL
+                 : DATA_TO_OTHER;
+    CUresult r = !g || !deps_read(s, g, &req->args[1], &d, to)
                      ? CUDA_ERROR_INVALID_VALUE
                      : check_node(s, opcode, &req->args[3], &arg);
     if (r == CUDA_SUCCESS &&
@@ -2109,7 +2171,7 @@ void cr_srv_cuGraphAddNode_v2(cr_request_t *req)
                          !cr_arg_u64(req, 3, &type) && !cr_arg_u64(req, 4, &size)
                      ? cr_session_handle(s, CR_HT_CUgraph, gid)
                      : NULL;
-    deps_t d = {NULL, 0};
+    deps_t d = {NULL, 0, NULL};
     CUresult r = CUDA_ERROR_INVALID_VALUE;
     if (g && (g->owned == CHILD || g->level + 1 > MAX_LEVEL)) /* see the child graph node */
         r = CUDA_ERROR_NOT_SUPPORTED;
@@ -2118,7 +2180,7 @@ void cr_srv_cuGraphAddNode_v2(cr_request_t *req)
              ((type == CU_GRAPH_COND_TYPE_IF && size <= 2) ||
               (type == CU_GRAPH_COND_TYPE_WHILE && size == 1) ||
               (type == CU_GRAPH_COND_TYPE_SWITCH && size <= MAX_BODIES)) &&
-             deps_read(s, g, &req->args[1], &d))
+             deps_read(s, g, &req->args[1], &d, DATA_TO_OTHER))
         r = CUDA_SUCCESS;
     nest_t *c = r == CUDA_SUCCESS ? calloc(1, sizeof *c + size * sizeof *c->bodies) : NULL;
     if (r == CUDA_SUCCESS && !c)
@@ -2210,12 +2272,12 @@ void cr_srv_cuGraphAddChildGraphNode(cr_request_t *req)
                      : NULL;
     graph_t *child =
         g && !cr_arg_u64(req, 2, &cid) ? cr_session_handle(s, CR_HT_CUgraph, cid) : NULL;
-    deps_t d = {NULL, 0};
+    deps_t d = {NULL, 0, NULL};
     /* a graph moved into a node is that node's alone; one moved must be a graph of its own
      * (not held, not being captured into) that does not hold g */
     if (!g || !child || child == g || child->moved || move > 1 ||
         (move && (child->owned || within(child, g) || capturing_into(s, child))) ||
-        !deps_read(s, g, &req->args[1], &d)) {
+        !deps_read(s, g, &req->args[1], &d, DATA_TO_OTHER)) {
         reply_id(req, CUDA_ERROR_INVALID_VALUE, 0);
         return;
     }
@@ -2254,33 +2316,6 @@ typedef struct {
     uint32_t from, to; /* node indices */
     uint8_t kind;      /* its data (edge_kind) */
 } edge_t;
-
-/* An edge's data (CUgraphEdgeData), which travels as its first bytes read as a
- * little-endian integer (from_port | to_port << 8 | type << 16; the reserved bytes zero),
- * kept as from_port | type << 4 (0: the default edge). The driver's rules: no node type
- * has input ports, only kernel nodes output ports (PROGRAMMATIC, LAUNCH_ORDER), and a
- * programmatic edge leaves by one of those. 0, or -1 for data the driver refuses. */
-static int edge_kind(uint64_t wire, uint8_t *kind)
-{
-    uint64_t from_port = wire & 0xff, to_port = (wire >> 8) & 0xff, type = wire >> 16;
-    if (to_port || type > CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC ||
-        from_port > CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER ||
-        (type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC &&
-         from_port == CU_GRAPH_KERNEL_NODE_PORT_DEFAULT))
-        return -1;
-    *kind = (uint8_t)(from_port | type << 4);
-    return 0;
-}
-
-static uint64_t edge_wire(uint8_t kind)
-{
-    return (uint64_t)(kind & 0xf) | (uint64_t)(kind >> 4) << 16;
-}
-
-static int is_kernel(const node_t *n)
-{
-    return n->opcode && node_kind(n->opcode) == CR_OP_cuLaunchKernel;
-}
 
 /* Whether an edge from -> to with data `kind` may be: a port leaves a kernel node, and a
  * programmatic edge joins two. */
@@ -2657,8 +2692,8 @@ void cr_srv_cuGraphAddMemAllocNode(cr_request_t *req)
     graph_t *g = req->argc == 3 && !cr_arg_u64(req, 0, &gid) && !cr_arg_u64(req, 2, &bytes)
                      ? cr_session_handle(s, CR_HT_CUgraph, gid)
                      : NULL;
-    deps_t d = {NULL, 0};
-    if (!g || !deps_read(s, g, &req->args[1], &d)) {
+    deps_t d = {NULL, 0, NULL};
+    if (!g || !deps_read(s, g, &req->args[1], &d, DATA_TO_OTHER)) {
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;
     }
@@ -2683,12 +2718,12 @@ void cr_srv_cuGraphAddMemFreeNode(cr_request_t *req)
                      ? cr_session_handle(s, CR_HT_CUgraph, gid)
                      : NULL;
     graph_mem_t *m = g ? graph_mem_of(g, ptr) : NULL;
-    deps_t d = {NULL, 0};
+    deps_t d = {NULL, 0, NULL};
     if (g && g->owned) { /* see graph_alloc */
         cr_request_finish(req, CUDA_ERROR_NOT_SUPPORTED);
         return;
     }
-    if (!m || !deps_read(s, g, &req->args[1], &d)) {
+    if (!m || !deps_read(s, g, &req->args[1], &d, DATA_TO_OTHER)) {
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;
     }

@@ -803,7 +803,21 @@ static void edges_with_data(float *x, float *y, float *z, cudaStream_t s)
     EXPECT_CUDA_ERROR(cudaGraphRemoveDependencies(g, &kernels[1], &third, nullptr, 1),
                       cudaErrorInvalidValue);
     cudaGetLastError();
-    // refused as the driver documents
+    // refused as the driver documents, and nothing of a refused node stays
+    size_t nodes = 0, nodes_after = 0;
+    CHECK_CUDA(cudaGraphGetNodes(g, nullptr, &nodes));
+    cudaGraphNodeParams set = {};
+    set.type = cudaGraphNodeTypeMemset;
+    set.memset.dst = z;
+    set.memset.elementSize = 4;
+    set.memset.width = N;
+    set.memset.height = 1;
+    cudaGraphNode_t refused;
+    EXPECT_CUDA_ERROR(cudaGraphAddNode(&refused, g, &kernels[1], &pdl, 1, &set),
+                      cudaErrorInvalidValue); // a programmatic edge to a memset
+    cudaGetLastError();
+    CHECK_CUDA(cudaGraphGetNodes(g, nullptr, &nodes_after));
+    CHECK(nodes_after == nodes, "a refused node stayed: %zu nodes, were %zu", nodes_after, nodes);
     cudaMemsetParams mp = zeroing(z, N);
     CHECK_CUDA(cudaGraphAddMemsetNode(&zero, g, nullptr, 0, &mp));
     EXPECT_CUDA_ERROR(cudaGraphAddDependencies(g, &zero, &kernels[0], &pdl, 1),
