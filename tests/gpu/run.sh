@@ -134,6 +134,7 @@ check tensor_maps hostile tensor_maps
 check admission hostile admission
 check conditional_hostile hostile conditional_hostile # handle numbers, instantiation rules
 check memops_hostile hostile memops_hostile # a wait left behind met on the driver
+check graph_hostile hostile graph_hostile # memory graphs' rules with the driver's memory
 check torch pycheck torch_test --output /tmp/cr-gpu-torch.json --keep /tmp/cr-gpu-torch
 grep -A9 '^ *native' /tmp/cr-gpu-torch.log 2>/dev/null # the timings, native and remote
 # the same with PyTorch's expandable segments (the virtual-memory API, each piece asked

@@ -17,44 +17,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'integration'))
 import run  # noqa: E402  (the integration harness: Server)
 
 from wire import (INVALID_VALUE, NOT_SUPPORTED, SUCCESS, Client, Failure, expect,  # noqa: E402
-                  read_opcodes)
+                  read_opcodes, reply)
 
 ILLEGAL_STATE = 401
 COND_IF, COND_WHILE, COND_SWITCH = 0, 1, 2
 ASSIGN_DEFAULT = 1
-
-
-def unpack(b, pos=0):
-    """One msgpack value of the kinds replies use (integers and arrays): (value, next)."""
-    t = b[pos]
-    if t < 0x80:
-        return t, pos + 1
-    if t & 0xf0 == 0x90 or t in (0xdc, 0xdd):
-        if t & 0xf0 == 0x90:
-            n, pos = t & 0x0f, pos + 1
-        else:
-            size = 2 if t == 0xdc else 4
-            n, pos = int.from_bytes(b[pos + 1:pos + 1 + size], 'big'), pos + 1 + size
-        items = []
-        for _ in range(n):
-            v, pos = unpack(b, pos)
-            items.append(v)
-        return items, pos
-    if t in (0xcc, 0xcd, 0xce, 0xcf):
-        n = 1 << (t & 3)
-        return int.from_bytes(b[pos + 1:pos + 1 + n], 'big'), pos + 1 + n
-    if t >= 0xe0 or t in (0xd0, 0xd1, 0xd2, 0xd3):
-        if t >= 0xe0:
-            return t - 0x100, pos + 1
-        n = 1 << (t & 3)
-        return int.from_bytes(b[pos + 1:pos + 1 + n], 'big', signed=True), pos + 1 + n
-    raise Failure('unexpected msgpack type %#x in a reply' % t)
-
-
-def reply(c, op, body):
-    """The whole reply array of a call."""
-    c.call(op, body)
-    return unpack(c.last_body)[0]
 
 
 def result(c, op, body):
