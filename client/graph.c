@@ -1047,8 +1047,8 @@ static CUresult conditional_node(CUgraphNode *node, CUgraph graph, const CUgraph
     return r;
 }
 
-/* The generic form, for the kinds above. */
-/* A node of any kind above after `deps`, its edges with `edges`' data (NULL: default). */
+/* The generic form, for the kinds above: a node after `deps`, its edges with `edges`' data
+ * (NULL: all default). */
 static CUresult add_any(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
                         const CUgraphEdgeData *edges, size_t n, CUgraphNodeParams *p)
 {
