@@ -274,12 +274,20 @@ def check_vmm(args, server, path, ops):
     r, base = alice.call('cuMemAddressReserve', [True, 2 * PIECE, 0, 0, 0])[:2]
     expect('alice reserves 4 MiB of addresses', r, SUCCESS)
     other_device = struct.pack('<iiiiQQ', 1, 0, 1, 1, 0, 0)  # location: device 1
-    shareable = struct.pack('<iiiiQQ', 1, 1, 1, 0, 0, 0)     # a POSIX descriptor to export
+    fabric = struct.pack('<iiiiQQ', 1, 8, 1, 0, 0, 0)        # a handle to share across machines
+    exportable = struct.pack('<iiiiQQ', 1, 1, 1, 0, 0, 0)    # a POSIX descriptor, as PyTorch asks
     expect('physical memory of a device the client does not have: refused',
            alice.call('cuMemCreate', [True, PIECE, other_device, 0])[0], INVALID_DEVICE)
-    expect('a shareable handle: not remoted',
-           alice.call('cuMemCreate', [True, PIECE, shareable, 0])[0], NOT_SUPPORTED)
+    expect('a fabric handle: not remoted',
+           alice.call('cuMemCreate', [True, PIECE, fabric, 0])[0], NOT_SUPPORTED)
     expect('neither refusal charged the quota', mem_info(alice)[1], 64 * MiB)
+    r, handle = alice.call('cuMemCreate', [True, PIECE, exportable, 0])[:2]
+    expect('memory exportable as a descriptor is made', r, SUCCESS)
+    expect('and charged', mem_info(alice)[1], 64 * MiB - PIECE)
+    expect('its export is not remoted',
+           alice.call('cuMemExportToShareableHandle', [True, handle, 1, 0])[0], NOT_SUPPORTED)
+    expect('it is released', alice.call('cuMemRelease', [handle])[0], SUCCESS)
+    expect('and its quota given back', mem_info(alice)[1], 64 * MiB)
     r, handle = alice.call('cuMemCreate', [True, PIECE, VMM_PROP, 0])[:2]
     expect('alice creates 2 MiB of physical memory', r, SUCCESS)
     expect('which her quota counts', mem_info(alice)[1], 64 * MiB - PIECE)
