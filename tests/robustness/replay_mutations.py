@@ -10,6 +10,7 @@ client afterwards with correct results.
 import argparse
 import os
 import random
+import re
 import select
 import socket
 import struct
@@ -117,6 +118,27 @@ def converse(address, data, timeout):
         s.close()
 
 
+def wait_until_released(server, seconds=60):
+    """Waits until every session the server has had released its resources (its log says
+    so; one that ended before its hello had none): a mutated conversation's work may still
+    run after its connection closed, and its launches must not land among those the last,
+    checked run makes."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        log = server.log_text()
+        seen = set(re.findall(r'session (\d+): ', log))
+        released = set(re.findall(r'session (\d+): resources of .* released', log))
+        # one that ended before its hello never had any
+        released |= set(re.findall(r'session (\d+): client from \S+ ended', log))
+        if seen <= released:
+            return
+        time.sleep(0.1)
+    lines = [line for line in log.splitlines()
+             if any('session %s: ' % n in line for n in seen - released)]
+    raise run.Failure('sessions %s never released their resources:\n%s' %
+                      (sorted(seen - released), '\n'.join(lines)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--server', required=True)
@@ -145,7 +167,11 @@ def main():
                 if server.proc.poll() is not None:
                     raise run.Failure('the server died at round %d (seed %d):\n%s' % (
                         i, args.seed, server.log_text()))
-            # still serving, and correctly
+            # still serving, and correctly: the launch trace checked is the last run's (the
+            # server appends to it; the recording's launches were made at other addresses
+            # whenever a mutated conversation's memory had not gone back yet)
+            wait_until_released(server)
+            open(server.trace_path, 'w').close()
             run.scenario_plain(args, server)
             if server.proc.poll() is not None:
                 raise run.Failure('the server died:\n' + server.log_text())
