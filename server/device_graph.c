@@ -23,6 +23,8 @@
  *
  * Work it does not take: host functions (the client runs them), cuLaunchKernelEx
  * attributes that name events, memsets and copies of nothing; graph.c replays those graphs.
+ * Launch attributes the driver takes for launches only and that only allow more overlap
+ * or state a preference are left out of kernel nodes (launch_only).
  *
  * Conditional nodes: their handles are made against a driver graph before any node names
  * them (an anchor, one per graph.c graph that has handles), and the node must be in the
@@ -364,6 +366,17 @@ static CUDA_KERNEL_NODE_PARAMS kernel_params(const cr_device_graph_t *g, cr_sess
     };
 }
 
+/* Launch attributes the driver takes for launches only (its header: "valid for
+ * launches"), which a kernel node does without: the overlap with the previous kernel a
+ * programmatic stream serialization allows (the node then waits for its dependencies
+ * whole, a stricter order, in which cudaGridDependencySynchronize returns at once), a
+ * shared-memory carveout preference. Captured launches carry them. */
+static int launch_only(CUlaunchAttributeID id)
+{
+    return id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION ||
+           id == CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
+}
+
 static CUresult add_kernel(cr_device_graph_t *g, size_t index, cr_request_t *req)
 {
     const cr_driver_t *d = &g->backend->d;
@@ -379,7 +392,7 @@ static CUresult add_kernel(cr_device_graph_t *g, size_t index, cr_request_t *req
     CUgraphNode node;
     r = d->cuGraphAddKernelNode_v2(&node, g->target, g->deps, g->ndeps, &p);
     for (unsigned i = 0; r == CUDA_SUCCESS && i < l.nattrs; i++)
-        if (l.attrs[i].id != CU_LAUNCH_ATTRIBUTE_IGNORE)
+        if (l.attrs[i].id != CU_LAUNCH_ATTRIBUTE_IGNORE && !launch_only(l.attrs[i].id))
             r = d->cuGraphKernelNodeSetAttribute(node, l.attrs[i].id, &l.attrs[i].value);
     if (r == CUDA_SUCCESS && l.cooperative) {
         CUkernelNodeAttrValue v = {.cooperative = 1};

@@ -186,6 +186,16 @@ CUresult cr_emu_cuGraphKernelNodeSetAttribute(CUgraphNode hNode, CUkernelNodeAtt
     enode_t *n = (enode_t *)hNode;
     if (!n || n->type != CU_GRAPH_NODE_TYPE_KERNEL || !value)
         return CUDA_ERROR_INVALID_VALUE;
+    switch (attr) { /* valid for launches (or streams) only, as NVIDIA's header has them */
+    case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
+    case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT:
+    case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+        return CUDA_ERROR_INVALID_VALUE;
+    default:
+        break;
+    }
     unsigned i = 0;
     while (i < n->nattrs && n->attrs[i].id != attr)
         i++;

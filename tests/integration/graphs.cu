@@ -857,6 +857,45 @@ static void edges_with_data(float *x, float *y, float *z, cudaStream_t s)
     printf("edge data: kept, read back, removed with its data, refused where the driver does\n");
 }
 
+// A kernel launched with programmatic stream serialization allowed (PDL), captured after
+// another, runs in the graph (through the stub as the driver's graph: the attribute,
+// which the driver takes for launches only, is left out of the kernel node, which then
+// waits for the kernel before it whole). The two kernels touch different memory, so the
+// result holds however closely they follow.
+static void pdl_capture(float *x, float *y, float *z, cudaStream_t s)
+{
+    dim3 grid((N + 255) / 256), block(256);
+    cudaLaunchAttribute pdl;
+    pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    pdl.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.stream = s;
+    config.attrs = &pdl;
+    config.numAttrs = 1;
+    cudaGraph_t g;
+    CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    axpb<<<grid, block, 0, s>>>(x, y, 2.0f, 1.0f, N);
+    CHECK_CUDA(cudaLaunchKernelEx(&config, axpb, (const float *)x, z, 3.0f, 0.0f, N));
+    CHECK_CUDA(cudaStreamEndCapture(s, &g));
+    cudaGraphExec_t exec;
+    CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
+    for (int i = 0; i < 2; i++) {
+        fill(x, 2.0f + i);
+        fill(y, -9.0f);
+        fill(z, -9.0f);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        CHECK_CUDA(cudaGraphLaunch(exec, s));
+        CHECK_CUDA(cudaStreamSynchronize(s));
+        expect_all(y, 2.0f * (2.0f + i) + 1.0f, "y before a PDL launch in a graph");
+        expect_all(z, 3.0f * (2.0f + i), "z by a PDL launch in a graph");
+    }
+    CHECK_CUDA(cudaGraphExecDestroy(exec));
+    CHECK_CUDA(cudaGraphDestroy(g));
+    printf("a PDL launch captured: its graph runs\n");
+}
+
 // A graph with memory nodes follows the rules CUDA 13 documents for it: it is not cloned
 // and not copied into a child graph node (cudaErrorNotSupported), none of its nodes or
 // edges is destroyed (cudaErrorInvalidValue), one executable graph of it lives at a time.
@@ -1071,6 +1110,10 @@ int main(int argc, char **argv)
     CHECK_CUDA(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
     CHECK_CUDA(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
     CHECK_CUDA(cudaStreamCreateWithFlags(&s3, cudaStreamNonBlocking));
+    if (argc > 1 && strcmp(argv[1], "--pdl") == 0) { // alone, for the server's log
+        pdl_capture(x, y, z, s1);
+        return 0;
+    }
     if (argc > 1 && strcmp(argv[1], "--same-as-native") == 0) {
         // the parts where the stub does what NVIDIA's driver does, to be run on it directly
         // (the rest departs where the README says: host memory in captures, edge order)
@@ -1083,6 +1126,7 @@ int main(int argc, char **argv)
         edges_to_earlier_nodes(x, y, s1);
         memory_node_rules(x, y, s1);
         edges_with_data(x, y, z, s1);
+        pdl_capture(x, y, z, s1);
         printf("graphs: the parts the driver shares passed\n");
         return 0;
     }
@@ -1712,6 +1756,7 @@ int main(int argc, char **argv)
     memory_node_rules(x, y, s1);
     moved_graph_goes_with_its_node(s1);
     edges_with_data(x, y, z, s1);
+    pdl_capture(x, y, z, s1);
     conditional_picture(y);
     CHECK_CUDA(cudaEventDestroy(fork));
     CHECK_CUDA(cudaEventDestroy(join));

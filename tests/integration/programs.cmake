@@ -60,6 +60,10 @@ cr_cuda_program(graphs)
 # nodes (or nodes that fail) are replayed node by node: both forms must be taken
 cr_cuda_test(graphs RUN_ARGS --server-arg=--log --server-arg=debug
   --expect-log "(?s)(?=.*runs as the driver's graph)(?=.*is replayed node by node)")
+# a captured PDL launch: its graph is the driver's (the launch-only attribute left out)
+cr_cuda_test(graphs_pdl PROGRAM graphs ARGS --pdl RUN_ARGS --server-arg=--log
+  --server-arg=debug --expect-log "runs as the driver's graph \\(2 nodes, 2 kernels\\)"
+  --reject-log "is replayed node by node")
 cr_cuda_program(conditional)
 # conditional nodes run only as the driver's graph (never replayed)
 cr_cuda_test(conditional RUN_ARGS --server-arg=--log --server-arg=debug
