@@ -17,13 +17,13 @@
  *    (cr_memops_reading): it stays the session's, so that
  *  - when the session ends (or its context is reset) the server writes, on a stream of its
  *    own, a value that meets each pending wait (cr_memops_release), one wait at a time in
- *    the order they were enqueued, each left a moment to be seen, a few rounds, so that
- *    waits on one address for different values (a sequence) are met in turn, and its
- *    streams drain. Waits that want different values of one address at once, behind work
- *    that runs longer than the rounds, may still miss theirs: the stream then stays
- *    blocked, and the session's resources with it (its tenant's quota bounds them).
+ *    the order they were enqueued, each left a moment to be seen (longer each round), a few
+ *    rounds, so that waits on one address for different values (a sequence) are met in
+ *    turn, and its streams drain. Waits that want different values of one address at once,
+ *    behind work that runs longer than the rounds, may still miss theirs: the stream then
+ *    stays blocked, and the session's resources with it (its tenant's quota bounds them).
  * At most MAX_WAITS waits may be pending per session (CUDA_ERROR_OUT_OF_MEMORY beyond),
- * which bounds the time the release takes.
+ * which bounds the time the release takes (about 23 s when none is ever met).
  *
  * Threads: the handler on the session's executor; cr_memops_reading also on waiter threads
  * (cuMemUnmap): the session's state has a lock. */
@@ -43,9 +43,11 @@
 #define MAX_OPS 255      /* "count ... must be less than 256" */
 #define MAX_WAITS 1024   /* waits not yet seen done, per session */
 #define RELEASE_ROUNDS 3 /* writes of every pending wait's value, at the session's end */
-#define RELEASE_PAUSE_NS                                                                           \
-    200000L /* after each: a GPU polls at once, the emulated device
-                                    within 200 us */
+/* after each write, for its waiter to see it before the next: a GPU polls at once, the
+ * emulated device within 200 us when its threads run; each round waits ten times longer
+ * than the one before, for a loaded machine (a sequence of waits on one address misses a
+ * value its waiter did not see in time) */
+#define RELEASE_PAUSE_NS 200000L
 
 typedef struct {
     uint64_t addr, value;
@@ -284,13 +286,14 @@ void cr_memops_release(cr_session_t *s)
     CUstream own = NULL;
     if (before && d->cuStreamCreate(&own, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
         own = NULL;
-    for (int round = 0; own && m->n && round < RELEASE_ROUNDS; round++) {
+    long pause_ns = RELEASE_PAUSE_NS;
+    for (int round = 0; own && m->n && round < RELEASE_ROUNDS; round++, pause_ns *= 10) {
         for (size_t i = 0; i < m->n; i++)
             for (unsigned k = 0; k < m->pending[i]->n; k++) {
                 CUstreamBatchMemOpParams op = meeting(&m->pending[i]->waits[k]);
                 d->cuStreamBatchMemOp_v2(own, 1, &op, 0);
                 d->cuStreamSynchronize(own);
-                struct timespec pause = {0, RELEASE_PAUSE_NS}; /* for its waiter to see it */
+                struct timespec pause = {pause_ns / 1000000000L, pause_ns % 1000000000L};
                 nanosleep(&pause, NULL);
             }
         prune_locked(s, m);
