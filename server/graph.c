@@ -16,16 +16,16 @@
  * nodes would fail, is replayed: its kept requests, in the order they came, one after the
  * other on the stream the graph is launched on, each dispatched as if the client had just
  * sent it, so it is checked (handles, memory the tenant owns, launch layouts) and
- * scheduled (admission, device time) like any other, at every launch. The order nodes
- * were captured or added in respects every dependency given then; an edge added later
- * that goes backwards is refused. The edges are kept, for the driver's graph and for the
- * program to read back (cuGraphGetEdges and the like, cuGraphExecUpdate's comparison):
- * those the additions name, and a capture's, each captured node depending on its stream's
- * last node and on what the streams it waited on had done when their events were
- * recorded. A destroyed
- * node leaves an empty place, so that every index stays. An executable graph is a copy
- * of its graph's nodes, whose nodes may be turned off (they then run as empty nodes) and
- * given other arguments.
+ * scheduled (admission, device time) like any other, at every launch. The edges are kept,
+ * with their data (CUgraphEdgeData, run as full dependencies), for the driver's graph and
+ * for the program to read back (cuGraphGetEdges and the like, cuGraphExecUpdate's
+ * comparison): those the additions name, and a capture's, each captured node depending on
+ * its stream's last node and on what the streams it waited on had done when their events
+ * were recorded. An edge may lead to a node added earlier: replays and builds run the nodes
+ * in an order that keeps every edge (run_order), and a cycle fails the instantiation. A
+ * destroyed node leaves an empty place, so that every index stays. An executable graph is
+ * a copy of its graph's nodes, whose nodes may be turned off (they then run as empty
+ * nodes) and given other arguments.
  *
  * A conditional node is an empty node with its handle, kind and bodies (nest_t), graphs
  * of their own the program fills. Its value is set on the device, so a graph that has
@@ -42,11 +42,16 @@
  * but hidden: not nodes of the graph, as on a GPU. A child graph node holds a copy of its
  * graph (a nest_t, as a conditional node holds its bodies), which the program may get and
  * edit (cuGraphChildGraphNodeGetGraph) and a replay runs in the node's place; a graph
- * launched into a capture invalidates it, as on a GPU (the client refuses it first). The
- * capture ends for every stream in it when the stream that began it ends it. A session's
- * kept bytes are bounded (MAX_SESSION_BYTES, MAX_NODES per graph; past them the capture is
- * invalidated or the node refused), and so are its streams capturing at once
- * (MAX_CAPTURING; a capture past it is refused).
+ * launched into a capture invalidates it, as on a GPU (the client refuses it first). A
+ * child graph may be moved into its node instead (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE): the
+ * node holds it, memory nodes and all, and its handle becomes the node's. A graph with
+ * memory nodes keeps the driver's rules: no clone, no node or edge destroyed, one
+ * executable graph at a time (each piece of its memory counts the executable graphs
+ * holding it), none in a graph a node holds unless moved there with it. The capture ends
+ * for every stream in it when the stream that began it ends it. A session's kept bytes are
+ * bounded (MAX_SESSION_BYTES, MAX_NODES per graph; past them the capture is invalidated or
+ * the node refused), and so are its streams capturing at once (MAX_CAPTURING; a capture
+ * past it is refused).
  *
  * Messages: see client/graph.c. Replayed requests go to the router the executor hands over
  * at start-up (cr_graph_set_runner). Threads: the session's executor only (the slot's
