@@ -24,7 +24,10 @@
  * Work it does not take: host functions (the client runs them), cuLaunchKernelEx
  * attributes that name events, memsets and copies of nothing; graph.c replays those graphs.
  * Launch attributes the driver takes for launches only and that only allow more overlap
- * or state a preference are left out of kernel nodes (launch_only).
+ * or state a preference are left out of kernel nodes (launch_only); edges with data (a
+ * programmatic edge between kernels, and those a captured launch that allows programmatic
+ * overlap has from the kernels it follows, as the driver makes them when it captures) are
+ * added to a kernel node after it, when the driver has the call for them.
  *
  * Conditional nodes: their handles are made against a driver graph before any node names
  * them (an anchor, one per graph.c graph that has handles), and the node must be in the
@@ -367,17 +370,60 @@ static CUDA_KERNEL_NODE_PARAMS kernel_params(const cr_device_graph_t *g, cr_sess
 }
 
 /* Launch attributes the driver takes for launches only (its header: "valid for
- * launches"), which a kernel node does without: the overlap with the previous kernel a
- * programmatic stream serialization allows (the node then waits for its dependencies
- * whole, a stricter order, in which cudaGridDependencySynchronize returns at once), a
- * shared-memory carveout preference. Captured launches carry them. */
+ * launches"), which a kernel node does without: programmatic stream serialization (the
+ * node's edges from the kernels it follows become programmatic ones instead, split_deps),
+ * a shared-memory carveout preference. Captured launches carry them. */
 static int launch_only(CUlaunchAttributeID id)
 {
     return id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION ||
            id == CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
 }
 
-static CUresult add_kernel(cr_device_graph_t *g, size_t index, cr_request_t *req)
+/* 1 when launch l allows programmatic overlap with the kernel before it. */
+static int programmatic(const cr_launch_t *l)
+{
+    for (unsigned i = 0; i < l->nattrs; i++)
+        if (l->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION &&
+            l->attrs[i].value.programmaticStreamSerializationAllowed)
+            return 1;
+    return 0;
+}
+
+/* Splits the kernel node's dependencies (g->deps, graph.c's `deps`) into those it is added
+ * after (left in g->deps) and edges with data, added once it is (*from, *data, *n; free
+ * them): the data graph.c kept (`edges`, NULL: none), and for a launch that allows
+ * programmatic overlap, a programmatic edge from each kernel it follows, as the driver
+ * makes of such a launch when it is captured. Without the driver's call for such edges
+ * every edge stays whole. */
+static CUresult split_deps(cr_device_graph_t *g, const uint32_t *deps, const CUgraphEdgeData *edges,
+                           int pdl, CUgraphNode **from, CUgraphEdgeData **data, size_t *n)
+{
+    *from = NULL;
+    *data = NULL;
+    *n = 0;
+    if (!g->backend->d.cuGraphAddDependencies_v2 || (!edges && !pdl) || !g->ndeps)
+        return CUDA_SUCCESS;
+    if (!(*from = malloc(g->ndeps * sizeof **from)) || !(*data = malloc(g->ndeps * sizeof **data)))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    size_t kept = 0;
+    for (size_t i = 0; i < g->ndeps; i++) {
+        CUgraphEdgeData e = edges ? edges[i] : (CUgraphEdgeData){0};
+        if (!e.type && !e.from_port && pdl && g->map[deps[i]].kind == KERNEL)
+            e = (CUgraphEdgeData){.from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC,
+                                  .type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC};
+        if (e.type || e.from_port) {
+            (*from)[*n] = g->deps[i];
+            (*data)[(*n)++] = e;
+        } else {
+            g->deps[kept++] = g->deps[i];
+        }
+    }
+    g->ndeps = kept;
+    return CUDA_SUCCESS;
+}
+
+static CUresult add_kernel(cr_device_graph_t *g, size_t index, cr_request_t *req,
+                           const uint32_t *deps, const CUgraphEdgeData *edges)
 {
     const cr_driver_t *d = &g->backend->d;
     cr_launch_t l;
@@ -389,8 +435,16 @@ static CUresult add_kernel(cr_device_graph_t *g, size_t index, cr_request_t *req
         return CUDA_ERROR_NOT_SUPPORTED;
     }
     CUDA_KERNEL_NODE_PARAMS p = kernel_params(g, req->session, &l);
-    CUgraphNode node;
-    r = d->cuGraphAddKernelNode_v2(&node, g->target, g->deps, g->ndeps, &p);
+    CUgraphNode node, *from;
+    CUgraphEdgeData *data;
+    size_t nedges;
+    r = split_deps(g, deps, edges, programmatic(&l), &from, &data, &nedges);
+    if (r == CUDA_SUCCESS)
+        r = d->cuGraphAddKernelNode_v2(&node, g->target, g->deps, g->ndeps, &p);
+    for (size_t i = 0; r == CUDA_SUCCESS && i < nedges; i++)
+        r = d->cuGraphAddDependencies_v2(g->target, &from[i], &node, &data[i], 1);
+    free(from);
+    free(data);
     for (unsigned i = 0; r == CUDA_SUCCESS && i < l.nattrs; i++)
         if (l.attrs[i].id != CU_LAUNCH_ATTRIBUTE_IGNORE && !launch_only(l.attrs[i].id))
             r = d->cuGraphKernelNodeSetAttribute(node, l.attrs[i].id, &l.attrs[i].value);
@@ -533,7 +587,7 @@ CUresult cr_device_graph_add_empty(cr_device_graph_t *g, size_t index, const uin
 }
 
 CUresult cr_device_graph_add(cr_device_graph_t *g, size_t index, cr_request_t *req, int enabled,
-                             const uint32_t *deps, uint32_t ndeps)
+                             const uint32_t *deps, const CUgraphEdgeData *edges, uint32_t ndeps)
 {
     if (g->exec || index >= g->map_count || g->map[index].node)
         return CUDA_ERROR_INVALID_VALUE;
@@ -544,7 +598,7 @@ CUresult cr_device_graph_add(cr_device_graph_t *g, size_t index, cr_request_t *r
     case CR_OP_cuLaunchKernel:
     case CR_OP_cuLaunchKernelEx:
     case CR_OP_cuLaunchCooperativeKernel:
-        r = add_kernel(g, index, req);
+        r = add_kernel(g, index, req, deps, edges);
         break;
     case CR_OP_cuMemsetD8Async:
     case CR_OP_cuMemsetD16Async:

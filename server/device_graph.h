@@ -59,12 +59,14 @@ void cr_graph_anchor_drop_exec(cr_graph_anchor_t *a);
 cr_device_graph_t *cr_device_graph_new(cr_session_t *s, uint64_t flags, size_t nodes,
                                        cr_graph_anchor_t *anchor, size_t handles);
 /* Adds the work of node `index`'s request (decoded, as a replay would dispatch it),
- * depending on the nodes `deps` (graph.c indices of nodes added before); turned off once
- * instantiated unless `enabled`. CUDA_SUCCESS; CUDA_ERROR_NOT_SUPPORTED for work the
- * driver's graph does not take as the server must have it (then replay the graph); else
- * the error the request would get now, or the driver's. */
+ * depending on the nodes `deps` (graph.c indices of nodes added before), those edges with
+ * the data `edges` (NULL: every one the default; taken by a kernel node, whole for any
+ * other); turned off once instantiated unless `enabled`. CUDA_SUCCESS;
+ * CUDA_ERROR_NOT_SUPPORTED for work the driver's graph does not take as the server must
+ * have it (then replay the graph); else the error the request would get now, or the
+ * driver's. */
 CUresult cr_device_graph_add(cr_device_graph_t *g, size_t index, cr_request_t *req, int enabled,
-                             const uint32_t *deps, uint32_t ndeps);
+                             const uint32_t *deps, const CUgraphEdgeData *edges, uint32_t ndeps);
 /* Adds node `index` as an empty node (an allocation, a free, a child graph's end...). */
 CUresult cr_device_graph_add_empty(cr_device_graph_t *g, size_t index, const uint32_t *deps,
                                    uint32_t ndeps);

@@ -17,7 +17,7 @@
  * other on the stream the graph is launched on, each dispatched as if the client had just
  * sent it, so it is checked (handles, memory the tenant owns, launch layouts) and
  * scheduled (admission, device time) like any other, at every launch. The edges are kept,
- * with their data (CUgraphEdgeData, run as full dependencies), for the driver's graph and
+ * with their data (CUgraphEdgeData; a replay runs them whole), for the driver's graph and
  * for the program to read back (cuGraphGetEdges and the like, cuGraphExecUpdate's
  * comparison): those the additions name, and a capture's, each captured node depending on
  * its stream's last node and on what the streams it waited on had done when their events
@@ -550,6 +550,12 @@ static int edge_kind(uint64_t wire, uint8_t *kind)
 static uint64_t edge_wire(uint8_t kind)
 {
     return (uint64_t)(kind & 0xf) | (uint64_t)(kind >> 4) << 16;
+}
+
+static CUgraphEdgeData edge_data(uint8_t kind)
+{
+    return (CUgraphEdgeData){.from_port = (unsigned char)(kind & 0xf),
+                             .type = (unsigned char)(kind >> 4)};
 }
 
 static int is_kernel(const node_t *n)
@@ -1462,6 +1468,7 @@ static CUresult build_nodes(cr_session_t *s, cr_device_graph_t *dev, const graph
     msgpack_zone zone;
     msgpack_zone_init(&zone, 2048);
     uint32_t *deps = NULL;
+    CUgraphEdgeData *edges = NULL; /* the node's edges' data, when it has any */
     for (size_t k = 0; r == CUDA_SUCCESS && k < g->count; k++) {
         size_t i = order[k];
         const node_t *n = &g->nodes[i];
@@ -1477,8 +1484,16 @@ static CUresult build_nodes(cr_session_t *s, cr_device_graph_t *dev, const graph
             break;
         }
         deps = grown;
+        CUgraphEdgeData *more = n->kinds ? realloc(edges, n->ndeps * sizeof *edges) : edges;
+        if (n->kinds && !more) {
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+            break;
+        }
+        edges = more;
         for (uint32_t d = 0; d < ndeps; d++)
             deps[d] = n->ndeps ? (uint32_t)(base + n->deps[d]) : roots[d];
+        for (uint32_t d = 0; n->kinds && d < n->ndeps; d++)
+            edges[d] = edge_data(n->kinds[d]);
         if (n->type == CU_GRAPH_NODE_TYPE_GRAPH && n->nest) {
             const graph_t *child = n->nest->bodies[0];
             size_t child_base = *next;
@@ -1507,13 +1522,15 @@ static CUresult build_nodes(cr_session_t *s, cr_device_graph_t *dev, const graph
             r = cr_device_graph_add_empty(dev, base + i, deps, ndeps);
         } else {
             cr_request_t *req = node_request(s, n, sid, &zone, 0);
-            r = req ? cr_device_graph_add(dev, base + i, req, !n->disabled, deps, ndeps)
+            r = req ? cr_device_graph_add(dev, base + i, req, !n->disabled, deps,
+                                          n->kinds ? edges : NULL, ndeps)
                     : CUDA_ERROR_OUT_OF_MEMORY;
             cr_request_free(req);
             msgpack_zone_clear(&zone);
         }
     }
     free(deps);
+    free(edges);
     free(order);
     msgpack_zone_destroy(&zone);
     return r;

@@ -91,6 +91,7 @@
     X(cuGraphExecMemsetNodeSetParams) X(cuGraphExecMemcpyNodeSetParams) X(cuGraphNodeSetEnabled)   \
     X(cuGraphExecEventRecordNodeSetEvent) X(cuGraphExecEventWaitNodeSetEvent)                      \
     X(cuGraphConditionalHandleCreate) X(cuGraphAddNode_v2) X(cuGraphDestroyNode)                   \
+    X(cuGraphAddDependencies_v2)                                                                   \
     /* tensormap.c */                                                                              \
     X(cuTensorMapEncodeTiled) X(cuTensorMapEncodeIm2col)
 // clang-format on

@@ -148,6 +148,36 @@ fail:
     return rc;
 }
 
+/* Edges after the nodes were added (the driver's graph of an executable graph whose edges
+ * carry data: a programmatic edge between kernels). The nodes run in the order they were
+ * added, which such an edge must keep (from a node added before); its data is checked as
+ * NVIDIA's header states the driver's rules, and runs as a full dependency. */
+CUresult cr_emu_cuGraphAddDependencies_v2(CUgraph hGraph, const CUgraphNode *from,
+                                          const CUgraphNode *to, const CUgraphEdgeData *edgeData,
+                                          size_t numDependencies)
+{
+    CR__ENTER();
+    if (!hGraph || (numDependencies && (!from || !to)))
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < numDependencies; i++) {
+        const enode_t *a = (const enode_t *)from[i], *b = (const enode_t *)to[i];
+        CUgraphEdgeData e = edgeData ? edgeData[i] : (CUgraphEdgeData){0};
+        int reserved = 0;
+        for (size_t k = 0; k < sizeof e.reserved; k++)
+            reserved |= e.reserved[k];
+        int programmatic = e.type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+        if (!a || !b || a->owner != hGraph || b->owner != hGraph || a == b || e.to_port ||
+            reserved || e.type > CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC ||
+            e.from_port > CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER ||
+            (e.from_port && a->type != CU_GRAPH_NODE_TYPE_KERNEL) ||
+            (programmatic && (!e.from_port || b->type != CU_GRAPH_NODE_TYPE_KERNEL)))
+            return CUDA_ERROR_INVALID_VALUE;
+        if (a->index > b->index) /* the order of addition would not keep it */
+            return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    return CUDA_SUCCESS;
+}
+
 static enode_t *node_new(CUgraphNodeType type)
 {
     enode_t *n = calloc(1, sizeof *n);

@@ -608,6 +608,22 @@ static void test_graphs(void)
     CHECK_OK(cr_emu_cuGraphAddEventRecordNode(&record, g, &empty, 1, ev));
     /* a dependency must be a node of the same graph */
     CHECK_CU(cr_emu_cuGraphAddEmptyNode(&stray, other, &record, 1), CUDA_ERROR_INVALID_VALUE);
+    /* edges added after their nodes: in the order of addition, with the driver's data */
+    CUgraphEdgeData edge = {0};
+    CHECK_OK(cr_emu_cuGraphAddDependencies_v2(g, &set, &empty, &edge, 1));
+    CHECK_OK(cr_emu_cuGraphAddDependencies_v2(g, &set, &record, NULL, 1));
+    CHECK_CU(cr_emu_cuGraphAddDependencies_v2(g, &record, &set, NULL, 1), CUDA_ERROR_NOT_SUPPORTED);
+    CHECK_CU(cr_emu_cuGraphAddDependencies_v2(g, &set, &set, NULL, 1), CUDA_ERROR_INVALID_VALUE);
+    edge.from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC; /* a port out of a memset */
+    CHECK_CU(cr_emu_cuGraphAddDependencies_v2(g, &set, &copy, &edge, 1), CUDA_ERROR_INVALID_VALUE);
+    edge = (CUgraphEdgeData){.to_port = 1};
+    CHECK_CU(cr_emu_cuGraphAddDependencies_v2(g, &set, &copy, &edge, 1), CUDA_ERROR_INVALID_VALUE);
+    edge = (CUgraphEdgeData){.reserved = {1}};
+    CHECK_CU(cr_emu_cuGraphAddDependencies_v2(g, &set, &copy, &edge, 1), CUDA_ERROR_INVALID_VALUE);
+    CUgraphNode theirs;
+    CHECK_OK(cr_emu_cuGraphAddEmptyNode(&theirs, other, NULL, 0));
+    CHECK_CU(cr_emu_cuGraphAddDependencies_v2(g, &theirs, &copy, NULL, 1),
+             CUDA_ERROR_INVALID_VALUE);
     CUgraphExec e;
     CHECK_OK(cr_emu_cuGraphInstantiateWithFlags(&e, g, 0));
     /* nodes added later are not the executable graph's */

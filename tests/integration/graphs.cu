@@ -1112,6 +1112,7 @@ int main(int argc, char **argv)
     CHECK_CUDA(cudaStreamCreateWithFlags(&s3, cudaStreamNonBlocking));
     if (argc > 1 && strcmp(argv[1], "--pdl") == 0) { // alone, for the server's log
         pdl_capture(x, y, z, s1);
+        edges_with_data(x, y, z, s1);
         return 0;
     }
     if (argc > 1 && strcmp(argv[1], "--same-as-native") == 0) {
