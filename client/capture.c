@@ -257,15 +257,64 @@ CUresult cr_hand_cuStreamGetCaptureInfo(CUstream stream, CUstreamCaptureStatus *
     return CUDA_SUCCESS;
 }
 
+/* --- edges with data, as the graph messages carry them ----------------------------------- */
+
+uint64_t cr_edge_wire(const CUgraphEdgeData *e)
+{
+    uint64_t w = 0;
+    for (int i = 7; i >= 0; i--)
+        w = w << 8 | ((const unsigned char *)e)[i];
+    return w;
+}
+
+void cr_pack_deps(msgpack_packer *pk, const CUgraphNode *deps, const CUgraphEdgeData *edges,
+                  size_t n)
+{
+    msgpack_pack_array(pk, (uint32_t)n);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t data = edges ? cr_edge_wire(&edges[i]) : 0;
+        if (data) {
+            msgpack_pack_array(pk, 2);
+            msgpack_pack_uint64(pk, (uint64_t)(uintptr_t)deps[i]);
+            msgpack_pack_uint64(pk, data);
+        } else {
+            msgpack_pack_uint64(pk, (uint64_t)(uintptr_t)deps[i]);
+        }
+    }
+}
+
+CUresult cr_give_edges(const msgpack_object *o, CUgraphEdgeData *edges, size_t room,
+                       const CUgraphNode *written, size_t given)
+{
+    if (o->type != MSGPACK_OBJECT_ARRAY || (o->via.array.size && o->via.array.size < given))
+        return CUDA_ERROR_UNKNOWN;
+    for (size_t i = 0; edges && i < room; i++)
+        memset(&edges[i], 0, sizeof edges[i]);
+    for (size_t i = 0; written && o->via.array.size && i < given; i++) {
+        const msgpack_object *w = &o->via.array.ptr[i];
+        if (w->type != MSGPACK_OBJECT_POSITIVE_INTEGER || w->via.u64 >> 24)
+            return CUDA_ERROR_UNKNOWN;
+        if (!edges && w->via.u64)
+            return CUDA_ERROR_LOSSY_QUERY;
+        if (edges) {
+            edges[i].from_port = (unsigned char)w->via.u64;
+            edges[i].to_port = (unsigned char)(w->via.u64 >> 8);
+            edges[i].type = (unsigned char)(w->via.u64 >> 16);
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
 /* The nodes a capturing stream's next work depends on, as the driver answers them: an
  * array it owns until the next such call (here: the thread's next). */
 static __thread CUgraphNode *tails;
 static __thread size_t tails_cap;
-static __thread CUgraphEdgeData *tail_edges; /* theirs: every one the default edge */
+static __thread CUgraphEdgeData *tail_edges; /* their edges' data */
 static __thread size_t tail_edges_cap;
 
-/* [stream] -> [graph, [nodes]]: the graph being captured into and the stream's last nodes,
- * asked of the server only when the program wants them (to add nodes to the graph). */
+/* [stream] -> [graph, [nodes], [their edges' data]]: the graph being captured into and the
+ * stream's last nodes, asked of the server only when the program wants them (to add nodes
+ * to the graph). */
 static CUresult capture_graph(uint64_t wire, CUgraph *graph, const CUgraphNode **deps,
                               const CUgraphEdgeData **edges, size_t *count)
 {
@@ -281,7 +330,7 @@ static CUresult capture_graph(uint64_t wire, CUgraph *graph, const CUgraphNode *
     CUresult r = cr_call(&m, &p, &u);
     const msgpack_object *a = u.data.via.array.ptr;
     if (r == CUDA_SUCCESS &&
-        (u.data.via.array.size != 3 || a[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+        (u.data.via.array.size != 4 || a[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
          a[2].type != MSGPACK_OBJECT_ARRAY))
         r = CUDA_ERROR_UNKNOWN;
     uint32_t n = r == CUDA_SUCCESS ? a[2].via.array.size : 0;
@@ -295,13 +344,14 @@ static CUresult capture_graph(uint64_t wire, CUgraph *graph, const CUgraphNode *
         else
             tails[i] = (CUgraphNode)(uintptr_t)a[2].via.array.ptr[i].via.u64;
     }
+    if (r == CUDA_SUCCESS) /* the dependencies' data: LOSSY when asked for them without it */
+        r = cr_give_edges(&a[3], edges ? tail_edges : NULL, edges ? n : 0, deps ? tails : NULL,
+                          deps ? n : 0);
     if (r == CUDA_SUCCESS) {
         if (graph)
             *graph = (CUgraph)(uintptr_t)a[1].via.u64;
         if (deps)
             *deps = n ? tails : NULL;
-        if (edges && n)
-            memset(tail_edges, 0, n * sizeof *tail_edges);
         if (edges)
             *edges = n ? tail_edges : NULL;
         if (count)
@@ -312,8 +362,9 @@ static CUresult capture_graph(uint64_t wire, CUgraph *graph, const CUgraphNode *
 }
 
 /* The status is answered here; the graph and the stream's last nodes, when asked for,
- * by the server (the graph then has a handle, which the capture's end gives too). Every
- * edge of a capture is a default one (edge data given to a capture is refused). */
+ * by the server (the graph then has a handle, which the capture's end gives too), with
+ * their edges' data (given to cuStreamBeginCaptureToGraph or
+ * cuStreamUpdateCaptureDependencies; CUDA_ERROR_LOSSY_QUERY for nodes asked without it). */
 CUresult cr_hand_cuStreamGetCaptureInfo_v3(CUstream stream, CUstreamCaptureStatus *status,
                                            cuuint64_t *id, CUgraph *graph, const CUgraphNode **deps,
                                            const CUgraphEdgeData **edges, size_t *count)
@@ -353,10 +404,6 @@ CUresult cr_hand_cuStreamUpdateCaptureDependencies_v2(CUstream stream, CUgraphNo
                                                       const CUgraphEdgeData *edges, size_t count,
                                                       unsigned flags)
 {
-    static const CUgraphEdgeData plain; /* the default edge */
-    for (size_t i = 0; edges && i < count; i++)
-        if (memcmp(&edges[i], &plain, sizeof plain) != 0)
-            return cr_unsupported("cuStreamUpdateCaptureDependencies with edge data");
     CUstreamCaptureStatus status;
     CUresult r = cr_hand_cuStreamIsCapturing(stream, &status);
     if (r != CUDA_SUCCESS)
@@ -372,16 +419,14 @@ CUresult cr_hand_cuStreamUpdateCaptureDependencies_v2(CUstream stream, CUgraphNo
     uint64_t wire;
     if ((r = cr_stream_wire_id(stream, &wire)) != CUDA_SUCCESS)
         return r;
-    /* [stream, [nodes], flags] */
+    /* [stream, [nodes, or [node, edge data]], flags] */
     cr_msg_t m;
     int err = cr_msg_begin(cr_client()->conn, &m, CR_OP_cuStreamUpdateCaptureDependencies_v2);
     if (err)
         return cr_transport_error(err);
     msgpack_pack_array(&m.pk, 3);
     msgpack_pack_uint64(&m.pk, wire);
-    msgpack_pack_array(&m.pk, (uint32_t)count);
-    for (size_t i = 0; i < count; i++)
-        msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)deps[i]);
+    cr_pack_deps(&m.pk, deps, edges, count);
     msgpack_pack_uint64(&m.pk, flags);
     cr_pending_t p = {0};
     msgpack_unpacked u;

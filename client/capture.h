@@ -2,6 +2,7 @@
 #ifndef CR_CAPTURE_H
 #define CR_CAPTURE_H
 
+#include <msgpack.h>
 #include <stdint.h>
 
 #include "api.h"
@@ -29,5 +30,18 @@ CUresult cr_capture_begin(uint64_t stream, uint64_t into);
 CUresult cr_capture_end(uint64_t stream, int *invalid, uint64_t *into);
 /* The context was reset: no stream captures any more. */
 void cr_capture_forget_all(void);
+
+/* A node's dependencies as the graph messages carry them (graph.c's and the capture's):
+ * each a node, or [node, its edge's data] when that data is not the default (edges NULL:
+ * every one the default). An edge's data travels as its bytes read as a little-endian
+ * integer (cr_edge_wire). */
+void cr_pack_deps(msgpack_packer *pk, const CUgraphNode *deps, const CUgraphEdgeData *edges,
+                  size_t n);
+uint64_t cr_edge_wire(const CUgraphEdgeData *e);
+/* The data of a reply's list (empty: every edge the default) for the `given` nodes written,
+ * into edges (the rest of its `room` zeroed); without edges to fill, nodes written with data
+ * other than the default make it CUDA_ERROR_LOSSY_QUERY, as the driver answers. */
+CUresult cr_give_edges(const msgpack_object *o, CUgraphEdgeData *edges, size_t room,
+                       const CUgraphNode *written, size_t given);
 
 #endif

@@ -118,12 +118,11 @@ static CUresult send_async(uint16_t opcode, uint64_t a, uint64_t b)
 
 static void pack_handles(msgpack_packer *pk, const void *const *h, size_t n);
 static int default_edges(const CUgraphEdgeData *edges, size_t n);
-static uint64_t edge_wire(const CUgraphEdgeData *e);
 
 /* [stream, mode] or [stream, mode, graph, dependencies]: a capture into a graph of its own,
- * or into `into` after those of its nodes. */
+ * or into `into` after those of its nodes (with their edges' data). */
 static CUresult begin_capture(CUstream stream, CUstreamCaptureMode mode, CUgraph into,
-                              const CUgraphNode *deps, size_t n)
+                              const CUgraphNode *deps, const CUgraphEdgeData *edges, size_t n)
 {
     cr_client_t *cl = cr_client();
     if (!cl)
@@ -150,7 +149,7 @@ static CUresult begin_capture(CUstream stream, CUstreamCaptureMode mode, CUgraph
         msgpack_pack_uint64(&m.pk, (uint64_t)mode);
         if (graph) {
             msgpack_pack_uint64(&m.pk, graph);
-            pack_handles(&m.pk, (const void *const *)deps, n);
+            cr_pack_deps(&m.pk, deps, edges, n);
         }
         cr_pending_t p = {0};
         msgpack_unpacked u;
@@ -166,7 +165,7 @@ static CUresult begin_capture(CUstream stream, CUstreamCaptureMode mode, CUgraph
 
 CUresult cr_hand_cuStreamBeginCapture_v2(CUstream stream, CUstreamCaptureMode mode)
 {
-    return begin_capture(stream, mode, NULL, NULL, 0);
+    return begin_capture(stream, mode, NULL, NULL, NULL, 0);
 }
 
 CUresult cr_hand_cuStreamBeginCaptureToGraph(CUstream stream, CUgraph graph,
@@ -175,9 +174,7 @@ CUresult cr_hand_cuStreamBeginCaptureToGraph(CUstream stream, CUgraph graph,
 {
     if (!graph || (n && !deps) || n > UINT32_MAX)
         return CUDA_ERROR_INVALID_VALUE;
-    if (edges && !default_edges(edges, n))
-        return cr_unsupported("cuStreamBeginCaptureToGraph with edge data");
-    return begin_capture(stream, mode, graph, deps, n);
+    return begin_capture(stream, mode, graph, deps, edges, n);
 }
 
 /* The first cuStreamBeginCapture, from before capture modes: the global mode, as cudart
@@ -461,24 +458,6 @@ static void pack_handles(msgpack_packer *pk, const void *const *h, size_t n)
         msgpack_pack_uint64(pk, (uint64_t)(uintptr_t)h[i]);
 }
 
-/* A new node's dependencies: each a node, or [node, its edge's data] where that data is
- * not the default (edges NULL: all default). */
-static void pack_deps(msgpack_packer *pk, const CUgraphNode *deps, const CUgraphEdgeData *edges,
-                      size_t n)
-{
-    msgpack_pack_array(pk, (uint32_t)n);
-    for (size_t i = 0; i < n; i++) {
-        uint64_t data = edges ? edge_wire(&edges[i]) : 0;
-        if (data) {
-            msgpack_pack_array(pk, 2);
-            msgpack_pack_uint64(pk, (uint64_t)(uintptr_t)deps[i]);
-            msgpack_pack_uint64(pk, data);
-        } else {
-            msgpack_pack_uint64(pk, (uint64_t)(uintptr_t)deps[i]);
-        }
-    }
-}
-
 /* A node's request: `opcode` with arguments `vals`, or a kernel launch's (is_launch), or a
  * batch of memory operations' (memops), its stream left 0 for the launch to fill in; opcode
  * 0 is an empty node. */
@@ -535,7 +514,7 @@ static CUresult add_node(CUgraphNode *node, CUgraph graph, const CUgraphNode *de
         return cr_transport_error(err);
     msgpack_pack_array(&m.pk, 4);
     msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)graph);
-    pack_deps(&m.pk, deps, edges, ndeps);
+    cr_pack_deps(&m.pk, deps, edges, ndeps);
     pack_node_args(&m, a);
     uint64_t id = 0;
     CUresult r = cr_call_u64(&m, &id);
@@ -806,7 +785,7 @@ static CUresult child_node(CUgraphNode *node, CUgraph graph, const CUgraphNode *
         return cr_transport_error(err);
     msgpack_pack_array(&m.pk, move ? 4 : 3);
     msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)graph);
-    pack_deps(&m.pk, deps, edges, n);
+    cr_pack_deps(&m.pk, deps, edges, n);
     msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)child);
     if (move)
         msgpack_pack_uint64(&m.pk, 1);
@@ -868,7 +847,7 @@ static CUresult memory_node(uint16_t opcode, CUgraphNode *node, CUgraph graph,
         return cr_transport_error(err);
     msgpack_pack_array(&m.pk, 3);
     msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)graph);
-    pack_deps(&m.pk, deps, edges, n);
+    cr_pack_deps(&m.pk, deps, edges, n);
     msgpack_pack_uint64(&m.pk, value);
     cr_pending_t p = {0};
     msgpack_unpacked u;
@@ -1006,7 +985,7 @@ static CUresult conditional_node(CUgraphNode *node, CUgraph graph, const CUgraph
         return cr_transport_error(err);
     msgpack_pack_array(&m.pk, 5);
     msgpack_pack_uint64(&m.pk, (uint64_t)(uintptr_t)graph);
-    pack_deps(&m.pk, deps, edges, n);
+    cr_pack_deps(&m.pk, deps, edges, n);
     msgpack_pack_uint64(&m.pk, p->handle);
     msgpack_pack_uint64(&m.pk, (uint64_t)p->type);
     msgpack_pack_uint64(&m.pk, p->size);
@@ -1114,7 +1093,7 @@ static CUresult edges_call(uint16_t opcode, CUgraph graph, const CUgraphNode *fr
     if (data) {
         msgpack_pack_array(&m.pk, (uint32_t)n);
         for (size_t i = 0; i < n; i++)
-            msgpack_pack_uint64(&m.pk, edge_wire(&edges[i]));
+            msgpack_pack_uint64(&m.pk, cr_edge_wire(&edges[i]));
     }
     cr_pending_t p = {0};
     msgpack_unpacked u;
@@ -1166,44 +1145,9 @@ static CUresult give_nodes(const msgpack_object *ids, CUgraphNode *out, size_t *
 static int default_edges(const CUgraphEdgeData *edges, size_t n)
 {
     for (size_t i = 0; edges && i < n; i++)
-        if (edge_wire(&edges[i]))
+        if (cr_edge_wire(&edges[i]))
             return 0;
     return 1;
-}
-
-/* An edge's data as it travels: its first bytes read as a little-endian integer. */
-static uint64_t edge_wire(const CUgraphEdgeData *e)
-{
-    uint64_t w = 0;
-    for (int i = 7; i >= 0; i--)
-        w = w << 8 | ((const unsigned char *)e)[i];
-    return w;
-}
-
-/* The edges' data of a reply (none: every edge a default one) for the `given` nodes
- * written, into edges (the rest of its `room` zeroed); without edges to fill, nodes that
- * were written with data other than the default make it CUDA_ERROR_LOSSY_QUERY, as the
- * driver answers. */
-static CUresult give_edges(const msgpack_object *o, CUgraphEdgeData *edges, size_t room,
-                           const CUgraphNode *written, size_t given)
-{
-    if (o->type != MSGPACK_OBJECT_ARRAY || (o->via.array.size && o->via.array.size < given))
-        return CUDA_ERROR_UNKNOWN;
-    for (size_t i = 0; edges && i < room; i++)
-        memset(&edges[i], 0, sizeof edges[i]);
-    for (size_t i = 0; written && o->via.array.size && i < given; i++) {
-        const msgpack_object *w = &o->via.array.ptr[i];
-        if (w->type != MSGPACK_OBJECT_POSITIVE_INTEGER || w->via.u64 >> 24)
-            return CUDA_ERROR_UNKNOWN;
-        if (!edges && w->via.u64)
-            return CUDA_ERROR_LOSSY_QUERY;
-        if (edges) {
-            edges[i].from_port = (unsigned char)w->via.u64;
-            edges[i].to_port = (unsigned char)(w->via.u64 >> 8);
-            edges[i].type = (unsigned char)(w->via.u64 >> 16);
-        }
-    }
-    return CUDA_SUCCESS;
 }
 
 /* [handle] -> [[nodes]] or [[from nodes], [to nodes]] (two lists: b not NULL), and with
@@ -1233,7 +1177,7 @@ static CUresult query_nodes(uint16_t opcode, uint64_t handle, CUgraphNode *a, CU
         if (r == CUDA_SUCCESS && two)
             r = give_nodes(&reply->ptr[2], b, &second);
         if (r == CUDA_SUCCESS && data)
-            r = give_edges(&reply->ptr[2 + (two != 0)], edges, a ? room : 0, a, a ? *count : 0);
+            r = cr_give_edges(&reply->ptr[2 + (two != 0)], edges, a ? room : 0, a, a ? *count : 0);
     }
     cr_reply_done(&p, &u);
     return r;

@@ -188,9 +188,9 @@ typedef struct {
     uint8_t *kinds;
 } deps_t;
 
-/* What edge data the dependencies of deps_read may carry: none (a capture's), or that of
- * edges to a node that is not a kernel, or to a kernel node. */
-enum { DATA_NONE, DATA_TO_OTHER, DATA_TO_KERNEL };
+/* What edge data the dependencies of deps_read may carry: that of edges to a node that is
+ * not a kernel, or to a kernel node (or to a capture's next node, checked when it comes). */
+enum { DATA_TO_OTHER = 1, DATA_TO_KERNEL };
 
 static int deps_read(cr_session_t *s, const graph_t *g, const msgpack_object *o, deps_t *d,
                      int data);
@@ -205,6 +205,8 @@ typedef struct {
     uint32_t *tails; /* what the stream's next node depends on: the last it captured, and */
     uint32_t ntails; /* what it joined since (event waits), by index */
     uint64_t into;   /* the handle id of the graph it captures into, 0: a graph of its own */
+    uint8_t *kinds;  /* the data of those edges (given with cuStreamBeginCaptureToGraph or
+                        cuStreamUpdateCaptureDependencies), by the same index; NULL: none */
 } capture_t;
 
 typedef struct {
@@ -563,6 +565,21 @@ static int is_kernel(const node_t *n)
     return n->opcode && node_kind(n->opcode) == CR_OP_cuLaunchKernel;
 }
 
+typedef struct {
+    uint32_t from, to; /* node indices */
+    uint8_t kind;      /* its data (edge_kind) */
+} edge_t;
+
+/* Whether an edge from -> to with data `kind` may be: a port leaves a kernel node, and a
+ * programmatic edge joins two. */
+static int edge_fits(const graph_t *g, const edge_t *e)
+{
+    if (!e->kind)
+        return 1;
+    int programmatic = e->kind >> 4 == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+    return is_kernel(&g->nodes[e->from]) && (!programmatic || is_kernel(&g->nodes[e->to]));
+}
+
 /* Whether two nodes are the same request (edges aside). */
 static int same_node(const node_t *a, const node_t *b)
 {
@@ -640,12 +657,46 @@ static int follow(capture_t *cap)
     graph_t *g = cap->graph;
     uint32_t last = (uint32_t)(g->count - 1);
     uint32_t *one = NULL;
-    if (set_deps(g, last, cap->tails, NULL, cap->ntails) != 0 || !(one = malloc(sizeof *one)))
+    for (uint32_t i = 0; cap->kinds && i < cap->ntails; i++) /* a programmatic edge: kernels */
+        if (!edge_fits(g, &(edge_t){cap->tails[i], last, cap->kinds[i]}))
+            return -1;
+    if (set_deps(g, last, cap->tails, cap->kinds, cap->ntails) != 0 || !(one = malloc(sizeof *one)))
         return -1;
     free(cap->tails);
+    free(cap->kinds);
     one[0] = last;
     cap->tails = one;
     cap->ntails = 1;
+    cap->kinds = NULL;
+    return 0;
+}
+
+/* The capturing stream's next node depends on the n nodes at `tails` too, with the edges'
+ * data `kinds` (NULL: default): what a stream whose event it waited on had done, or nodes
+ * the program named. 0 or -1. */
+static int join(capture_t *cap, const uint32_t *tails, const uint8_t *kinds, uint32_t n)
+{
+    for (uint32_t k = 0; k < n; k++) {
+        int seen = 0;
+        for (uint32_t i = 0; i < cap->ntails && !seen; i++)
+            seen = cap->tails[i] == tails[k];
+        uint8_t kind = kinds ? kinds[k] : 0;
+        if (seen)
+            continue;
+        uint32_t *t = realloc(cap->tails, ((size_t)cap->ntails + 1) * sizeof *t);
+        if (!t)
+            return -1;
+        cap->tails = t;
+        if (kind || cap->kinds) { /* the data of every edge, once one has some */
+            uint8_t *more = cap->kinds ? realloc(cap->kinds, (size_t)cap->ntails + 1)
+                                       : calloc((size_t)cap->ntails + 1, 1);
+            if (!more)
+                return -1;
+            more[cap->ntails] = kind;
+            cap->kinds = more;
+        }
+        t[cap->ntails++] = tails[k];
+    }
     return 0;
 }
 
@@ -653,19 +704,7 @@ static int follow(capture_t *cap)
  * what the event's stream had done then, too. 0 or -1. */
 static int join_tails(capture_t *cap, const mark_t *m)
 {
-    for (uint32_t k = 0; k < m->ntails; k++) {
-        int seen = 0;
-        for (uint32_t i = 0; i < cap->ntails && !seen; i++)
-            seen = cap->tails[i] == m->tails[k];
-        if (seen)
-            continue;
-        uint32_t *t = realloc(cap->tails, ((size_t)cap->ntails + 1) * sizeof *t);
-        if (!t)
-            return -1;
-        t[cap->ntails++] = m->tails[k];
-        cap->tails = t;
-    }
-    return 0;
+    return join(cap, m->tails, NULL, m->ntails);
 }
 
 /* The event of m was recorded on a stream whose work so far is cap's tails. 0 or -1. */
@@ -1065,10 +1104,12 @@ static void end_capture(captures_t *c, graph_t *g)
 {
     size_t k = 0;
     for (size_t i = 0; i < c->count; i++)
-        if (c->caps[i].graph != g)
+        if (c->caps[i].graph != g) {
             c->caps[k++] = c->caps[i];
-        else
+        } else {
             free(c->caps[i].tails);
+            free(c->caps[i].kinds);
+        }
     c->count = k;
     k = 0;
     for (size_t i = 0; i < c->mark_count; i++)
@@ -1132,8 +1173,24 @@ static void reply_graph(cr_request_t *req, graph_t *g)
     reply_id(req, r, r == CUDA_SUCCESS ? id : 0);
 }
 
+/* The data of the n dependencies deps_read read, as a capture keeps it: its own copy, or
+ * NULL when every edge is a default one. 0 or -1. */
+static int tail_kinds(const deps_t *d, uint8_t **kinds)
+{
+    *kinds = NULL;
+    int some = 0;
+    for (uint32_t i = 0; i < d->n; i++)
+        some |= d->kinds[i] != 0;
+    if (some && !(*kinds = malloc(d->n)))
+        return -1;
+    if (some)
+        memcpy(*kinds, d->kinds, d->n);
+    return 0;
+}
+
 /* [stream, mode], or [stream, mode, graph, dependencies] (cuStreamBeginCaptureToGraph):
- * a capture into a graph of its own, or into that graph after those of its nodes. */
+ * a capture into a graph of its own, or into that graph after those of its nodes (with
+ * their edges' data for the first node captured). */
 void cr_srv_cuStreamBeginCapture_v2(cr_request_t *req)
 {
     cr_session_t *s = req->session;
@@ -1154,7 +1211,7 @@ void cr_srv_cuStreamBeginCapture_v2(cr_request_t *req)
     }
     graph_t *target = into ? cr_session_handle(s, CR_HT_CUgraph, into) : NULL;
     deps_t d = {NULL, 0, NULL};
-    if (into && (!target || !deps_read(s, target, &req->args[3], &d, DATA_NONE))) {
+    if (into && (!target || !deps_read(s, target, &req->args[3], &d, DATA_TO_KERNEL))) {
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;
     }
@@ -1165,7 +1222,9 @@ void cr_srv_cuStreamBeginCapture_v2(cr_request_t *req)
         return;
     }
     graph_t *g = !c || c->count >= MAX_CAPTURING ? NULL : target ? target : graph_new(&c->bytes);
-    if (!g || cr_array_room((void **)&c->caps, &c->cap, c->count, sizeof *c->caps)) {
+    uint8_t *kinds = NULL;
+    if (!g || cr_array_room((void **)&c->caps, &c->cap, c->count, sizeof *c->caps) ||
+        tail_kinds(&d, &kinds) != 0) {
         if (!target)
             graph_unref(g);
         free(d.idx);
@@ -1174,12 +1233,13 @@ void cr_srv_cuStreamBeginCapture_v2(cr_request_t *req)
     }
     if (target)
         target->refs++; /* the capture's, beside its handle's */
-    c->caps[c->count++] = (capture_t){sid, sid, g, d.idx, d.n, into};
+    c->caps[c->count++] = (capture_t){sid, sid, g, d.idx, d.n, into, kinds};
     cr_request_finish(req, CUDA_SUCCESS);
 }
 
-/* [stream] -> [graph, [nodes]]: the graph a stream captures into and the nodes its next
- * work will depend on, for the program to add nodes to it (a conditional node, say). A
+/* [stream] -> [graph, [nodes], [their edges' data]]: the graph a stream captures into and
+ * the nodes its next work will depend on (the data list empty when every edge is a default
+ * one), for the program to add nodes to it (a conditional node, say). A
  * capture of a graph of its own gives it a handle now, as a capture into a graph the
  * program made has; the capture's end answers that handle. */
 void cr_srv_cuStreamGetCaptureInfo_v3(cr_request_t *req)
@@ -1219,11 +1279,15 @@ void cr_srv_cuStreamGetCaptureInfo_v3(cr_request_t *req)
     for (uint32_t i = 0; r == CUDA_SUCCESS && i < cap->ntails; i++)
         r = node_handle(s, g, cap->tails[i], &ids[i]);
     cr_reply_t reply;
-    if (cr_reply_begin(req, &reply, r, 2) == 0) {
+    uint32_t data = r == CUDA_SUCCESS && cap->kinds ? cap->ntails : 0;
+    if (cr_reply_begin(req, &reply, r, 3) == 0) {
         msgpack_pack_uint64(&reply.pk, r == CUDA_SUCCESS ? cap->into : 0);
         msgpack_pack_array(&reply.pk, r == CUDA_SUCCESS ? cap->ntails : 0);
         for (uint32_t i = 0; r == CUDA_SUCCESS && i < cap->ntails; i++)
             msgpack_pack_uint64(&reply.pk, ids[i]);
+        msgpack_pack_array(&reply.pk, data);
+        for (uint32_t i = 0; i < data; i++)
+            msgpack_pack_uint64(&reply.pk, edge_wire(cap->kinds[i]));
         cr_reply_send(req, &reply, 0);
     }
     free(ids);
@@ -1231,7 +1295,8 @@ void cr_srv_cuStreamGetCaptureInfo_v3(cr_request_t *req)
 }
 
 /* [stream, [nodes], flags]: the stream's next work depends on these nodes of its capture's
- * graph (CU_STREAM_SET_CAPTURE_DEPENDENCIES) or on them too (ADD). */
+ * graph (CU_STREAM_SET_CAPTURE_DEPENDENCIES) or on them too (ADD), each given as a node or
+ * [node, its edge's data]. */
 void cr_srv_cuStreamUpdateCaptureDependencies_v2(cr_request_t *req)
 {
     cr_session_t *s = req->session;
@@ -1246,19 +1311,26 @@ void cr_srv_cuStreamUpdateCaptureDependencies_v2(cr_request_t *req)
     }
     if ((flags != CU_STREAM_ADD_CAPTURE_DEPENDENCIES &&
          flags != CU_STREAM_SET_CAPTURE_DEPENDENCIES) ||
-        !deps_read(s, cap->graph, &req->args[1], &d, DATA_NONE)) {
+        !deps_read(s, cap->graph, &req->args[1], &d, DATA_TO_KERNEL)) {
         cr_request_finish(req, CUDA_ERROR_INVALID_VALUE);
         return;
     }
     if (flags == CU_STREAM_SET_CAPTURE_DEPENDENCIES) {
+        uint8_t *kinds;
+        if (tail_kinds(&d, &kinds) != 0) {
+            free(d.idx);
+            cr_request_finish(req, CUDA_ERROR_OUT_OF_MEMORY);
+            return;
+        }
         free(cap->tails);
+        free(cap->kinds);
         cap->tails = d.idx;
         cap->ntails = d.n;
+        cap->kinds = kinds;
         cr_request_finish(req, CUDA_SUCCESS);
         return;
     }
-    mark_t added = {0, cap->graph, d.idx, d.n}; /* joined as an event's stream would be */
-    CUresult r = join_tails(cap, &added) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = join(cap, d.idx, d.kinds, d.n) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
     free(d.idx);
     cr_request_finish(req, r);
 }
@@ -1786,8 +1858,7 @@ static node_ref_t *dep_of(cr_session_t *s, const graph_t *g, const msgpack_objec
     if (o->type != MSGPACK_OBJECT_ARRAY)
         return node_of(s, g, o);
     uint64_t wire;
-    node_ref_t *n =
-        data != DATA_NONE && o->via.array.size == 2 ? node_of(s, g, &o->via.array.ptr[0]) : NULL;
+    node_ref_t *n = o->via.array.size == 2 ? node_of(s, g, &o->via.array.ptr[0]) : NULL;
     if (!n || cr_obj_u64(&o->via.array.ptr[1], &wire) || edge_kind(wire, kind) != 0 ||
         (*kind && !is_kernel(&g->nodes[n->index])) ||
         (*kind >> 4 == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC && data != DATA_TO_KERNEL))
@@ -2332,21 +2403,6 @@ void cr_srv_cuGraphAddChildGraphNode(cr_request_t *req)
         cr_session_handle_reparent(s, cid, nid);
     }
     reply_node(req, g, g->count - 1);
-}
-
-typedef struct {
-    uint32_t from, to; /* node indices */
-    uint8_t kind;      /* its data (edge_kind) */
-} edge_t;
-
-/* Whether an edge from -> to with data `kind` may be: a port leaves a kernel node, and a
- * programmatic edge joins two. */
-static int edge_fits(const graph_t *g, const edge_t *e)
-{
-    if (!e->kind)
-        return 1;
-    int programmatic = e->kind >> 4 == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
-    return is_kernel(&g->nodes[e->from]) && (!programmatic || is_kernel(&g->nodes[e->to]));
 }
 
 /* [graph, from nodes, to nodes (, their edges' data)] (cuGraphAdd/RemoveDependencies): the

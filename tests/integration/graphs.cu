@@ -857,6 +857,82 @@ static void edges_with_data(float *x, float *y, float *z, cudaStream_t s)
     printf("edge data: kept, read back, removed with its data, refused where the driver does\n");
 }
 
+// Edge data given to a capture: cudaStreamBeginCaptureToGraph after a kernel node with a
+// programmatic edge, read back by cudaStreamGetCaptureInfo (cudaErrorLossyQuery without
+// room for it) and taken by the first kernel captured; cudaStreamUpdateCaptureDependencies
+// with data likewise. The captured kernels write memory the earlier ones do not (or the
+// same values again), so the results hold however closely they follow. Through the stub
+// also: a memset after a programmatic dependency invalidates the capture.
+static void capture_edge_data(float *x, float *y, float *z, cudaStream_t s, bool stub)
+{
+    dim3 grid((N + 255) / 256), block(256);
+    cudaGraph_t g, same;
+    CHECK_CUDA(cudaGraphCreate(&g, 0));
+    cudaGraphNode_t kernels[2];
+    scale_add(g, nullptr, x, y, 2.0f, 1.0f, kernels); // y = 3x + 1
+    cudaGraphEdgeData pdl = {};
+    pdl.from_port = cudaGraphKernelNodePortProgrammatic;
+    pdl.type = cudaGraphDependencyTypeProgrammatic;
+    CHECK_CUDA(cudaStreamBeginCaptureToGraph(s, g, &kernels[1], &pdl, 1,
+                                             cudaStreamCaptureModeGlobal));
+    cudaStreamCaptureStatus st;
+    const cudaGraphNode_t *deps = nullptr;
+    const cudaGraphEdgeData *data = nullptr;
+    size_t n = 0;
+    CHECK_CUDA(cudaStreamGetCaptureInfo(s, &st, nullptr, nullptr, &deps, &data, &n));
+    CHECK(n == 1 && deps[0] == kernels[1] && data &&
+              data[0].type == cudaGraphDependencyTypeProgrammatic &&
+              data[0].from_port == cudaGraphKernelNodePortProgrammatic,
+          "the capture's dependency: %zu, type %d", n, data ? (int)data[0].type : -1);
+    EXPECT_CUDA_ERROR(cudaStreamGetCaptureInfo(s, &st, nullptr, nullptr, &deps, nullptr, &n),
+                      cudaErrorLossyQuery);
+    cudaGetLastError();
+    axpb<<<grid, block, 0, s>>>(x, z, 3.0f, 0.0f, N); // z = 3x
+    CHECK_CUDA(cudaGetLastError());
+    CHECK_CUDA(cudaStreamGetCaptureInfo(s, &st, nullptr, nullptr, &deps, &data, &n));
+    CHECK(n == 1 && data && data[0].type == 0 && data[0].from_port == 0,
+          "after a captured kernel the dependency is a default one (type %d)",
+          data ? (int)data[0].type : -1);
+    cudaGraphNode_t third = deps[0];
+    CHECK_CUDA(cudaStreamUpdateCaptureDependencies(s, &third, &pdl, 1,
+                                                   cudaStreamSetCaptureDependencies));
+    axpb<<<grid, block, 0, s>>>(x, z, 3.0f, 0.0f, N); // the same values again
+    CHECK_CUDA(cudaGetLastError());
+    CHECK_CUDA(cudaStreamEndCapture(s, &same));
+    CHECK(same == g, "the capture ended in another graph");
+    cudaGraphNode_t from[4], to[4];
+    cudaGraphEdgeData edges[4];
+    size_t count = 4;
+    CHECK_CUDA(cudaGraphGetEdges(g, from, to, edges, &count));
+    int programmatic = 0;
+    for (size_t i = 0; i < count; i++)
+        programmatic += edges[i].type == cudaGraphDependencyTypeProgrammatic &&
+                        (from[i] == kernels[1] || from[i] == third);
+    CHECK(count == 3 && programmatic == 2, "%zu edges, %d programmatic ones", count, programmatic);
+    cudaGraphExec_t exec;
+    CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
+    fill(x, 2.0f);
+    fill(y, -9.0f);
+    fill(z, -9.0f);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    CHECK_CUDA(cudaGraphLaunch(exec, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    expect_all(y, 7.0f, "y before the captured kernels");
+    expect_all(z, 6.0f, "z by kernels captured after programmatic dependencies");
+    CHECK_CUDA(cudaGraphExecDestroy(exec));
+    if (stub) { // a programmatic dependency of a memset: the capture is invalid
+        cudaGraph_t other;
+        CHECK_CUDA(cudaStreamBeginCaptureToGraph(s, g, &third, &pdl, 1,
+                                                 cudaStreamCaptureModeGlobal));
+        CHECK_CUDA(cudaMemsetAsync(z, 0, BYTES, s)); // kept; the capture is invalid now
+        EXPECT_CUDA_ERROR(cudaStreamEndCapture(s, &other), cudaErrorStreamCaptureInvalidated);
+        cudaGetLastError();
+    } else {
+        CHECK_CUDA(cudaGraphDestroy(g));
+    }
+    printf("edge data given to a capture: read back, taken by the next kernel captured\n");
+}
+
 // A kernel launched with programmatic stream serialization allowed (PDL), captured after
 // another, runs in the graph (through the stub as the driver's graph: the attribute,
 // which the driver takes for launches only, is left out of the kernel node, which then
@@ -1113,6 +1189,7 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "--pdl") == 0) { // alone, for the server's log
         pdl_capture(x, y, z, s1);
         edges_with_data(x, y, z, s1);
+        capture_edge_data(x, y, z, s1, false);
         return 0;
     }
     if (argc > 1 && strcmp(argv[1], "--same-as-native") == 0) {
@@ -1128,6 +1205,7 @@ int main(int argc, char **argv)
         memory_node_rules(x, y, s1);
         edges_with_data(x, y, z, s1);
         pdl_capture(x, y, z, s1);
+        capture_edge_data(x, y, z, s1, false);
         printf("graphs: the parts the driver shares passed\n");
         return 0;
     }
@@ -1758,6 +1836,7 @@ int main(int argc, char **argv)
     moved_graph_goes_with_its_node(s1);
     edges_with_data(x, y, z, s1);
     pdl_capture(x, y, z, s1);
+    capture_edge_data(x, y, z, s1, true);
     conditional_picture(y);
     CHECK_CUDA(cudaEventDestroy(fork));
     CHECK_CUDA(cudaEventDestroy(join));

@@ -60,11 +60,12 @@ cr_cuda_program(graphs)
 # nodes (or nodes that fail) are replayed node by node: both forms must be taken
 cr_cuda_test(graphs RUN_ARGS --server-arg=--log --server-arg=debug
   --expect-log "(?s)(?=.*runs as the driver's graph)(?=.*is replayed node by node)")
-# a captured PDL launch and a programmatic edge added by hand: their graphs are the
-# driver's (the launch-only attribute left out, programmatic edges added to it)
+# a captured PDL launch, a programmatic edge added by hand, and programmatic dependencies
+# given to a capture: their graphs are the driver's (the launch-only attribute left out,
+# programmatic edges added to it)
 cr_cuda_test(graphs_pdl PROGRAM graphs ARGS --pdl RUN_ARGS --server-arg=--log
   --server-arg=debug --reject-log "is replayed node by node" --expect-log
-  "(?s)(?=.*driver's graph \\(2 nodes, 2 kernels\\))(?=.*driver's graph \\(4 nodes, 3 kernels\\))")
+  "(?s)(?=.*graph \\(2 nodes, 2 kernels\\))(?=.*graph \\(4 nodes, 3 kernels\\))(?=.*graph \\(4 nodes, 4 kernels\\))")
 cr_cuda_program(conditional)
 # conditional nodes run only as the driver's graph (never replayed)
 cr_cuda_test(conditional RUN_ARGS --server-arg=--log --server-arg=debug

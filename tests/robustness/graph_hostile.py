@@ -68,6 +68,16 @@ def graph_hostile(server, opcodes):
            reply(a, 'cuGraphAddNode', [g, [[second, 0]], 0, []])[0], SUCCESS)
     expect('another session cannot read the edges',
            result('cuGraphGetEdges', [g], c=b), INVALID_VALUE)
+    # a capture into the graph after dependencies with data
+    stream = (1 << 62) + 9
+    a.send_async('cuStreamCreate', [stream, 1])
+    for what, data in (('an input port', 1 << 8),
+                       ('a port out of a memset', PROGRAMMATIC | PORT_PROGRAMMATIC)):
+        expect('a capture after a dependency with %s is refused' % what,
+               result('cuStreamBeginCapture_v2', [stream, 0, g, [[second, data]]]),
+               INVALID_VALUE)
+    expect('so the stream does not capture',
+           reply(a, 'cuStreamGetCaptureInfo_v3', [stream])[0], 401)  # ILLEGAL_STATE
 
     # moves
     def move(parent, child, how=1, c=a):
