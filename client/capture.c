@@ -12,6 +12,9 @@
  * waiting on an event recorded in it; the capture ends, for every stream in it, at
  * cuStreamEndCapture on the stream that began it.
  *
+ * It also keeps how both modules send a node's dependencies with their edges' data, and
+ * read it back (cr_pack_deps, cr_give_edges).
+ *
  * Threads: any; one lock over the table, and none taken while no stream captures. */
 #include "capture.h"
 

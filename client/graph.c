@@ -2,7 +2,8 @@
  * and launching it. The server holds graphs and their nodes (server/graph.c); graph,
  * executable-graph and node handles are the server's ids. Messages, each
  * [arguments] -> [CUresult, result]:
- *   cuStreamBeginCapture_v2     [stream, mode]
+ *   cuStreamBeginCapture_v2     [stream, mode], or [stream, mode, graph, dependencies] to
+ *                               capture into that graph (cuStreamBeginCaptureToGraph)
  *   cuStreamEndCapture          [stream] -> graph
  *   cuGraphCreate               [flags] -> graph
  *   cuGraphClone                [graph] -> graph
