@@ -45,7 +45,8 @@
  *                               with CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
  *   cuGraphDebugDotPrint        [graph] -> [[opcode, inner, removed, [dependencies]
  *                               (, [kind, handle, [body]...])]...]: its nodes in the
- *                               order they were added; the client writes the DOT file
+ *                               order they were added, a dependency whose edge has data
+ *                               as [place, data]; the client writes the DOT file
  *   cuGraphInstantiateWithFlags [graph, flags] -> executable graph (failed: why, as
  *                               CUgraphInstantiateResult)
  *   cuGraphLaunch, cuGraphUpload [executable graph, stream], not waited for
@@ -2086,10 +2087,24 @@ static void write_nodes(FILE *f, const msgpack_object_array *nodes, const char *
                 label);
         const msgpack_object *deps = &n->via.array.ptr[3];
         for (uint32_t k = 0; deps->type == MSGPACK_OBJECT_ARRAY && k < deps->via.array.size; k++) {
-            uint64_t d;
-            if (small_uint(&deps->via.array.ptr[k], &d) && d != i && d < nodes->size)
-                fprintf(f, "%*s%sn%llu -> %sn%u;\n", pad, "", prefix, (unsigned long long)d, prefix,
-                        i);
+            const msgpack_object *e = &deps->via.array.ptr[k];
+            uint64_t d, data = 0; /* an edge with data: [place, data] */
+            if (e->type == MSGPACK_OBJECT_ARRAY && e->via.array.size == 2 &&
+                e->via.array.ptr[1].type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+                data = e->via.array.ptr[1].via.u64;
+                e = &e->via.array.ptr[0];
+            }
+            if (!small_uint(e, &d) || d == i || d >= nodes->size)
+                continue;
+            fprintf(f, "%*s%sn%llu -> %sn%u", pad, "", prefix, (unsigned long long)d, prefix, i);
+            unsigned port = (unsigned)(data & 0xff), type = (unsigned)(data >> 16 & 0xff);
+            if (data) /* a dotted edge, named by its port (and programmatic type) */
+                fprintf(f, " [style=dotted, label=\"%s%s\"]",
+                        type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC ? "programmatic, " : "",
+                        port == CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC   ? "port programmatic"
+                        : port == CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER ? "port launch order"
+                                                                         : "port default");
+            fprintf(f, ";\n");
         }
         if (cond)
             write_bodies(f, cond, prefix, i, depth);

@@ -2677,11 +2677,20 @@ static uint32_t *flat_places(const graph_t *g, size_t first)
     return at;
 }
 
-static void pack_deps(msgpack_packer *pk, const uint32_t *deps, uint32_t n, const uint32_t *at)
+static void pack_deps(msgpack_packer *pk, const uint32_t *deps, uint32_t n, const uint32_t *at,
+                      const uint8_t *kinds)
 {
     msgpack_pack_array(pk, n);
-    for (uint32_t k = 0; k < n; k++)
-        msgpack_pack_uint32(pk, at ? at[deps[k]] : deps[k]);
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t place = at ? at[deps[k]] : deps[k];
+        if (kinds && kinds[k]) { /* [place, the edge's data] */
+            msgpack_pack_array(pk, 2);
+            msgpack_pack_uint32(pk, place);
+            msgpack_pack_uint64(pk, edge_wire(kinds[k]));
+        } else {
+            msgpack_pack_uint32(pk, place);
+        }
+    }
 }
 
 /* Packs g's nodes for the picture, g's first at `first`, as [opcode, inner, removed,
@@ -2717,11 +2726,11 @@ static void pack_flat(msgpack_packer *pk, const graph_t *g, size_t first, int in
         msgpack_pack_uint8(pk, (uint8_t)inner);
         msgpack_pack_uint8(pk, n->removed || n->hidden);
         if (nmine)
-            pack_deps(pk, mine, nmine, NULL);
+            pack_deps(pk, mine, nmine, NULL, NULL);
         else if (n->ndeps)
-            pack_deps(pk, n->deps, at ? n->ndeps : 0, at);
+            pack_deps(pk, n->deps, at ? n->ndeps : 0, at, n->kinds);
         else
-            pack_deps(pk, roots, nroots, NULL);
+            pack_deps(pk, roots, nroots, NULL, NULL);
         free(mine);
         if (cond) { /* bodies nest at most MAX_LEVEL deep */
             msgpack_pack_array(pk, 2 + cond->size);

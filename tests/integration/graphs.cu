@@ -750,8 +750,9 @@ static void edges_to_earlier_nodes(float *x, float *y, cudaStream_t s)
 // lose it fails with cudaErrorLossyQuery); an edge is removed only with its data; data
 // the driver's rules refuse (a port on a memset node, an input port, a programmatic edge
 // from the default port) is refused; the graph runs (the edge's two kernels touch
-// different memory, so its result holds however closely they follow).
-static void edges_with_data(float *x, float *y, float *z, cudaStream_t s)
+// different memory, so its result holds however closely they follow). Through the stub
+// also: its DOT picture draws the edge dotted, named by its data.
+static void edges_with_data(float *x, float *y, float *z, cudaStream_t s, bool stub)
 {
     cudaGraph_t g;
     CHECK_CUDA(cudaGraphCreate(&g, 0));
@@ -849,6 +850,22 @@ static void edges_with_data(float *x, float *y, float *z, cudaStream_t s)
     expect_all(y, 7.0f, "y in a graph with a programmatic edge");
     expect_all(z, 6.0f, "z after a programmatic edge");
     CHECK_CUDA(cudaGraphExecDestroy(exec));
+    if (stub) { // the stub's DOT picture draws the edge with its data
+        char path[64];
+        snprintf(path, sizeof path, "/tmp/cr-graphs-edges-%d.dot", (int)getpid());
+        CHECK_CUDA(cudaGraphDebugDotPrint(g, path, 0));
+        FILE *dot = fopen(path, "r");
+        CHECK(dot, "no DOT file at %s", path);
+        std::string text;
+        for (int c; (c = fgetc(dot)) != EOF;)
+            text += (char)c;
+        fclose(dot);
+        unlink(path);
+        CHECK(text.find("n1 -> n2 [style=dotted, label=\"programmatic, port programmatic\"];") !=
+                      std::string::npos &&
+                  text.find("n0 -> n1;") != std::string::npos,
+              "the DOT file lacks the edges:\n%s", text.c_str());
+    }
     CHECK_CUDA(cudaGraphRemoveDependencies(g, &kernels[1], &third, &pdl, 1));
     count = 4;
     CHECK_CUDA(cudaGraphNodeGetDependencies(third, from, nullptr, &count));
@@ -1188,7 +1205,7 @@ int main(int argc, char **argv)
     CHECK_CUDA(cudaStreamCreateWithFlags(&s3, cudaStreamNonBlocking));
     if (argc > 1 && strcmp(argv[1], "--pdl") == 0) { // alone, for the server's log
         pdl_capture(x, y, z, s1);
-        edges_with_data(x, y, z, s1);
+        edges_with_data(x, y, z, s1, false);
         capture_edge_data(x, y, z, s1, false);
         return 0;
     }
@@ -1203,7 +1220,7 @@ int main(int argc, char **argv)
         child_graph_nodes(x, y, s1);
         edges_to_earlier_nodes(x, y, s1);
         memory_node_rules(x, y, s1);
-        edges_with_data(x, y, z, s1);
+        edges_with_data(x, y, z, s1, false);
         pdl_capture(x, y, z, s1);
         capture_edge_data(x, y, z, s1, false);
         printf("graphs: the parts the driver shares passed\n");
@@ -1834,7 +1851,7 @@ int main(int argc, char **argv)
     edges_to_earlier_nodes(x, y, s1);
     memory_node_rules(x, y, s1);
     moved_graph_goes_with_its_node(s1);
-    edges_with_data(x, y, z, s1);
+    edges_with_data(x, y, z, s1, true);
     pdl_capture(x, y, z, s1);
     capture_edge_data(x, y, z, s1, true);
     conditional_picture(y);
