@@ -26,7 +26,7 @@
  * Launch attributes the driver takes for launches only and that only allow more overlap
  * or state a preference are left out of kernel nodes (launch_only); edges with data (a
  * programmatic edge between kernels, and those a captured launch that allows programmatic
- * overlap has from the kernels it follows, as the driver makes them when it captures) are
+ * overlap has from the kernels it follows, split_deps) are
  * added to a kernel node after it, when the driver has the call for them.
  *
  * Conditional nodes: their handles are made against a driver graph before any node names
@@ -392,9 +392,9 @@ static int programmatic(const cr_launch_t *l)
 /* Splits the kernel node's dependencies (g->deps, graph.c's `deps`) into those it is added
  * after (left in g->deps) and edges with data, added once it is (*from, *data, *n; free
  * them): the data graph.c kept (`edges`, NULL: none), and for a launch that allows
- * programmatic overlap, a programmatic edge from each kernel it follows, as the driver
- * makes of such a launch when it is captured. Without the driver's call for such edges
- * every edge stays whole. */
+ * programmatic overlap, a programmatic edge from each kernel it follows (what we take the
+ * driver to make of such a launch when it captures it; not yet seen on a GPU). Without the
+ * driver's call for such edges every edge stays whole. */
 static CUresult split_deps(cr_device_graph_t *g, const uint32_t *deps, const CUgraphEdgeData *edges,
                            int pdl, CUgraphNode **from, CUgraphEdgeData **data, size_t *n)
 {

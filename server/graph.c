@@ -570,14 +570,17 @@ typedef struct {
     uint8_t kind;      /* its data (edge_kind) */
 } edge_t;
 
-/* Whether an edge from -> to with data `kind` may be: a port leaves a kernel node, and a
- * programmatic edge joins two. */
+/* Whether an edge with data `kind` may leave node `from` for a node that is a kernel
+ * (to_kernel) or not: a port leaves a kernel node, and a programmatic edge joins two. */
+static int kind_fits(const node_t *from, int to_kernel, uint8_t kind)
+{
+    int programmatic = kind >> 4 == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+    return !kind || (is_kernel(from) && (!programmatic || to_kernel));
+}
+
 static int edge_fits(const graph_t *g, const edge_t *e)
 {
-    if (!e->kind)
-        return 1;
-    int programmatic = e->kind >> 4 == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
-    return is_kernel(&g->nodes[e->from]) && (!programmatic || is_kernel(&g->nodes[e->to]));
+    return kind_fits(&g->nodes[e->from], is_kernel(&g->nodes[e->to]), e->kind);
 }
 
 /* Whether two nodes are the same request (edges aside). */
@@ -1860,8 +1863,7 @@ static node_ref_t *dep_of(cr_session_t *s, const graph_t *g, const msgpack_objec
     uint64_t wire;
     node_ref_t *n = o->via.array.size == 2 ? node_of(s, g, &o->via.array.ptr[0]) : NULL;
     if (!n || cr_obj_u64(&o->via.array.ptr[1], &wire) || edge_kind(wire, kind) != 0 ||
-        (*kind && !is_kernel(&g->nodes[n->index])) ||
-        (*kind >> 4 == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC && data != DATA_TO_KERNEL))
+        !kind_fits(&g->nodes[n->index], data == DATA_TO_KERNEL, *kind))
         return NULL;
     return n;
 }

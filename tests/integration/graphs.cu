@@ -69,6 +69,35 @@ static void expect_all(const float *dev, float want, const char *what)
         CHECK(h[i] == want, "%s: element %d is %g, expected %g", what, i, h[i], want);
 }
 
+// One launch of exec on s, x filled with xv and y (and z, when given) with -9 first.
+static void launch_fresh(cudaGraphExec_t exec, cudaStream_t s, float *x, float xv, float *y,
+                         float *z = nullptr)
+{
+    fill(x, xv);
+    fill(y, -9.0f);
+    if (z)
+        fill(z, -9.0f);
+    CHECK_CUDA(cudaDeviceSynchronize()); // s does not wait for the legacy stream
+    CHECK_CUDA(cudaGraphLaunch(exec, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+}
+
+// The DOT file cudaGraphDebugDotPrint writes of g.
+static std::string dot_of(cudaGraph_t g)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/cr-graphs-%d.dot", (int)getpid());
+    CHECK_CUDA(cudaGraphDebugDotPrint(g, path, 0));
+    FILE *dot = fopen(path, "r");
+    CHECK(dot, "no DOT file at %s", path);
+    std::string text;
+    for (int c; (c = fgetc(dot)) != EOF;)
+        text += (char)c;
+    fclose(dot);
+    unlink(path);
+    return text;
+}
+
 // a memset node's parameters: `width` floats of dst set to zero
 static cudaMemsetParams zeroing(float *dst, size_t width)
 {
@@ -841,26 +870,12 @@ static void edges_with_data(float *x, float *y, float *z, cudaStream_t s, bool s
     CHECK(count == 3, "%zu edges after the refusals, not 3", count);
     cudaGraphExec_t exec;
     CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
-    fill(x, 2.0f);
-    fill(y, -9.0f);
-    fill(z, -9.0f);
-    CHECK_CUDA(cudaDeviceSynchronize());
-    CHECK_CUDA(cudaGraphLaunch(exec, s));
-    CHECK_CUDA(cudaStreamSynchronize(s));
+    launch_fresh(exec, s, x, 2.0f, y, z);
     expect_all(y, 7.0f, "y in a graph with a programmatic edge");
     expect_all(z, 6.0f, "z after a programmatic edge");
     CHECK_CUDA(cudaGraphExecDestroy(exec));
     if (stub) { // the stub's DOT picture draws the edge with its data
-        char path[64];
-        snprintf(path, sizeof path, "/tmp/cr-graphs-edges-%d.dot", (int)getpid());
-        CHECK_CUDA(cudaGraphDebugDotPrint(g, path, 0));
-        FILE *dot = fopen(path, "r");
-        CHECK(dot, "no DOT file at %s", path);
-        std::string text;
-        for (int c; (c = fgetc(dot)) != EOF;)
-            text += (char)c;
-        fclose(dot);
-        unlink(path);
+        std::string text = dot_of(g);
         CHECK(text.find("n1 -> n2 [style=dotted, label=\"programmatic, port programmatic\"];") !=
                       std::string::npos &&
                   text.find("n0 -> n1;") != std::string::npos,
@@ -928,12 +943,7 @@ static void capture_edge_data(float *x, float *y, float *z, cudaStream_t s, bool
     CHECK(count == 3 && programmatic == 2, "%zu edges, %d programmatic ones", count, programmatic);
     cudaGraphExec_t exec;
     CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
-    fill(x, 2.0f);
-    fill(y, -9.0f);
-    fill(z, -9.0f);
-    CHECK_CUDA(cudaDeviceSynchronize());
-    CHECK_CUDA(cudaGraphLaunch(exec, s));
-    CHECK_CUDA(cudaStreamSynchronize(s));
+    launch_fresh(exec, s, x, 2.0f, y, z);
     expect_all(y, 7.0f, "y before the captured kernels");
     expect_all(z, 6.0f, "z by kernels captured after programmatic dependencies");
     CHECK_CUDA(cudaGraphExecDestroy(exec));
@@ -975,12 +985,7 @@ static void pdl_capture(float *x, float *y, float *z, cudaStream_t s)
     cudaGraphExec_t exec;
     CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
     for (int i = 0; i < 2; i++) {
-        fill(x, 2.0f + i);
-        fill(y, -9.0f);
-        fill(z, -9.0f);
-        CHECK_CUDA(cudaDeviceSynchronize());
-        CHECK_CUDA(cudaGraphLaunch(exec, s));
-        CHECK_CUDA(cudaStreamSynchronize(s));
+        launch_fresh(exec, s, x, 2.0f + i, y, z);
         expect_all(y, 2.0f * (2.0f + i) + 1.0f, "y before a PDL launch in a graph");
         expect_all(z, 3.0f * (2.0f + i), "z by a PDL launch in a graph");
     }
@@ -1027,11 +1032,7 @@ static void memory_node_rules(float *x, float *y, cudaStream_t s)
     CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
     EXPECT_CUDA_ERROR(cudaGraphInstantiate(&second, g, 0), cudaErrorNotSupported);
     cudaGetLastError();
-    fill(x, 2.0f);
-    fill(y, -9.0f);
-    CHECK_CUDA(cudaDeviceSynchronize());
-    CHECK_CUDA(cudaGraphLaunch(exec, s));
-    CHECK_CUDA(cudaStreamSynchronize(s));
+    launch_fresh(exec, s, x, 2.0f, y);
     expect_all(y, 7.0f, "y through a graph's memory");
     CHECK_CUDA(cudaGraphExecDestroy(exec));
     CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0)); // its one executable graph is gone
@@ -1068,11 +1069,7 @@ static void memory_node_rules(float *x, float *y, cudaStream_t s)
     EXPECT_CUDA_ERROR(cudaGraphInstantiate(&second, parent, 0), cudaErrorNotSupported);
     cudaGetLastError();
     for (int i = 0; i < 2; i++) {
-        fill(x, 4.0f + i);
-        fill(y, -9.0f);
-        CHECK_CUDA(cudaDeviceSynchronize());
-        CHECK_CUDA(cudaGraphLaunch(exec, s));
-        CHECK_CUDA(cudaStreamSynchronize(s));
+        launch_fresh(exec, s, x, 4.0f + i, y);
         expect_all(y, 3.0f * (4.0f + i) + 1.0f, "y through a graph moved into a child node");
     }
     CHECK_CUDA(cudaGraphExecDestroy(exec));
@@ -1170,16 +1167,7 @@ static void conditional_picture(float *y)
     CHECK_CUDA(cudaGraphAddMemsetNode(&a, bodies[0], nullptr, 0, &mp));
     CHECK_CUDA(cudaGraphAddMemsetNode(&a, bodies[1], nullptr, 0, &mp));
     CHECK_CUDA(cudaGraphAddMemsetNode(&b, bodies[1], &a, 1, &mp));
-    char path[64];
-    snprintf(path, sizeof path, "/tmp/cr-graphs-cond-%d.dot", (int)getpid());
-    CHECK_CUDA(cudaGraphDebugDotPrint(g, path, 0));
-    FILE *dot = fopen(path, "r");
-    CHECK(dot, "no DOT file at %s", path);
-    std::string text;
-    for (int c; (c = fgetc(dot)) != EOF;)
-        text += (char)c;
-    fclose(dot);
-    unlink(path);
+    std::string text = dot_of(g);
     const char *wanted[] = {"n0 -> n1;",           "1: IF (handle 1)",
                             "label=\"then of 1\"",  "label=\"else of 1\"",
                             "n1b0_n0 [label",      "n1b1_n0 -> n1b1_n1;",
@@ -1584,16 +1572,7 @@ int main(int argc, char **argv)
     cudaGetLastError();
     CHECK_CUDA(cudaGraphDestroy(built_clone));
     // its picture: a DOT file with the child graph as a cluster of its own
-    char dot_path[64];
-    snprintf(dot_path, sizeof dot_path, "/tmp/cr-graphs-%d.dot", (int)getpid());
-    CHECK_CUDA(cudaGraphDebugDotPrint(built, dot_path, 0));
-    FILE *dot = fopen(dot_path, "r");
-    CHECK(dot, "no DOT file at %s", dot_path);
-    std::string text;
-    for (int c; (c = fgetc(dot)) != EOF;)
-        text += (char)c;
-    fclose(dot);
-    unlink(dot_path);
+    std::string text = dot_of(built);
     CHECK(text.rfind("digraph", 0) == 0 && text.find("subgraph") != std::string::npos &&
               text.find("->") != std::string::npos,
           "the DOT file is not a graph with a child graph:\n%s", text.c_str());
