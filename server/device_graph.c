@@ -26,8 +26,8 @@
  * Launch attributes the driver takes for launches only and that only allow more overlap
  * or state a preference are left out of kernel nodes (launch_only); edges with data (a
  * programmatic edge between kernels, and those a captured launch that allows programmatic
- * overlap has from the kernels it follows, split_deps) are
- * added to a kernel node after it, when the driver has the call for them.
+ * overlap has from the kernels it follows, split_deps) are added to a kernel node after
+ * it, when the driver has the call for them.
  *
  * Conditional nodes: their handles are made against a driver graph before any node names
  * them (an anchor, one per graph.c graph that has handles), and the node must be in the
